@@ -1,0 +1,109 @@
+"""Effects: what the driver must do for the replica, in list order.
+
+Ordering is the durability contract: a driver performs the effects of a step in the order
+given, and everything before a `PersistElectionState` or `FlushLog` is durable before any
+effect after it is performed (in particular before a `Send` or an `AppendResult`). A driver may
+merge consecutive flushes across steps (group commit) as long as it keeps that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraft.core.messages import Message, Records
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionState:
+    """What the quorum-state file holds: the epoch, the leader if known, the vote if cast."""
+
+    epoch: Epoch
+    leader_id: NodeId | None = None
+    voted_for: ReplicaKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PersistElectionState:
+    state: ElectionState
+
+
+@dataclass(frozen=True, slots=True)
+class AppendToLog:
+    """Append these encoded batches, whose offsets the replica already assigned."""
+
+    first_offset: Offset
+    last_offset: Offset
+    epoch: Epoch
+    data: Records = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateLog:
+    """Remove every record at or after `offset` (divergence, KIP-595)."""
+
+    offset: Offset
+
+
+@dataclass(frozen=True, slots=True)
+class FlushLog:
+    """Make every appended record durable before the effects that follow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    dst: NodeId
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class HighWatermarkMoved:
+    high_watermark: Offset
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """The answer to a ClientAppend: accepted at [first, last] in `epoch` (committed once the
+    HWM passes `last` in that epoch's history), or refused with the leader to ask instead."""
+
+    request_id: int
+    error: ErrorCode
+    first_offset: Offset | None = None
+    last_offset: Offset | None = None
+    epoch: Epoch | None = None
+    leader_id: NodeId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    old: ReplicaState
+    new: ReplicaState
+    epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class ActionTaken:
+    """Marks that the spec action `action` happened in this step (for traces and coverage)."""
+
+    action: Action
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownComplete:
+    """The replica finished its graceful shutdown; the driver may stop it."""
+
+
+Effect = (
+    PersistElectionState
+    | AppendToLog
+    | TruncateLog
+    | FlushLog
+    | Send
+    | HighWatermarkMoved
+    | AppendResult
+    | StateChanged
+    | ActionTaken
+    | ShutdownComplete
+)

@@ -1,0 +1,54 @@
+"""Events: everything that can happen to a replica. Time arrives inside events, never read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kraft.core.messages import Message, Request
+from kraft.ids import NodeId
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time passed; the replica checks its timers against `now_ms`."""
+
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Receive:
+    """A message arrived from `src`. For a response, `in_reply_to` is the request it answers
+    when the driver knows it (the node matches correlation ids; the simulator tags it)."""
+
+    now_ms: int
+    src: NodeId
+    message: Message
+    in_reply_to: Request | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendFailed:
+    """A request could not be delivered (connection refused, timed out)."""
+
+    now_ms: int
+    dst: NodeId
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAppend:
+    """A client asks to append these record values; answered by an AppendResult effect."""
+
+    now_ms: int
+    values: tuple[bytes, ...]
+    request_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Graceful shutdown: a leader resigns with EndQuorumEpoch (KIP-595)."""
+
+    now_ms: int
+
+
+Event = Tick | Receive | SendFailed | ClientAppend | Shutdown

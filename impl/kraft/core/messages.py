@@ -1,0 +1,157 @@
+"""The KRaft RPCs as the core sees them: one frozen dataclass per request and response.
+
+These carry the fields KIP-595/630/856 define, flattened to the single partition KRaft uses.
+The wire layer (kraft.protocol) translates them to and from Kafka's wire messages; the
+simulator passes them as they are. Record data stays encoded (record batch v2 bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraft.errors import ErrorCode
+from kraft.ids import (
+    NO_NODE,
+    ClusterId,
+    Epoch,
+    NodeId,
+    Offset,
+    OffsetAndEpoch,
+    ReplicaKey,
+)
+
+Records = bytes | memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class VoteRequest:
+    cluster_id: ClusterId
+    candidate: ReplicaKey
+    candidate_epoch: Epoch
+    # The candidate's log position: epoch of its last record and its end offset (KIP-595).
+    last_epoch: Epoch
+    last_end_offset: Offset
+    # KIP-853: the replica the candidate believes it is asking; a mismatch is rejected.
+    voter: ReplicaKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+    vote_granted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochRequest:
+    cluster_id: ClusterId
+    leader_id: NodeId
+    leader_epoch: Epoch
+    voter: ReplicaKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochRequest:
+    cluster_id: ClusterId
+    leader_id: NodeId
+    leader_epoch: Epoch
+    # Sorted by replicated offset, most caught-up first (KIP-595).
+    preferred_successors: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    cluster_id: ClusterId
+    replica: ReplicaKey
+    # The epoch the fetcher believes is current (Kafka's CurrentLeaderEpoch).
+    replica_epoch: Epoch
+    fetch_offset: Offset
+    last_fetched_epoch: Epoch
+    log_start_offset: Offset
+    max_bytes: int = 1 << 20
+    max_wait_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+    high_watermark: Offset
+    log_start_offset: Offset
+    # Set when the fetcher's log diverges: truncate to this (end offset, epoch) (KIP-595).
+    diverging_epoch: OffsetAndEpoch | None = None
+    # Set when the fetch offset is below the log start: fetch this snapshot (KIP-630).
+    snapshot_id: OffsetAndEpoch | None = None
+    records: Records = field(default=b"", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    cluster_id: ClusterId
+    replica: ReplicaKey
+    replica_epoch: Epoch
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+    snapshot_id: OffsetAndEpoch
+    size: int
+    position: int
+    chunk: bytes = field(default=b"", compare=False)
+
+
+Request = (
+    VoteRequest
+    | BeginQuorumEpochRequest
+    | EndQuorumEpochRequest
+    | FetchRequest
+    | FetchSnapshotRequest
+)
+Response = (
+    VoteResponse
+    | BeginQuorumEpochResponse
+    | EndQuorumEpochResponse
+    | FetchResponse
+    | FetchSnapshotResponse
+)
+Message = Request | Response
+
+__all__ = [
+    "NO_NODE",
+    "BeginQuorumEpochRequest",
+    "BeginQuorumEpochResponse",
+    "EndQuorumEpochRequest",
+    "EndQuorumEpochResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchSnapshotRequest",
+    "FetchSnapshotResponse",
+    "Message",
+    "Records",
+    "Request",
+    "Response",
+    "VoteRequest",
+    "VoteResponse",
+]

@@ -1,0 +1,1005 @@
+"""The KRaft replica (KIP-595): a pure state machine, events in, effects out.
+
+One object per replica. `step` handles one event and returns the effects the driver must
+perform, in order (see kraft.core.effects for the durability contract). Time comes only from
+events and randomness only from the injected `rng`. The replica mirrors its log's metadata
+(LogMirror) and reads record bytes only through `reader`, to fill Fetch responses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kraft.core.effects import (
+    ActionTaken,
+    AppendResult,
+    AppendToLog,
+    Effect,
+    ElectionState,
+    FlushLog,
+    HighWatermarkMoved,
+    PersistElectionState,
+    Send,
+    ShutdownComplete,
+    StateChanged,
+    TruncateLog,
+)
+from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.log_mirror import LogMirror, LogState
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Records,
+    Request,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
+from kraft.core.transitions import IllegalTransitionError, check_transition
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.voter_set import VoterSet
+from kraft.errors import ErrorCode
+from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.records import (
+    CorruptRecordError,
+    LeaderChangeMessage,
+    encode_batch,
+    encode_control_batch,
+    iter_batches,
+)
+
+__all__ = [
+    "IllegalTransitionError",
+    "LogReader",
+    "LogState",
+    "Replica",
+    "ReplicaConfig",
+    "ReplicaView",
+]
+
+U = ReplicaState.UNATTACHED
+V = ReplicaState.VOTED
+C = ReplicaState.CANDIDATE
+L = ReplicaState.LEADER
+F = ReplicaState.FOLLOWER
+R = ReplicaState.RESIGNED
+
+LEADER_CHANGE_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaConfig:
+    node: ReplicaKey
+    cluster_id: ClusterId
+    voters: tuple[ReplicaKey, ...]
+    election_timeout_ms: int = 1000  # quorum.election.timeout.ms
+    fetch_timeout_ms: int = 2000  # quorum.fetch.timeout.ms
+    election_backoff_max_ms: int = 1000  # quorum.election.backoff.max.ms
+    retry_backoff_ms: int = 20  # quorum.retry.backoff.ms
+    request_timeout_ms: int = 2000  # quorum.request.timeout.ms
+    fetch_max_bytes: int = 1 << 20
+    append_linger_ms: int = 0
+    # How long a leader may hold a Fetch with nothing new (Kafka's raft fetch max wait).
+    fetch_max_wait_ms: int = 500
+
+
+class LogReader(Protocol):
+    def read(self, offset: Offset, max_bytes: int) -> Records:
+        """Whole batches starting at `offset`, at most about `max_bytes` (at least one)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """An immutable snapshot of a replica, for checkers and traces."""
+
+    node_id: NodeId
+    state: ReplicaState
+    epoch: Epoch
+    leader_id: NodeId | None
+    voted_for: ReplicaKey | None
+    is_voter: bool
+    end_offset: Offset
+    last_epoch: Epoch
+    high_watermark: Offset | None
+    log_start_offset: Offset
+    voters: tuple[NodeId, ...]
+
+
+@dataclass(slots=True)
+class _Peer:
+    """The leader's picture of one replica fetching from it in this epoch."""
+
+    key: ReplicaKey
+    end_offset: Offset | None = None
+    last_fetch_ms: int | None = None
+    last_caught_up_ms: int | None = None
+    # The leader's end offset when this replica last fetched: reaching it means caught up.
+    leader_end_at_last_fetch: int = 0
+
+
+@dataclass(slots=True)
+class _LeaderData:
+    epoch_start: Offset
+    granting: tuple[NodeId, ...]
+    voters: dict[NodeId, _Peer]
+    observers: dict[ReplicaKey, _Peer] = field(default_factory=dict)
+    endorsed: set[NodeId] = field(default_factory=set)
+    # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
+    parked: list[tuple[NodeId, FetchRequest, int]] = field(default_factory=list)
+    complete_parked_at: int | None = None
+
+
+class Replica:
+    def __init__(
+        self,
+        config: ReplicaConfig,
+        *,
+        election_state: ElectionState | None,
+        log_state: LogState,
+        reader: LogReader,
+        rng: random.Random,
+        now_ms: int,
+    ) -> None:
+        self._cfg = config
+        self._me = config.node
+        self._voters = VoterSet(config.voters)
+        self._log = LogMirror(log_state)
+        self._reader = reader
+        self._rng = rng
+        self._now = now_ms
+        self._stored = election_state or ElectionState(Epoch(0))
+        self._started = False
+        self._out: list[Effect] = []
+
+        self._state = U
+        self._epoch = self._stored.epoch
+        self._leader_id: NodeId | None = None
+        self._voted_for: ReplicaKey | None = None
+        self._hwm: Offset | None = None
+
+        # Timers: absolute times, None when not running.
+        self._election_deadline: int | None = None  # -> Candidate (voters)
+        self._backoff_until: int | None = None  # candidate backing off after a lost election
+        self._fetch_deadline: int | None = None  # follower: leader silent too long
+        self._fetch_send_at: int | None = None  # when to send the next Fetch
+        self._fetch_in_flight_until: int | None = None  # resend if unanswered by then
+        # Per-peer next send time of this state's request (Vote / BeginQuorumEpoch).
+        self._retry: dict[NodeId, int] = {}
+        self._granted: set[NodeId] = set()
+        self._rejected: set[NodeId] = set()
+        self._leader: _LeaderData | None = None
+        self._discovery_next = 0
+
+        self._shutting_down = False
+        self._shutdown_done = False
+        self._shutdown_deadline: int | None = None
+        self._end_pending: set[NodeId] = set()
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def is_voter(self) -> bool:
+        return self._voters.contains(self._me)
+
+    def start(self) -> list[Effect]:
+        """Enter the initial state from the stored election state (Kafka's restart rules)."""
+        if self._started:
+            raise IllegalTransitionError("start() called twice")
+        self._started = True
+        self._out = []
+        es = self._stored
+        me = self._me
+        voter = self.is_voter
+        log_epoch = self._log.last_epoch
+        if es.epoch < log_epoch:
+            # The log saw a later epoch than the file: trust the log, forget leader and vote.
+            self._enter(U, log_epoch)
+            self._persist()
+        elif voter and es.leader_id == me.id:
+            # A leader comes back Resigned in its epoch: no second vote, no second leader.
+            self._enter(R, es.epoch, leader=me.id)
+        elif voter and es.voted_for is not None and self._same_replica(es.voted_for, me):
+            self._enter(C, es.epoch, voted=es.voted_for)
+        elif voter and es.voted_for is not None:
+            self._enter(V, es.epoch, voted=es.voted_for)
+        elif es.leader_id is not None and es.leader_id != me.id:
+            self._enter(F, es.epoch, leader=es.leader_id)
+        else:
+            self._enter(U, es.epoch)
+        self._out.append(StateChanged(U, self._state, self._epoch))
+        if self._state is C:
+            self._maybe_become_leader()
+        self._send_due()
+        return self._take()
+
+    def step(self, event: Event) -> list[Effect]:
+        if not self._started:
+            raise IllegalTransitionError("step() before start()")
+        self._out = []
+        self._now = max(self._now, event.now_ms)
+        if isinstance(event, Tick):
+            self._on_tick()
+        elif isinstance(event, Receive):
+            self._on_receive(event)
+        elif isinstance(event, SendFailed):
+            self._on_send_failed(event)
+        elif isinstance(event, ClientAppend):
+            self._on_client_append(event)
+        elif isinstance(event, Shutdown):
+            self._on_shutdown()
+        self._check_shutdown()
+        self._send_due()
+        return self._take()
+
+    def next_deadline_ms(self) -> int:
+        times = [
+            t
+            for t in (
+                self._election_deadline,
+                self._backoff_until,
+                self._fetch_deadline,
+                self._fetch_send_at,
+                self._fetch_in_flight_until,
+                self._shutdown_deadline,
+            )
+            if t is not None
+        ]
+        if self._backoff_until is None:
+            times.extend(self._retry.values())
+        if self._leader is not None:
+            times.extend(d for _, _, d in self._leader.parked)
+            if self._leader.complete_parked_at is not None:
+                times.append(self._leader.complete_parked_at)
+        if not times:
+            return self._now + self._cfg.election_timeout_ms
+        return max(self._now, min(times))
+
+    def view(self) -> ReplicaView:
+        return ReplicaView(
+            node_id=self._me.id,
+            state=self._state,
+            epoch=self._epoch,
+            leader_id=self._leader_id,
+            voted_for=self._voted_for,
+            is_voter=self.is_voter,
+            end_offset=self._log.end_offset,
+            last_epoch=self._log.last_epoch,
+            high_watermark=self._hwm,
+            log_start_offset=self._log.start_offset,
+            voters=self._voters.ids,
+        )
+
+    def describe_quorum(self) -> QuorumDescription | None:
+        ld = self._leader
+        if ld is None:
+            return None
+        me = ReplicaDescription(self._me, self._log.end_offset, self._now, self._now)
+
+        def desc(p: _Peer) -> ReplicaDescription:
+            return ReplicaDescription(
+                p.key,
+                UNKNOWN if p.end_offset is None else p.end_offset,
+                UNKNOWN if p.last_fetch_ms is None else p.last_fetch_ms,
+                UNKNOWN if p.last_caught_up_ms is None else p.last_caught_up_ms,
+            )
+
+        voters = [me if v.id == self._me.id else desc(ld.voters[v.id]) for v in self._voters]
+        return QuorumDescription(
+            leader_id=self._me.id,
+            leader_epoch=self._epoch,
+            high_watermark=self._hwm,
+            voters=tuple(voters),
+            observers=tuple(desc(p) for p in ld.observers.values()),
+        )
+
+    # ------------------------------------------------------------------ state changes
+
+    def _take(self) -> list[Effect]:
+        out, self._out = self._out, []
+        return out
+
+    @staticmethod
+    def _same_replica(a: ReplicaKey, b: ReplicaKey) -> bool:
+        return VoterSet((a,)).contains(b)
+
+    def _random_election_timeout(self) -> int:
+        t = self._cfg.election_timeout_ms
+        return t + self._rng.randrange(t) if t > 0 else 0
+
+    def _persist(self) -> None:
+        self._out.append(
+            PersistElectionState(ElectionState(self._epoch, self._leader_id, self._voted_for))
+        )
+
+    def _transition(
+        self,
+        new: ReplicaState,
+        epoch: Epoch,
+        *,
+        leader: NodeId | None = None,
+        voted: ReplicaKey | None = None,
+    ) -> None:
+        """Move to `new` in `epoch` per the transition table; persist before any later Send."""
+        old, old_epoch = self._state, self._epoch
+        check_transition(old, old_epoch, new, epoch, is_voter=self.is_voter)
+        if new in (F, L, R):
+            voted = None  # as Kafka: a known leader replaces the vote in the stored state
+        elif epoch == old_epoch and voted is None and new is not C:
+            voted = self._voted_for  # a vote cast in this epoch stays on record
+        parked = self._leader.parked if self._leader is not None else []
+        self._enter(new, epoch, leader=leader, voted=voted)
+        self._persist()
+        self._out.append(StateChanged(old, new, epoch))
+        # Fetches held by a leader that stepped down get the new epoch and leader at once.
+        for src, req, _ in parked:
+            self._handle_fetch_request(src, req)
+
+    def _enter(
+        self,
+        new: ReplicaState,
+        epoch: Epoch,
+        *,
+        leader: NodeId | None = None,
+        voted: ReplicaKey | None = None,
+    ) -> None:
+        """Set the state's fields and start its timers (no checks, no effects)."""
+        now = self._now
+        granted = self._granted
+        self._state, self._epoch = new, epoch
+        self._leader_id, self._voted_for = leader, voted
+        self._election_deadline = self._backoff_until = self._fetch_deadline = None
+        self._fetch_send_at = self._fetch_in_flight_until = None
+        self._retry = {}
+        self._granted, self._rejected = set(), set()
+        self._leader = None
+        others = [v.id for v in self._voters if v.id != self._me.id]
+        if new in (U, V):
+            if self.is_voter:
+                self._election_deadline = now + self._random_election_timeout()
+            else:
+                self._fetch_send_at = now  # an observer looks for the leader
+        elif new is C:
+            self._voted_for = self._me
+            self._granted = {self._me.id}
+            self._election_deadline = now + self._random_election_timeout()
+            self._retry = dict.fromkeys(others, now)
+        elif new is F:
+            self._fetch_deadline = now + self._cfg.fetch_timeout_ms
+            self._fetch_send_at = now
+        elif new is L:
+            self._leader_id = self._me.id
+            self._leader = _LeaderData(
+                epoch_start=self._log.end_offset,
+                granting=tuple(sorted(granted)),
+                voters={v.id: _Peer(v) for v in self._voters if v.id != self._me.id},
+            )
+            self._retry = dict.fromkeys(others, now)
+        elif new is R:
+            self._leader_id = self._me.id
+            self._election_deadline = now + self._random_election_timeout()
+
+    # ------------------------------------------------------------------ timers
+
+    def _on_tick(self) -> None:
+        now = self._now
+        st = self._state
+        ld = self._leader
+        if ld is not None:
+            if ld.complete_parked_at is not None and ld.complete_parked_at <= now:
+                ld.complete_parked_at = None
+                self._complete_parked(all_of_them=True)
+            elif any(d <= now for _, _, d in ld.parked):
+                self._complete_parked(all_of_them=False)
+        if self._fetch_in_flight_until is not None and self._fetch_in_flight_until <= now:
+            self._fetch_in_flight_until = None
+            self._fetch_send_at = now
+        if st is C and self._backoff_until is not None:
+            if self._backoff_until <= now:
+                self._become_candidate()
+        elif st is C and self._election_deadline is not None:
+            if self._election_deadline <= now:
+                self._start_backoff()
+        elif st in (U, V, R) and self._election_deadline is not None:
+            if self._election_deadline <= now and not self._shutting_down:
+                self._become_candidate()
+        elif st is F and self._fetch_deadline is not None and self._fetch_deadline <= now:
+            if self.is_voter:
+                if not self._shutting_down:
+                    self._become_candidate()
+            else:
+                # An observer forgets the silent leader and rediscovers (KIP-595 observers).
+                self._transition(U, self._epoch)
+        if self._shutdown_deadline is not None and self._shutdown_deadline <= now:
+            self._end_pending.clear()
+
+    def _start_backoff(self) -> None:
+        """A lost or timed-out election: wait a random backoff, then retry in a new epoch."""
+        self._election_deadline = None
+        self._backoff_until = self._now + self._rng.randint(
+            1, max(1, self._cfg.election_backoff_max_ms)
+        )
+
+    def _become_candidate(self) -> None:
+        """ElectionTimeout: bump the epoch, vote for ourselves (persisted first), ask for votes."""
+        self._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
+        self._transition(C, Epoch(self._epoch + 1))
+        self._maybe_become_leader()
+
+    # ------------------------------------------------------------------ sending
+
+    def _send(self, dst: NodeId, msg: Message) -> None:
+        self._out.append(Send(dst, msg))
+
+    def _send_due(self) -> None:
+        now = self._now
+        st = self._state
+        if st is C and self._backoff_until is None:
+            for dst, at in sorted(self._retry.items()):
+                if at <= now:
+                    self._retry[dst] = now + self._cfg.request_timeout_ms
+                    self._send(dst, self._vote_request(dst))
+        elif st is L:
+            for dst, at in sorted(self._retry.items()):
+                if at <= now:
+                    self._retry[dst] = now + self._cfg.request_timeout_ms
+                    self._send(
+                        dst,
+                        BeginQuorumEpochRequest(
+                            self._cfg.cluster_id,
+                            self._me.id,
+                            self._epoch,
+                            voter=self._voter_key(dst),
+                        ),
+                    )
+        if self._fetch_send_at is not None and self._fetch_send_at <= now:
+            self._send_fetch()
+
+    def _voter_key(self, node: NodeId) -> ReplicaKey | None:
+        for v in self._voters:
+            if v.id == node:
+                return v
+        return None
+
+    def _vote_request(self, dst: NodeId) -> VoteRequest:
+        return VoteRequest(
+            cluster_id=self._cfg.cluster_id,
+            candidate=self._me,
+            candidate_epoch=self._epoch,
+            last_epoch=self._log.last_epoch,
+            last_end_offset=self._log.end_offset,
+            voter=self._voter_key(dst),
+        )
+
+    def _send_fetch(self) -> None:
+        """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows."""
+        if self._state is F and self._leader_id is not None:
+            dst = self._leader_id
+            wait = self._cfg.fetch_max_wait_ms
+        elif self._state is U and not self.is_voter and len(self._voters) > 0:
+            ids = self._voters.ids
+            dst = ids[self._discovery_next % len(ids)]
+            self._discovery_next += 1
+            wait = 0
+        else:
+            self._fetch_send_at = None
+            return
+        self._fetch_send_at = None
+        self._fetch_in_flight_until = self._now + self._cfg.request_timeout_ms
+        self._out.append(ActionTaken(Action.SEND_FETCH_REQUEST))
+        self._send(
+            dst,
+            FetchRequest(
+                cluster_id=self._cfg.cluster_id,
+                replica=self._me,
+                replica_epoch=self._epoch,
+                fetch_offset=self._log.end_offset,
+                last_fetched_epoch=self._log.last_epoch,
+                log_start_offset=self._log.start_offset,
+                max_bytes=self._cfg.fetch_max_bytes,
+                max_wait_ms=wait,
+            ),
+        )
+
+    def _on_send_failed(self, ev: SendFailed) -> None:
+        """An unreachable peer: retry after retry_backoff_ms (EndQuorumEpoch is not retried)."""
+        req = ev.request
+        retry_at = self._now + self._cfg.retry_backoff_ms
+        if isinstance(req, VoteRequest):
+            if req.candidate_epoch == self._epoch and ev.dst in self._retry:
+                self._retry[ev.dst] = retry_at
+        elif isinstance(req, BeginQuorumEpochRequest):
+            if req.leader_epoch == self._epoch and ev.dst in self._retry:
+                self._retry[ev.dst] = retry_at
+        elif isinstance(req, FetchRequest):
+            if self._fetch_in_flight_until is not None:
+                self._fetch_in_flight_until = None
+                self._fetch_send_at = retry_at
+        elif isinstance(req, EndQuorumEpochRequest):
+            self._end_pending.discard(ev.dst)
+
+    # ------------------------------------------------------------------ receiving
+
+    def _on_receive(self, ev: Receive) -> None:
+        msg = ev.message
+        src = ev.src
+        if isinstance(msg, VoteRequest):
+            self._handle_vote_request(src, msg)
+        elif isinstance(msg, VoteResponse):
+            self._handle_vote_response(src, msg)
+        elif isinstance(msg, BeginQuorumEpochRequest):
+            self._handle_begin_request(src, msg)
+        elif isinstance(msg, BeginQuorumEpochResponse):
+            self._handle_begin_response(src, msg)
+        elif isinstance(msg, EndQuorumEpochRequest):
+            self._handle_end_request(src, msg)
+        elif isinstance(msg, EndQuorumEpochResponse):
+            self._handle_end_response(src, msg)
+        elif isinstance(msg, FetchRequest):
+            self._handle_fetch_request(src, msg)
+        elif isinstance(msg, FetchResponse):
+            self._handle_fetch_response(src, msg, ev.in_reply_to)
+        elif isinstance(msg, FetchSnapshotRequest):
+            # KIP-630 is not implemented yet: no snapshot can be served.
+            self._send(
+                src,
+                FetchSnapshotResponse(
+                    self._request_error(msg.cluster_id) or ErrorCode.SNAPSHOT_NOT_FOUND,
+                    self._leader_or_none(),
+                    self._epoch,
+                    msg.snapshot_id,
+                    size=0,
+                    position=msg.position,
+                ),
+            )
+        # FetchSnapshotResponse: nothing asks for snapshots yet; ignored.
+
+    def _leader_or_none(self) -> NodeId:
+        return NO_NODE if self._leader_id is None else self._leader_id
+
+    def _request_error(self, cluster_id: ClusterId) -> ErrorCode | None:
+        if cluster_id != self._cfg.cluster_id:
+            return ErrorCode.INCONSISTENT_CLUSTER_ID
+        return None
+
+    def _learn(self, leader: NodeId, epoch: Epoch) -> None:
+        """A message names the leader and epoch: move to a larger epoch (as a follower of the
+        named leader, or Unattached), or follow a leader newly learned in our own epoch."""
+        if epoch > self._epoch:
+            if leader not in (NO_NODE, self._me.id):
+                self._transition(F, epoch, leader=leader)
+            else:
+                self._transition(U, epoch)
+        elif (
+            epoch == self._epoch
+            and leader not in (NO_NODE, self._me.id)
+            and self._leader_id is None
+        ):
+            self._transition(F, epoch, leader=leader)
+
+    # --- Vote
+
+    def _may_vote_for(self, candidate: ReplicaKey) -> bool:
+        """Voter membership for an election: the candidate must be a voter and so must we.
+        (KIP-856 relaxes the second half; this is the one place to change.)"""
+        return self._voters.contains(candidate) and self.is_voter
+
+    def _vote_response(self, error: ErrorCode, granted: bool) -> VoteResponse:
+        return VoteResponse(error, self._leader_or_none(), self._epoch, granted)
+
+    def _handle_vote_request(self, src: NodeId, req: VoteRequest) -> None:
+        """HandleVoteRequest, checks in KIP-595's order."""
+        self._out.append(ActionTaken(Action.HANDLE_VOTE_REQUEST))
+        err = self._request_error(req.cluster_id)
+        if err is None and (req.last_epoch < 0 or req.last_end_offset < 0):
+            err = ErrorCode.INVALID_REQUEST
+        if err is not None:
+            self._send(src, self._vote_response(err, False))
+            return
+        # 1. A larger epoch is known: reject. A larger candidate epoch moves us to it first.
+        if req.candidate_epoch < self._epoch:
+            self._send(src, self._vote_response(ErrorCode.FENCED_LEADER_EPOCH, False))
+            return
+        if req.candidate_epoch > self._epoch:
+            self._transition(U, req.candidate_epoch)
+        granted = self._can_grant(req)
+        if granted and self._state is U:
+            self._transition(V, self._epoch, voted=req.candidate)  # persisted before the Send
+        self._send(src, self._vote_response(ErrorCode.NONE, granted))
+
+    def _can_grant(self, req: VoteRequest) -> bool:
+        # 2. One vote per epoch: only the candidate already voted for gets it again.
+        if self._state is V:
+            return self._voted_for is not None and self._same_replica(
+                self._voted_for, req.candidate
+            )
+        if self._state is not U:
+            return False  # a leader, follower, candidate or resigned replica has chosen
+        # 3a. Voter membership.
+        if not self._may_vote_for(req.candidate):
+            return False
+        # 3b. The candidate's log is at least as up-to-date: (last epoch, end offset).
+        theirs = OffsetAndEpoch(req.last_epoch, req.last_end_offset)
+        return theirs >= self._log.end
+
+    def _handle_vote_response(self, src: NodeId, resp: VoteResponse) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_VOTE_RESPONSE))
+        if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+            if self._state is C and src in self._retry:
+                self._retry[src] = self._now + self._cfg.retry_backoff_ms
+            return
+        self._learn(resp.leader_id, resp.leader_epoch)
+        if self._state is not C or resp.leader_epoch != self._epoch:
+            return  # no longer a candidate, or an answer from another election
+        self._retry.pop(src, None)
+        if resp.error is not ErrorCode.NONE:
+            return
+        if resp.vote_granted:
+            self._granted.add(src)
+            self._maybe_become_leader()
+        else:
+            self._rejected.add(src)
+            # e.g. two voters: one refusal and the election cannot be won; back off now.
+            if self._backoff_until is None and self._voters.cannot_reach_majority(self._rejected):
+                self._start_backoff()
+
+    def _maybe_become_leader(self) -> None:
+        if self._state is C and self._voters.is_majority(self._granted):
+            self._become_leader()
+
+    def _become_leader(self) -> None:
+        """BecomeLeader: persist, write LeaderChange as the epoch's first record, then
+        BeginQuorumEpoch to every voter until each endorses."""
+        self._out.append(ActionTaken(Action.BECOME_LEADER))
+        self._transition(L, self._epoch)
+        ld = self._leader
+        assert ld is not None
+        record = LeaderChangeMessage(
+            LEADER_CHANGE_VERSION,
+            self._me.id,
+            voters=self._voters.ids,
+            granting_voters=ld.granting,
+        )
+        offset = self._log.end_offset
+        data = encode_control_batch(offset, self._epoch, record, timestamp_ms=self._now)
+        self._append(offset, offset, data)
+        self._maybe_advance_hwm()
+
+    def _append(self, first: Offset, last: Offset, data: bytes) -> None:
+        """Leader append of one batch in its epoch, made durable before later effects."""
+        self._out.append(AppendToLog(first, last, self._epoch, data))
+        self._log.append([(self._epoch, first)], Offset(last + 1))
+        self._out.append(FlushLog())
+        if self._leader is not None and self._leader.parked:
+            # Answer held fetches next tick, once the driver has applied this append.
+            self._leader.complete_parked_at = self._now
+
+    # --- BeginQuorumEpoch
+
+    def _handle_begin_request(self, src: NodeId, req: BeginQuorumEpochRequest) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_REQUEST))
+        err = self._request_error(req.cluster_id)
+        if err is None and req.leader_epoch < self._epoch:
+            err = ErrorCode.FENCED_LEADER_EPOCH
+        if err is None and req.leader_id == self._me.id:
+            err = ErrorCode.INVALID_REQUEST
+        if err is None:
+            self._learn(req.leader_id, req.leader_epoch)
+            if self._leader_id != req.leader_id:
+                # Another leader is known for this epoch: the request conflicts (KIP-595).
+                err = ErrorCode.INVALID_REQUEST
+        self._send(
+            src,
+            BeginQuorumEpochResponse(err or ErrorCode.NONE, self._leader_or_none(), self._epoch),
+        )
+
+    def _handle_begin_response(self, src: NodeId, resp: BeginQuorumEpochResponse) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE))
+        if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+            if self._state is L and src in self._retry:
+                self._retry[src] = self._now + self._cfg.retry_backoff_ms
+            return
+        self._learn(resp.leader_id, resp.leader_epoch)
+        if (
+            self._state is L
+            and resp.error is ErrorCode.NONE
+            and resp.leader_epoch == self._epoch
+            and resp.leader_id == self._me.id
+        ):
+            self._endorse(src)
+
+    def _endorse(self, src: NodeId) -> None:
+        ld = self._leader
+        if ld is not None and src in ld.voters:
+            ld.endorsed.add(src)
+            self._retry.pop(src, None)
+
+    # --- EndQuorumEpoch
+
+    def _on_shutdown(self) -> None:
+        """Graceful shutdown: a leader resigns and sends EndQuorumEpoch (best effort)."""
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        ld = self._leader
+        if self._state is not L or ld is None:
+            self._end_pending.clear()
+            return
+        self._out.append(ActionTaken(Action.RESIGN))
+        # Most caught-up first, so the best successor stands for election first.
+        ranked = sorted(
+            ld.voters.values(),
+            key=lambda p: (-(p.end_offset if p.end_offset is not None else -1), p.key.id),
+        )
+        successors = tuple(p.key.id for p in ranked)
+        self._transition(R, self._epoch, leader=self._me.id)
+        self._end_pending = set(successors)
+        self._shutdown_deadline = self._now + self._cfg.request_timeout_ms
+        for dst in successors:
+            self._send(
+                dst,
+                EndQuorumEpochRequest(self._cfg.cluster_id, self._me.id, self._epoch, successors),
+            )
+
+    def _check_shutdown(self) -> None:
+        if self._shutting_down and not self._shutdown_done and not self._end_pending:
+            self._shutdown_done = True
+            self._shutdown_deadline = None
+            self._out.append(ShutdownComplete())
+
+    def _handle_end_request(self, src: NodeId, req: EndQuorumEpochRequest) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_END_QUORUM_EPOCH_REQUEST))
+        err = self._request_error(req.cluster_id)
+        if err is None and req.leader_epoch < self._epoch:
+            err = ErrorCode.FENCED_LEADER_EPOCH
+        if err is None:
+            self._learn(req.leader_id, req.leader_epoch)
+            if self._me.id not in req.preferred_successors:
+                err = ErrorCode.INCONSISTENT_VOTER_SET
+        # Only a follower of the resigning leader reacts; with no leader named there is
+        # nothing to end (KIP-595: the request is rejected, harmlessly answered here).
+        if (
+            err is None
+            and self._state is F
+            and req.leader_epoch == self._epoch
+            and self._leader_id == req.leader_id
+        ):
+            n = req.preferred_successors.index(self._me.id)
+            if n == 0:
+                if not self._shutting_down:
+                    self._become_candidate()
+            else:
+                # KIP-595: MIN(backoff max, retry backoff * 2^(N-1)) for priority N > 0.
+                delay = min(
+                    self._cfg.election_backoff_max_ms,
+                    self._cfg.retry_backoff_ms * (1 << (n - 1)),
+                )
+                deadline = self._now + delay
+                if self._fetch_deadline is None or deadline < self._fetch_deadline:
+                    self._fetch_deadline = deadline
+        self._send(
+            src,
+            EndQuorumEpochResponse(err or ErrorCode.NONE, self._leader_or_none(), self._epoch),
+        )
+
+    def _handle_end_response(self, src: NodeId, resp: EndQuorumEpochResponse) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_END_QUORUM_EPOCH_RESPONSE))
+        self._end_pending.discard(src)
+        # A replica that is shutting down ignores news of a newer leader (KIP-595).
+        if not self._shutting_down:
+            self._learn(resp.leader_id, resp.leader_epoch)
+
+    # --- Fetch (leader side)
+
+    def _fetch_response(
+        self,
+        error: ErrorCode,
+        *,
+        diverging: OffsetAndEpoch | None = None,
+        records: Records = b"",
+    ) -> FetchResponse:
+        return FetchResponse(
+            error=error,
+            leader_id=self._leader_or_none(),
+            leader_epoch=self._epoch,
+            high_watermark=Offset(-1) if self._hwm is None else self._hwm,
+            log_start_offset=self._log.start_offset,
+            diverging_epoch=diverging,
+            records=records,
+        )
+
+    def _handle_fetch_request(self, src: NodeId, req: FetchRequest, *, park: bool = True) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_FETCH_REQUEST))
+        err = self._request_error(req.cluster_id)
+        if err is None and (
+            req.fetch_offset < 0
+            or req.last_fetched_epoch < 0
+            or req.last_fetched_epoch > req.replica_epoch
+        ):
+            err = ErrorCode.INVALID_REQUEST
+        if err is None:
+            if req.replica_epoch < self._epoch:
+                err = ErrorCode.FENCED_LEADER_EPOCH
+            elif req.replica_epoch > self._epoch:
+                err = ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
+            elif self._state is not L:
+                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        ld = self._leader
+        if err is not None or ld is None:
+            self._send(src, self._fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            return
+        # The fetcher's (last fetched epoch, fetch offset) must lie on our log.
+        ours = self._log.end_offset_for_epoch(req.last_fetched_epoch)
+        if ours.epoch != req.last_fetched_epoch or ours.offset < req.fetch_offset:
+            self._send(src, self._fetch_response(ErrorCode.NONE, diverging=ours))
+            return
+        hwm_before = self._hwm
+        self._record_fetch(src, req)
+        end = self._log.end_offset
+        if req.fetch_offset < end:
+            max_bytes = min(req.max_bytes, self._cfg.fetch_max_bytes)
+            data = self._reader.read(req.fetch_offset, max_bytes)
+            self._send(src, self._fetch_response(ErrorCode.NONE, records=data))
+        elif park and req.max_wait_ms > 0 and self._hwm == hwm_before:
+            # Nothing new for the fetcher (a HWM it moved itself is news: answer at once).
+            ld.parked.append((src, req, self._now + req.max_wait_ms))
+        else:
+            self._send(src, self._fetch_response(ErrorCode.NONE))
+
+    def _record_fetch(self, src: NodeId, req: FetchRequest) -> None:
+        """The leader learns the fetcher's durable end offset; a voter's Fetch in this epoch
+        endorses the leader and may move the HWM."""
+        ld = self._leader
+        assert ld is not None
+        now = self._now
+        end = self._log.end_offset
+        if src in ld.voters and self._voters.contains(req.replica):
+            peer = ld.voters[src]
+            peer.key = req.replica
+            self._endorse(src)
+        else:
+            peer = ld.observers.setdefault(req.replica, _Peer(req.replica))
+        if req.fetch_offset >= end:
+            peer.last_caught_up_ms = now
+        elif peer.last_fetch_ms is not None and req.fetch_offset >= peer.leader_end_at_last_fetch:
+            peer.last_caught_up_ms = peer.last_fetch_ms
+        peer.end_offset = req.fetch_offset
+        peer.last_fetch_ms = now
+        peer.leader_end_at_last_fetch = end
+        if src in ld.voters:
+            self._maybe_advance_hwm()
+
+    def _maybe_advance_hwm(self) -> None:
+        """AdvanceHighWatermark: the largest offset a majority of voters reached (our own end
+        included), only past the start of our epoch, never lowered."""
+        ld = self._leader
+        if ld is None:
+            return
+        ends = [-1 if p.end_offset is None else p.end_offset for p in ld.voters.values()]
+        if self.is_voter:
+            ends.append(self._log.end_offset)
+        ends.sort(reverse=True)
+        k = self._voters.majority
+        if len(ends) < k:
+            return
+        candidate = Offset(ends[k - 1])
+        if candidate <= ld.epoch_start:
+            return
+        if self._raise_hwm(candidate):
+            self._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
+            if ld.parked:
+                ld.complete_parked_at = self._now
+
+    def _raise_hwm(self, value: Offset) -> bool:
+        if self._hwm is not None and value <= self._hwm:
+            return False
+        self._hwm = value
+        self._out.append(HighWatermarkMoved(value))
+        return True
+
+    def _complete_parked(self, *, all_of_them: bool) -> None:
+        ld = self._leader
+        assert ld is not None
+        now = self._now
+        due = [p for p in ld.parked if all_of_them or p[2] <= now]
+        ld.parked = [p for p in ld.parked if p not in due]
+        for src, req, _ in due:
+            self._handle_fetch_request(src, req, park=False)
+
+    # --- Fetch (follower / observer side)
+
+    def _handle_fetch_response(
+        self, src: NodeId, resp: FetchResponse, in_reply_to: Request | None
+    ) -> None:
+        self._out.append(ActionTaken(Action.HANDLE_FETCH_RESPONSE))
+        self._learn(resp.leader_id, resp.leader_epoch)
+        if self._state is not F or src != self._leader_id or resp.leader_epoch != self._epoch:
+            if self._state is U and not self.is_voter and self._fetch_send_at is None:
+                # Discovery answer without a leader: ask another voter after a backoff.
+                self._fetch_in_flight_until = None
+                self._fetch_send_at = self._now + self._cfg.retry_backoff_ms
+            return
+        if isinstance(in_reply_to, FetchRequest) and (
+            in_reply_to.fetch_offset != self._log.end_offset
+            or in_reply_to.last_fetched_epoch != self._log.last_epoch
+        ):
+            return  # answers a fetch from a log position we no longer have
+        if resp.error is not ErrorCode.NONE:
+            self._fetch_in_flight_until = None
+            self._fetch_send_at = self._now + self._cfg.retry_backoff_ms
+            return
+        if resp.diverging_epoch is not None:
+            self._truncate_diverging(resp.diverging_epoch)
+        elif len(resp.records) > 0 and not self._append_fetched(resp.records):
+            return  # stale or corrupt: wait for the in-flight fetch or its timeout
+        # A successful answer from the leader: it is alive.
+        self._fetch_deadline = self._now + self._cfg.fetch_timeout_ms
+        if resp.high_watermark >= 0:
+            self._raise_hwm(Offset(min(resp.high_watermark, self._log.end_offset)))
+        self._fetch_in_flight_until = None
+        self._fetch_send_at = self._now
+
+    def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
+        """Truncate to where our log and the leader's agree for that epoch, then refetch."""
+        local = self._log.end_offset_for_epoch(diverging.epoch)
+        target = Offset(min(diverging.offset, local.offset, self._log.end_offset))
+        if self._hwm is not None and target < self._hwm:
+            return  # committed records never diverge: a stale answer
+        if target < self._log.end_offset:
+            self._out.append(TruncateLog(target))
+            self._log.truncate(target)
+
+    def _append_fetched(self, records: Records) -> bool:
+        end = self._log.end_offset
+        batches: list[tuple[Epoch, Offset]] = []
+        next_offset = end
+        try:
+            for _, h in iter_batches(records):
+                if h.base_offset != next_offset:
+                    return False
+                batches.append((Epoch(h.partition_leader_epoch), Offset(h.base_offset)))
+                next_offset = Offset(h.next_offset)
+        except CorruptRecordError:
+            return False
+        epochs = [self._log.last_epoch] + [e for e, _ in batches]
+        if not batches or epochs[-1] > self._epoch:
+            return False
+        if any(a > b for a, b in itertools.pairwise(epochs)):
+            return False  # epochs never decrease along a log
+        self._out.append(AppendToLog(end, Offset(next_offset - 1), batches[-1][0], records))
+        self._log.append(batches, next_offset)
+        self._out.append(FlushLog())
+        return True
+
+    # ------------------------------------------------------------------ client
+
+    def _on_client_append(self, ev: ClientAppend) -> None:
+        if self._state is not L or self._shutting_down:
+            self._out.append(
+                AppendResult(
+                    ev.request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=self._leader_id
+                )
+            )
+            return
+        if not ev.values:
+            self._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
+            return
+        self._out.append(ActionTaken(Action.CLIENT_APPEND))
+        first = self._log.end_offset
+        last = Offset(first + len(ev.values) - 1)
+        data = encode_batch(first, self._epoch, ev.values, timestamp_ms=self._now)
+        self._append(first, last, data)
+        self._out.append(
+            AppendResult(ev.request_id, ErrorCode.NONE, first, last, self._epoch, self._me.id)
+        )
+        self._maybe_advance_hwm()

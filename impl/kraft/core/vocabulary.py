@@ -1,0 +1,45 @@
+"""The one vocabulary: replica states and protocol actions, named as in the TLA+ specs.
+
+A TLA+ action, a trace event and the code path that performs the step carry the same name;
+the enum values are those names verbatim.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ReplicaState(Enum):
+    UNATTACHED = "Unattached"
+    VOTED = "Voted"
+    CANDIDATE = "Candidate"
+    LEADER = "Leader"
+    FOLLOWER = "Follower"
+    RESIGNED = "Resigned"
+    # Reserved for KIP-996 pre-vote; no transition enters it yet.
+    PROSPECTIVE = "Prospective"
+
+
+class Action(Enum):
+    ELECTION_TIMEOUT = "ElectionTimeout"
+    HANDLE_VOTE_REQUEST = "HandleVoteRequest"
+    HANDLE_VOTE_RESPONSE = "HandleVoteResponse"
+    BECOME_LEADER = "BecomeLeader"
+    HANDLE_BEGIN_QUORUM_EPOCH_REQUEST = "HandleBeginQuorumEpochRequest"
+    HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE = "HandleBeginQuorumEpochResponse"
+    HANDLE_END_QUORUM_EPOCH_REQUEST = "HandleEndQuorumEpochRequest"
+    HANDLE_END_QUORUM_EPOCH_RESPONSE = "HandleEndQuorumEpochResponse"
+    CLIENT_APPEND = "ClientAppend"
+    SEND_FETCH_REQUEST = "SendFetchRequest"
+    HANDLE_FETCH_REQUEST = "HandleFetchRequest"
+    HANDLE_FETCH_RESPONSE = "HandleFetchResponse"
+    ADVANCE_HIGH_WATERMARK = "AdvanceHighWatermark"
+    RESIGN = "Resign"
+    CRASH = "Crash"
+    RESTART = "Restart"
+    CREATE_SNAPSHOT = "CreateSnapshot"
+    HANDLE_FETCH_SNAPSHOT_REQUEST = "HandleFetchSnapshotRequest"
+    HANDLE_FETCH_SNAPSHOT_RESPONSE = "HandleFetchSnapshotResponse"
+    ADVANCE_LOG_START_OFFSET = "AdvanceLogStartOffset"
+    ADD_VOTER = "AddVoter"
+    REMOVE_VOTER = "RemoveVoter"

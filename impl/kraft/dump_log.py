@@ -1,0 +1,96 @@
+"""Decode segment and checkpoint files batch by batch, like Kafka's dump-log tool.
+
+Every batch is reported with its CRC validity; a damaged batch does not stop the dump of the
+batches before it, and the first undecodable position is reported with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraft.records import (
+    BATCH_HEADER_SIZE,
+    CorruptRecordError,
+    Record,
+    decode_control_record,
+    decode_records,
+    parse_batch_header,
+    verify_crc,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DumpProblem:
+    position: int
+    reason: str
+
+
+def _describe_record(record: Record, is_control: bool) -> str:
+    key = -1 if record.key is None else len(record.key)
+    value = -1 if record.value is None else len(record.value)
+    line = (
+        f"| offset: {record.offset} CreateTime: {record.timestamp} keySize: {key} "
+        f"valueSize: {value} headerKeys: [{','.join(k for k, _ in record.headers)}]"
+    )
+    if is_control:
+        try:
+            line += f" {decode_control_record(record)}"
+        except CorruptRecordError as exc:
+            line += f" <undecodable control record: {exc}>"
+    elif record.value is not None:
+        line += f" payload: {record.value[:64]!r}"
+    return line
+
+
+def dump_lines(data: bytes, *, print_records: bool) -> Iterator[str | DumpProblem]:
+    """Yield one line per batch (and per record if asked); a DumpProblem ends the dump."""
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < BATCH_HEADER_SIZE:
+            yield DumpProblem(pos, f"{len(data) - pos} trailing bytes, shorter than a header")
+            return
+        try:
+            header = parse_batch_header(data, pos)
+        except CorruptRecordError as exc:
+            yield DumpProblem(pos, str(exc))
+            return
+        try:
+            verify_crc(data, pos, header)
+            valid = True
+        except CorruptRecordError:
+            valid = False
+        yield (
+            f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
+            f"count: {header.records_count} baseSequence: {header.base_sequence} "
+            f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
+            f"partitionLeaderEpoch: {header.partition_leader_epoch} "
+            f"isTransactional: {str(header.is_transactional).lower()} "
+            f"isControl: {str(header.is_control).lower()} position: {pos} "
+            f"CreateTime: {header.max_timestamp} size: {header.size_in_bytes} "
+            f"magic: {header.magic} compresscodec: none crc: {header.crc} "
+            f"isvalid: {str(valid).lower()}"
+        )
+        if print_records and valid:
+            try:
+                for record in decode_records(data, pos, header):
+                    yield _describe_record(record, header.is_control)
+            except CorruptRecordError as exc:
+                yield DumpProblem(pos, f"records of the batch at {pos}: {exc}")
+                return
+        pos += header.size_in_bytes
+
+
+def dump_file(path: Path, *, print_records: bool) -> tuple[list[str], DumpProblem | None]:
+    data = path.read_bytes()
+    lines = [f"Dumping {path}"]
+    if path.suffix == ".log":
+        lines.append(f"Log starting offset: {int(path.stem)}")
+    problem: DumpProblem | None = None
+    for item in dump_lines(data, print_records=print_records):
+        if isinstance(item, DumpProblem):
+            problem = item
+        else:
+            lines.append(item)
+    return lines, problem

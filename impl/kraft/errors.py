@@ -1,0 +1,28 @@
+"""Kafka protocol error codes used by KRaft (values as in Apache Kafka's Errors table)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    UNSUPPORTED_VERSION = 35
+    INVALID_REQUEST = 42
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    INCONSISTENT_VOTER_SET = 94
+    SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
+    INCONSISTENT_CLUSTER_ID = 104
+
+
+class KraftError(Exception):
+    """Base class of every error this package raises on purpose."""

@@ -1,0 +1,43 @@
+"""Identifiers shared by every layer: node ids, epochs, offsets, storage (directory) ids."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import NewType
+
+NodeId = NewType("NodeId", int)
+Epoch = NewType("Epoch", int)
+Offset = NewType("Offset", int)
+ClusterId = NewType("ClusterId", str)
+# KIP-856 names it the storage UUID; Apache Kafka's KIP-853 calls it the directory id.
+DirectoryId = NewType("DirectoryId", uuid.UUID)
+
+NO_NODE = NodeId(-1)
+NO_EPOCH = Epoch(-1)
+# Kafka encodes "no directory id" as the all-zero UUID.
+NO_DIRECTORY = DirectoryId(uuid.UUID(int=0))
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ReplicaKey:
+    """A replica as KIP-856 identifies it: its id and the UUID of its storage directory."""
+
+    id: NodeId
+    directory_id: DirectoryId = NO_DIRECTORY
+
+    def __str__(self) -> str:
+        if self.directory_id == NO_DIRECTORY:
+            return str(self.id)
+        return f"{self.id}:{self.directory_id}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class OffsetAndEpoch:
+    """A log position: the end offset and the epoch of the record before it.
+
+    Ordering is by epoch first, then offset: KIP-595's "log is at least as up-to-date" rule.
+    """
+
+    epoch: Epoch
+    offset: Offset

@@ -1,0 +1,48 @@
+"""What this node supports, and the ApiVersions answers built from it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from kraft.errors import ErrorCode
+from kraft.protocol.envelope import encode_response_payload
+from kraft.protocol.errors import UnknownApiKeyError, UnsupportedVersionError
+from kraft.protocol.messages import API_VERSIONS, APIS
+from kraft.protocol.values import MessageDict
+
+SUPPORTED_APIS: Final[dict[int, tuple[int, int]]] = {
+    key: (spec.versions.lo, spec.versions.hi) for key, spec in sorted(APIS.items())
+}
+
+
+def check_supported(api_key: int, api_version: int) -> None:
+    """Raise UnknownApiKeyError or UnsupportedVersionError unless the pair is supported."""
+    rng = SUPPORTED_APIS.get(api_key)
+    if rng is None:
+        raise UnknownApiKeyError(api_key)
+    if not rng[0] <= api_version <= rng[1]:
+        raise UnsupportedVersionError(api_key, api_version)
+
+
+def api_versions_response(
+    error_code: ErrorCode = ErrorCode.NONE,
+    throttle_time_ms: int = 0,
+    apis: Mapping[int, tuple[int, int]] = SUPPORTED_APIS,
+) -> MessageDict:
+    return {
+        "error_code": int(error_code),
+        "api_keys": [
+            {"api_key": key, "min_version": lo, "max_version": hi}
+            for key, (lo, hi) in sorted(apis.items())
+        ],
+        "throttle_time_ms": throttle_time_ms,
+    }
+
+
+def api_versions_unsupported_reply(correlation_id: int) -> bytes:
+    """The unframed reply to an ApiVersions request of a version we do not support: Kafka
+    answers it at version 0 (header v0) with UNSUPPORTED_VERSION and its full version table,
+    so the client can retry at a version both sides know."""
+    body = api_versions_response(ErrorCode.UNSUPPORTED_VERSION)
+    return encode_response_payload(API_VERSIONS.api_key, 0, correlation_id, body)

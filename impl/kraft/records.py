@@ -1,0 +1,772 @@
+"""Apache Kafka record batch v2 (magic 2), byte for byte, plus KRaft's control records.
+
+Batch layout (61-byte header, then records):
+    BaseOffset i64 | Length i32 | PartitionLeaderEpoch i32 | Magic i8 | CRC u32 |
+    Attributes i16 | LastOffsetDelta i32 | BaseTimestamp i64 | MaxTimestamp i64 |
+    ProducerId i64 | ProducerEpoch i16 | BaseSequence i32 | RecordsCount i32
+Length counts the bytes after the Length field; the CRC (CRC-32C) covers Attributes to the end.
+Record: length varint | attributes i8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value | headerCount varint | headers.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import crc32c
+
+from kraft.encoding import (
+    VARINT_TABLE,
+    MalformedInputError,
+    Reader,
+    Writer,
+    read_varint,
+    read_varlong,
+    varint_bytes,
+)
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "DEFAULT_MAX_BATCH_SIZE",
+    "MIN_BATCH_LENGTH",
+    "BatchHeader",
+    "ControlRecord",
+    "ControlRecordType",
+    "CorruptRecordError",
+    "Endpoint",
+    "KRaftVersionRecord",
+    "LeaderChangeMessage",
+    "Record",
+    "SnapshotFooterRecord",
+    "SnapshotHeaderRecord",
+    "TruncatedBatchError",
+    "VoterEntry",
+    "VotersRecord",
+    "control_record_type",
+    "decode_batch",
+    "decode_control_batch",
+    "decode_control_record",
+    "encode_batch",
+    "encode_control_batch",
+    "iter_batches",
+    "iter_values",
+    "parse_batch_header",
+    "verify_crc",
+]
+
+
+class CorruptRecordError(MalformedInputError):
+    """A record batch that is not well formed: the one error type batch decoding raises."""
+
+
+class TruncatedBatchError(CorruptRecordError):
+    """The buffer ends inside a batch: a torn write at the log tail rather than a bad byte."""
+
+
+BATCH_HEADER_SIZE = 61
+# Offset of the Length field's end: Length counts everything after it.
+LOG_OVERHEAD = 12
+# Bytes of the header that follow the Length field (a batch with no records).
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+# The CRC covers Attributes (header offset 21) to the end of the batch.
+CRC_START = 21
+MAGIC = 2
+DEFAULT_MAX_BATCH_SIZE = 16 * 1024 * 1024
+# Smallest record: one byte each for length, attributes, timestamp delta, offset delta,
+# key length, value length and header count.
+_MIN_RECORD_SIZE = 7
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+_COMPRESSION_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qiibI")  # BaseOffset .. CRC: the part outside the CRC
+_TAIL = struct.Struct(">hiqqqhii")  # Attributes .. RecordsCount: the start of the CRC'd part
+_CONTROL_KEY = struct.Struct(">hh")
+assert _HEADER.size == BATCH_HEADER_SIZE
+assert _PREFIX.size == CRC_START
+
+_INT32_MAX = (1 << 31) - 1
+_INT64_MAX = (1 << 63) - 1
+
+
+class ControlRecordType(IntEnum):
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    VOTERS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+# --------------------------------------------------------------------------- batch header
+
+
+def parse_batch_header(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> BatchHeader:
+    """Decode and sanity-check the header of the batch at pos; does not check the CRC."""
+    available = len(buf) - pos
+    if pos < 0 or available < BATCH_HEADER_SIZE:
+        raise TruncatedBatchError(
+            f"truncated batch header at position {pos}: "
+            f"{max(available, 0)} of {BATCH_HEADER_SIZE} bytes"
+        )
+    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    length = header.length
+    if length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"batch at position {pos}: length {length} is below the minimum {MIN_BATCH_LENGTH}"
+        )
+    if length > max_batch_size:
+        raise CorruptRecordError(
+            f"batch at position {pos}: length {length} exceeds max batch size {max_batch_size}"
+        )
+    if header.magic != MAGIC:
+        raise CorruptRecordError(
+            f"batch at position {pos}: magic {header.magic} is not {MAGIC} (only v2 batches)"
+        )
+    if length + LOG_OVERHEAD > available:
+        raise TruncatedBatchError(
+            f"batch at position {pos}: length {length} runs past the end of the buffer "
+            f"({available - LOG_OVERHEAD} bytes after the length field)"
+        )
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if codec:
+        name = _COMPRESSION_NAMES.get(codec, f"invalid codec {codec}")
+        raise CorruptRecordError(
+            f"batch at position {pos}: compression {name} is not supported (only none)"
+        )
+    count = header.records_count
+    if count < 0:
+        raise CorruptRecordError(f"batch at position {pos}: negative records count {count}")
+    if count > (length - MIN_BATCH_LENGTH) // _MIN_RECORD_SIZE:
+        raise CorruptRecordError(
+            f"batch at position {pos}: {count} records cannot fit in {length} bytes"
+        )
+    if header.last_offset_delta < 0 or header.last_offset_delta < count - 1:
+        raise CorruptRecordError(
+            f"batch at position {pos}: last offset delta {header.last_offset_delta} "
+            f"inconsistent with {count} records"
+        )
+    if header.base_offset < 0 or header.base_offset > _INT64_MAX - header.last_offset_delta:
+        raise CorruptRecordError(
+            f"batch at position {pos}: base offset {header.base_offset} out of range"
+        )
+    return header
+
+
+def verify_crc(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
+    """Raise CorruptRecordError unless the stored CRC-32C matches Attributes..end."""
+    end = pos + LOG_OVERHEAD + header.length
+    if pos < 0 or end > len(buf):
+        raise TruncatedBatchError(f"batch at position {pos} runs past the end of the buffer")
+    actual = crc32c.crc32c(memoryview(buf)[pos + CRC_START : end])
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"batch at position {pos}: CRC mismatch (stored {header.crc:#010x}, "
+            f"computed {actual:#010x})"
+        )
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify: bool = True,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of consecutive whole batches; raise on a partial or bad one."""
+    end = len(buf)
+    while pos < end:
+        header = parse_batch_header(buf, pos, max_batch_size=max_batch_size)
+        if verify:
+            verify_crc(buf, pos, header)
+        yield pos, header
+        pos += header.length + LOG_OVERHEAD
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _records_region(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
+) -> tuple[bytes, int]:
+    start = pos + BATCH_HEADER_SIZE
+    end = pos + LOG_OVERHEAD + header.length
+    if pos < 0 or end > len(buf):
+        raise TruncatedBatchError(f"batch at position {pos} runs past the end of the buffer")
+    # One copy into bytes makes every later index an int and every slice a bytes object.
+    data = buf[start:end] if isinstance(buf, bytes) else bytes(buf[start:end])
+    return data, start
+
+
+def _decode_records(data: bytes, header: BatchHeader, region_pos: int) -> list[Record]:
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    last_delta = header.last_offset_delta
+    end = len(data)
+    out: list[Record] = []
+    append = out.append
+    p = 0
+    prev_delta = -1
+    for index in range(header.records_count):
+        # Record length (zig-zag varint, 1-byte fast path inlined).
+        b = data[p]
+        if b < 0x80:
+            size = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif data[p + 1] < 0x80:
+            # Two-byte varints (lengths 64..8191) are the common case for real payloads.
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            size = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            size, p = read_varint(data, p)
+        rec_end = p + size
+        if size < _MIN_RECORD_SIZE - 1 or rec_end > end:
+            raise CorruptRecordError(
+                f"record {index} at position {region_pos + p}: length {size} invalid "
+                f"({end - p} bytes left in batch)"
+            )
+        p += 1  # attributes: unused in v2
+        b = data[p]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            ts_delta, p = read_varlong(data, p)
+        b = data[p]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            off_delta, p = read_varint(data, p)
+        if off_delta <= prev_delta or off_delta > last_delta:
+            raise CorruptRecordError(
+                f"record {index}: offset delta {off_delta} not increasing within "
+                f"({prev_delta}, {last_delta}]"
+            )
+        prev_delta = off_delta
+        b = data[p]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            n = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            if n != -1:
+                raise CorruptRecordError(f"record {index}: negative key length {n}")
+            key = None
+        else:
+            if p + n > rec_end:
+                raise CorruptRecordError(f"record {index}: key length {n} overruns the record")
+            key = data[p : p + n]
+            p += n
+        b = data[p]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            n = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            if n != -1:
+                raise CorruptRecordError(f"record {index}: negative value length {n}")
+            value = None
+        else:
+            if p + n > rec_end:
+                raise CorruptRecordError(f"record {index}: value length {n} overruns the record")
+            value = data[p : p + n]
+            p += n
+        b = data[p]
+        if b == 0:
+            headers: tuple[tuple[str, bytes | None], ...] = ()
+            p += 1
+        else:
+            headers, p = _decode_headers(data, p, rec_end, index)
+        if p != rec_end:
+            raise CorruptRecordError(
+                f"record {index}: fields end at {p} but its length says {rec_end}"
+            )
+        append(Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers))
+    if p != end:
+        raise CorruptRecordError(
+            f"{end - p} trailing bytes after {header.records_count} records in batch"
+        )
+    return out
+
+
+def _decode_headers(
+    data: bytes, p: int, rec_end: int, index: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    count, p = read_varint(data, p)
+    # Each header takes at least two bytes, so a forged count fails here, not in a long loop.
+    if count < 0 or count * 2 > rec_end - p:
+        raise CorruptRecordError(f"record {index}: header count {count} invalid")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        n, p = read_varint(data, p)
+        if n < 0 or p + n > rec_end:
+            raise CorruptRecordError(f"record {index}: header key length {n} invalid")
+        try:
+            hkey = data[p : p + n].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptRecordError(f"record {index}: header key is not UTF-8") from e
+        p += n
+        n, p = read_varint(data, p)
+        hvalue: bytes | None
+        if n == -1:
+            hvalue = None
+        elif n < 0 or p + n > rec_end:
+            raise CorruptRecordError(f"record {index}: header value length {n} invalid")
+        else:
+            hvalue = data[p : p + n]
+            p += n
+        headers.append((hkey, hvalue))
+    return tuple(headers), p
+
+
+def decode_records(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
+) -> list[Record]:
+    """Decode the records of a batch whose header was already parsed (and CRC checked)."""
+    data, region_pos = _records_region(buf, pos, header)
+    try:
+        return _decode_records(data, header, region_pos)
+    except CorruptRecordError:
+        raise
+    except MalformedInputError as e:
+        raise CorruptRecordError(f"batch at position {pos}: {e}") from e
+    except IndexError as e:
+        # A field ran off the end of the batch: the inlined varint reads index without checks.
+        raise CorruptRecordError(f"batch at position {pos}: record runs past batch end") from e
+
+
+def decode_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify: bool = True,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> tuple[BatchHeader, list[Record]]:
+    """Decode the whole batch at pos: header, CRC (unless verify=False) and every record."""
+    header = parse_batch_header(buf, pos, max_batch_size=max_batch_size)
+    if verify:
+        verify_crc(buf, pos, header)
+    return header, decode_records(buf, pos, header)
+
+
+def iter_values(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
+) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, value) of each record of an already-validated batch."""
+    for record in decode_records(buf, pos, header):
+        yield record.offset, record.value
+
+
+# --------------------------------------------------------------------------- encoding
+
+# Record prefix for offset delta i with no key: attributes 0, timestamp delta 0, the offset
+# delta, key length -1. Built once so the hot loop only looks it up.
+_NOKEY_PREFIX: list[bytes] = []
+_NOKEY_PREFIX_LEN: list[int] = []
+
+
+def _grow_prefix_table(n: int) -> None:
+    for i in range(len(_NOKEY_PREFIX), n):
+        prefix = b"\x00\x00" + varint_bytes(i) + b"\x01"
+        _NOKEY_PREFIX.append(prefix)
+        _NOKEY_PREFIX_LEN.append(len(prefix))
+
+
+_grow_prefix_table(4096)
+
+
+def _record_body(
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+) -> bytes:
+    """A record without its length prefix (timestamp delta always 0)."""
+    parts = [b"\x00\x00", varint_bytes(offset_delta)]
+    if key is None:
+        parts.append(b"\x01")
+    else:
+        parts += (varint_bytes(len(key)), key)
+    if value is None:
+        parts.append(b"\x01")
+    else:
+        parts += (varint_bytes(len(value)), value)
+    parts.append(varint_bytes(len(headers)))
+    for hkey, hvalue in headers:
+        kb = hkey.encode("utf-8")
+        parts += (varint_bytes(len(kb)), kb)
+        if hvalue is None:
+            parts.append(b"\x01")
+        else:
+            parts += (varint_bytes(len(hvalue)), hvalue)
+    return b"".join(parts)
+
+
+def _assemble(
+    base_offset: int,
+    epoch: int,
+    record_parts: list[bytes],
+    *,
+    attributes: int,
+    count: int,
+    timestamp_ms: int,
+) -> bytes:
+    """Prepend the header to already-encoded records and fill in Length and CRC."""
+    record_parts[0] = _TAIL.pack(
+        attributes,
+        count - 1,
+        timestamp_ms,
+        timestamp_ms,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        NO_SEQUENCE,
+        count,
+    )
+    body = b"".join(record_parts)
+    length = len(body) + (CRC_START - LOG_OVERHEAD)
+    if length > _INT32_MAX:
+        raise ValueError(f"batch of {length} bytes does not fit the int32 length field")
+    return _PREFIX.pack(base_offset, length, epoch, MAGIC, crc32c.crc32c(body)) + body
+
+
+def encode_batch(
+    base_offset: int,
+    epoch: int,
+    values: Sequence[bytes],
+    *,
+    timestamp_ms: int,
+    keys: Sequence[bytes | None] | None = None,
+    headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
+) -> bytes:
+    """Encode values (with optional keys/headers) as one data batch at base_offset.
+
+    Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index.
+    """
+    count = len(values)
+    if count == 0:
+        raise ValueError("a batch needs at least one record")
+    if base_offset < 0:
+        raise ValueError(f"negative base offset {base_offset}")
+    parts: list[bytes] = [b""]  # slot 0 becomes the header tail
+    if keys is None and headers is None:
+        if count > len(_NOKEY_PREFIX):
+            _grow_prefix_table(count)
+        prefix_table = _NOKEY_PREFIX
+        prefix_len = _NOKEY_PREFIX_LEN
+        table = VARINT_TABLE
+        limit = len(table)
+        extend = parts.extend
+        # Hot loop: table lookups only; a record is length|prefix|valueLength|value|0 headers.
+        for i, v in enumerate(values):
+            n = len(v)
+            vlen = table[n] if n < limit else varint_bytes(n)
+            size = prefix_len[i] + len(vlen) + n + 1
+            extend((table[size] if size < limit else varint_bytes(size), prefix_table[i], vlen, v))
+            parts.append(b"\x00")
+    else:
+        if keys is not None and len(keys) != count:
+            raise ValueError(f"{len(keys)} keys for {count} values")
+        if headers is not None and len(headers) != count:
+            raise ValueError(f"{len(headers)} header lists for {count} values")
+        for i, v in enumerate(values):
+            body = _record_body(
+                i,
+                None if keys is None else keys[i],
+                v,
+                () if headers is None else headers[i],
+            )
+            parts += (varint_bytes(len(body)), body)
+    return _assemble(
+        base_offset, epoch, parts, attributes=0, count=count, timestamp_ms=timestamp_ms
+    )
+
+
+# --------------------------------------------------------------------------- control records
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChangeMessage:
+    """LeaderChangeMessage v0 (flexible): the first record a new leader writes (KIP-595)."""
+
+    version: int
+    leader_id: int
+    voters: tuple[int, ...]
+    granting_voters: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotHeaderRecord:
+    """First record of a snapshot (KIP-630)."""
+
+    version: int
+    last_contained_log_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFooterRecord:
+    """Last record of a snapshot (KIP-630)."""
+
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class KRaftVersionRecord:
+    version: int
+    kraft_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoterEntry:
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+    min_supported_version: int
+    max_supported_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class VotersRecord:
+    """The whole voter set in one record (KIP-853 VotersRecord v0)."""
+
+    version: int
+    voters: tuple[VoterEntry, ...]
+
+
+ControlRecord = (
+    LeaderChangeMessage
+    | SnapshotHeaderRecord
+    | SnapshotFooterRecord
+    | KRaftVersionRecord
+    | VotersRecord
+)
+
+# The control record key schema version Kafka writes.
+CONTROL_KEY_VERSION = 0
+
+
+def _control_type_of(record: ControlRecord) -> ControlRecordType:
+    if isinstance(record, LeaderChangeMessage):
+        return ControlRecordType.LEADER_CHANGE
+    if isinstance(record, SnapshotHeaderRecord):
+        return ControlRecordType.SNAPSHOT_HEADER
+    if isinstance(record, SnapshotFooterRecord):
+        return ControlRecordType.SNAPSHOT_FOOTER
+    if isinstance(record, KRaftVersionRecord):
+        return ControlRecordType.KRAFT_VERSION
+    return ControlRecordType.VOTERS
+
+
+def _encode_control_value(record: ControlRecord) -> bytes:
+    """The message in Kafka's flexible (v0, compact + tagged fields) encoding."""
+    w = Writer()
+    w.int16(record.version)
+    if isinstance(record, LeaderChangeMessage):
+        w.int32(record.leader_id)
+        for ids in (record.voters, record.granting_voters):
+            w.compact_array_length(len(ids))
+            for voter_id in ids:
+                w.int32(voter_id).tagged_fields()
+    elif isinstance(record, SnapshotHeaderRecord):
+        w.int64(record.last_contained_log_timestamp)
+    elif isinstance(record, KRaftVersionRecord):
+        w.int16(record.kraft_version)
+    elif isinstance(record, VotersRecord):
+        w.compact_array_length(len(record.voters))
+        for voter in record.voters:
+            w.int32(voter.voter_id).uuid(voter.voter_directory_id)
+            w.compact_array_length(len(voter.endpoints))
+            for ep in voter.endpoints:
+                w.compact_string(ep.name).compact_string(ep.host).uint16(ep.port)
+                w.tagged_fields()
+            # KRaftVersionFeature is a nested struct: it carries its own tagged-field section.
+            w.int16(voter.min_supported_version).int16(voter.max_supported_version)
+            w.tagged_fields()
+            w.tagged_fields()
+    w.tagged_fields()
+    return w.getvalue()
+
+
+def _decode_control_value(kind: ControlRecordType, value: bytes) -> ControlRecord:
+    # Unknown tagged fields are read and dropped: they belong to newer writers.
+    r = Reader(value)
+    version = r.int16()
+    result: ControlRecord
+    if kind is ControlRecordType.LEADER_CHANGE:
+        leader_id = r.int32()
+        lists: list[tuple[int, ...]] = []
+        for _ in range(2):
+            ids = []
+            for _ in range(r.compact_array_length()):
+                ids.append(r.int32())
+                r.tagged_fields()
+            lists.append(tuple(ids))
+        result = LeaderChangeMessage(version, leader_id, lists[0], lists[1])
+    elif kind is ControlRecordType.SNAPSHOT_HEADER:
+        result = SnapshotHeaderRecord(version, r.int64())
+    elif kind is ControlRecordType.SNAPSHOT_FOOTER:
+        result = SnapshotFooterRecord(version)
+    elif kind is ControlRecordType.KRAFT_VERSION:
+        result = KRaftVersionRecord(version, r.int16())
+    elif kind is ControlRecordType.VOTERS:
+        voters = []
+        for _ in range(r.compact_array_length()):
+            voter_id = r.int32()
+            directory_id = r.uuid()
+            endpoints = []
+            for _ in range(r.compact_array_length()):
+                name = r.compact_string()
+                host = r.compact_string()
+                port = r.uint16()
+                r.tagged_fields()
+                endpoints.append(Endpoint(name, host, port))
+            min_version = r.int16()
+            max_version = r.int16()
+            r.tagged_fields()
+            r.tagged_fields()
+            voters.append(
+                VoterEntry(voter_id, directory_id, tuple(endpoints), min_version, max_version)
+            )
+        result = VotersRecord(version, tuple(voters))
+    else:
+        raise CorruptRecordError(f"control record type {kind.name} is not used by KRaft")
+    r.tagged_fields()
+    r.expect_done(f"{kind.name} control record")
+    return result
+
+
+def control_record_type(record: Record) -> ControlRecordType:
+    """The type named by a control record's key (version i16, type i16)."""
+    key = record.key
+    # Kafka accepts keys at least this long, so a newer key version may append fields.
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptRecordError(f"control record at offset {record.offset}: key too short")
+    version, kind = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise CorruptRecordError(
+            f"control record at offset {record.offset}: negative key version {version}"
+        )
+    try:
+        return ControlRecordType(kind)
+    except ValueError:
+        raise CorruptRecordError(
+            f"control record at offset {record.offset}: unknown type {kind}"
+        ) from None
+
+
+def decode_control_record(record: Record) -> ControlRecord:
+    kind = control_record_type(record)
+    if record.value is None:
+        raise CorruptRecordError(f"control record at offset {record.offset}: null value")
+    try:
+        return _decode_control_value(kind, record.value)
+    except CorruptRecordError:
+        raise
+    except MalformedInputError as e:
+        raise CorruptRecordError(
+            f"control record at offset {record.offset} ({kind.name}): {e}"
+        ) from e
+
+
+def encode_control_batch(
+    base_offset: int, epoch: int, record: ControlRecord, *, timestamp_ms: int
+) -> bytes:
+    """One control record in its own batch (attributes bit 5), as Kafka writes them."""
+    if base_offset < 0:
+        raise ValueError(f"negative base offset {base_offset}")
+    key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, _control_type_of(record))
+    body = _record_body(0, key, _encode_control_value(record), ())
+    parts = [b"", varint_bytes(len(body)), body]
+    return _assemble(
+        base_offset, epoch, parts, attributes=ATTR_CONTROL, count=1, timestamp_ms=timestamp_ms
+    )
+
+
+def decode_control_batch(
+    buf: bytes | bytearray | memoryview, pos: int = 0, *, verify: bool = True
+) -> tuple[BatchHeader, list[ControlRecord]]:
+    header, records = decode_batch(buf, pos, verify=verify)
+    if not header.is_control:
+        raise CorruptRecordError(f"batch at position {pos} is not a control batch")
+    return header, [decode_control_record(r) for r in records]

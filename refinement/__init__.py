@@ -1,0 +1,1 @@
+"""refinement: the machinery that checks the implementation against the TLA+ model."""

@@ -1,0 +1,57 @@
+"""Fault profiles of the simulator: what the network and the nodes may do wrong, and how often.
+
+A profile is plain data; the simulator draws every fault from its one seeded generator. Rates
+are per virtual second (a Poisson process each), durations are uniform in [low, high] ms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FaultProfile:
+    name: str
+    # Per message: dropped with probability `loss`, delivered twice with `duplicate`.
+    loss: float = 0.0
+    duplicate: float = 0.0
+    # Extra uniform delay in [0, jitter_ms] on top of the base delay: messages overtake each
+    # other, which is how the simulator reorders.
+    jitter_ms: int = 0
+    # Partitions: a symmetric one splits the nodes in two groups; a one-way one blocks the
+    # link a -> b only. Each heals after a duration in `partition_ms`.
+    partition_rate: float = 0.0
+    one_way_fraction: float = 0.5
+    partition_ms: tuple[int, int] = (300, 3000)
+    # Crashes lose what the log did not flush; the node restarts after `down_ms`.
+    crash_rate: float = 0.0
+    # Graceful shutdowns (a Shutdown event, then stop on ShutdownComplete); restart likewise.
+    shutdown_rate: float = 0.0
+    down_ms: tuple[int, int] = (200, 3000)
+    # How many voters may be down at once; None: a minority, so the cluster can make progress.
+    # Safety must hold either way; more lets whole-cluster outages test durability.
+    max_down: int | None = None
+
+    @property
+    def has_node_faults(self) -> bool:
+        return self.crash_rate > 0 or self.shutdown_rate > 0
+
+
+NONE = FaultProfile("none")
+LOSSY = FaultProfile("lossy", loss=0.1, duplicate=0.05, jitter_ms=40)
+PARTITIONS = FaultProfile("partitions", partition_rate=1.0, jitter_ms=5)
+CRASHES = FaultProfile("crashes", crash_rate=1.0, max_down=99)
+SHUTDOWNS = FaultProfile("shutdowns", shutdown_rate=0.7)
+MIXED = FaultProfile(
+    "mixed",
+    loss=0.05,
+    duplicate=0.03,
+    jitter_ms=20,
+    partition_rate=0.5,
+    crash_rate=0.5,
+    shutdown_rate=0.25,
+)
+
+PROFILES: dict[str, FaultProfile] = {
+    p.name: p for p in (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
+}

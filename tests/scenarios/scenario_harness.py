@@ -1,0 +1,302 @@
+"""A minimal in-memory cluster loop for scenario tests: replicas, in-flight messages, one
+bytearray log per node built from AppendToLog/TruncateLog. The real simulator lives in
+refinement/sim.py; this one stays small on purpose."""
+
+from __future__ import annotations
+
+import heapq
+import random
+import uuid
+from dataclasses import dataclass, field
+
+from kraft.core.effects import (
+    AppendResult,
+    AppendToLog,
+    Effect,
+    ElectionState,
+    FlushLog,
+    HighWatermarkMoved,
+    PersistElectionState,
+    Send,
+    ShutdownComplete,
+    StateChanged,
+    TruncateLog,
+)
+from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Message,
+    Request,
+    VoteRequest,
+)
+from kraft.core.replica import LogState, Replica, ReplicaConfig
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.records import iter_batches, iter_values
+
+REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+            FetchSnapshotRequest)  # fmt: skip
+CLUSTER = ClusterId("scenario-cluster")
+
+
+def key(i: int) -> ReplicaKey:
+    return ReplicaKey(NodeId(i), DirectoryId(uuid.UUID(int=i + 1)))
+
+
+class MemLog:
+    """A log of encoded batches (one bytes object per batch, split with iter_batches)."""
+
+    def __init__(self) -> None:
+        self.batches_: list[tuple[int, int, int, bytes]] = []  # (base, next, epoch, bytes)
+        self.flushed = 0
+
+    @property
+    def end_offset(self) -> int:
+        return self.batches_[-1][1] if self.batches_ else 0
+
+    def append(self, first: int, data: bytes | memoryview) -> None:
+        assert first == self.end_offset, (first, self.end_offset)
+        raw = bytes(data)
+        for pos, h in iter_batches(raw):
+            chunk = raw[pos : pos + h.size_in_bytes]
+            self.batches_.append((h.base_offset, h.next_offset, h.partition_leader_epoch, chunk))
+
+    def truncate(self, offset: int) -> None:
+        self.batches_ = [b for b in self.batches_ if b[0] < offset]
+        assert not self.batches_ or self.batches_[-1][1] <= offset, "truncation inside a batch"
+
+    def read(self, offset: Offset, max_bytes: int) -> bytes:
+        out = bytearray()
+        for _base, nxt, _, raw in self.batches_:
+            if nxt <= offset:
+                continue
+            if out and len(out) + len(raw) > max_bytes:
+                break
+            out += raw
+        return bytes(out)
+
+    def log_state(self) -> LogState:
+        epochs: list[tuple[Epoch, Offset]] = []
+        for base, _, epoch, _ in self.batches_:
+            if not epochs or epochs[-1][0] != epoch:
+                epochs.append((Epoch(epoch), Offset(base)))
+        return LogState(Offset(0), Offset(self.end_offset), tuple(epochs))
+
+    def batches(self) -> list[tuple[int, int, int]]:
+        """(base offset, next offset, epoch) per batch."""
+        return [(b[0], b[1], b[2]) for b in self.batches_]
+
+    def values(self) -> list[bytes]:
+        """The values of the data (non-control) records, in order."""
+        out: list[bytes] = []
+        for _, _, _, raw in self.batches_:
+            h = next(iter_batches(raw))[1]
+            if not h.is_control:
+                out.extend(v for _, v in iter_values(raw, 0, h) if v is not None)
+        return out
+
+    def entries(self) -> list[tuple[int, int]]:
+        """(offset, epoch) of every record."""
+        return [(o, b[2]) for b in self.batches_ for o in range(b[0], b[1])]
+
+
+@dataclass
+class Node:
+    config: ReplicaConfig
+    log: MemLog = field(default_factory=MemLog)
+    stored: ElectionState | None = None
+    replica: Replica | None = None
+    alive: bool = True
+    hwm_history: list[int] = field(default_factory=list)
+    results: list[AppendResult] = field(default_factory=list)
+    states: list[tuple[ReplicaState, int]] = field(default_factory=list)
+    shutdown_complete: bool = False
+
+
+class Cluster:
+    def __init__(
+        self,
+        voters: int,
+        observers: int = 0,
+        *,
+        seed: int = 0,
+        latency_ms: int = 1,
+        overrides: dict[int, dict[str, int]] | None = None,
+        **cfg: int,
+    ) -> None:
+        self.now = 0
+        self.latency = latency_ms
+        self.rng = random.Random(seed)
+        voter_keys = tuple(key(i) for i in range(1, voters + 1))
+        self.nodes: dict[int, Node] = {}
+        for i in range(1, voters + observers + 1):
+            mine = {**cfg, **(overrides or {}).get(i, {})}
+            conf = ReplicaConfig(key(i), CLUSTER, voter_keys, **mine)  # type: ignore[arg-type]
+            self.nodes[i] = Node(conf)
+        self.queue: list[tuple[int, int, int, Event]] = []  # (time, seq, dst, event)
+        self.seq = 0
+        self.blocked: set[frozenset[int]] = set()
+        self.delivered: list[tuple[int, int, Message]] = []
+        self._reply_to: dict[int, Request | None] = {}
+        for i in self.nodes:
+            self.start(i)
+
+    # -- node lifecycle
+
+    def start(self, i: int) -> None:
+        n = self.nodes[i]
+        n.alive = True
+        n.replica = Replica(
+            n.config,
+            election_state=n.stored,
+            log_state=n.log.log_state(),
+            reader=n.log,
+            rng=random.Random(self.rng.random()),
+            now_ms=self.now,
+        )
+        self.apply(i, n.replica.start(), None)
+
+    def crash(self, i: int) -> None:
+        n = self.nodes[i]
+        n.alive = False
+        n.replica = None
+        n.hwm_history = []  # the HWM is not durable: a restarted replica learns it again
+        # Unflushed data would be lost; every append here is flushed in the same step.
+        n.log.truncate(n.log.flushed)
+
+    def r(self, i: int) -> Replica:
+        rep = self.nodes[i].replica
+        assert rep is not None
+        return rep
+
+    # -- network
+
+    def partition(self, a: int, b: int) -> None:
+        self.blocked.add(frozenset((a, b)))
+
+    def isolate(self, a: int) -> None:
+        for b in self.nodes:
+            if b != a:
+                self.partition(a, b)
+
+    def heal(self) -> None:
+        self.blocked.clear()
+
+    def reachable(self, a: int, b: int) -> bool:
+        return frozenset((a, b)) not in self.blocked and self.nodes[b].alive
+
+    def push(self, at: int, dst: int, ev: Event) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (at, self.seq, dst, ev))
+
+    # -- effects
+
+    def apply(self, i: int, effects: list[Effect], answering: Request | None) -> None:
+        n = self.nodes[i]
+        for e in effects:
+            if isinstance(e, PersistElectionState):
+                n.stored = e.state
+            elif isinstance(e, AppendToLog):
+                n.log.append(e.first_offset, e.data)
+                assert n.log.end_offset == e.last_offset + 1
+            elif isinstance(e, TruncateLog):
+                n.log.truncate(e.offset)
+                n.log.flushed = min(n.log.flushed, e.offset)
+            elif isinstance(e, FlushLog):
+                n.log.flushed = n.log.end_offset
+            elif isinstance(e, HighWatermarkMoved):
+                assert not n.hwm_history or e.high_watermark > n.hwm_history[-1]
+                n.hwm_history.append(e.high_watermark)
+            elif isinstance(e, AppendResult):
+                n.results.append(e)
+            elif isinstance(e, StateChanged):
+                n.states.append((e.new, e.epoch))
+            elif isinstance(e, ShutdownComplete):
+                n.shutdown_complete = True
+            elif isinstance(e, Send):
+                self.send(i, e.dst, e.message, answering)
+
+    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
+        at = self.now + self.latency
+        if isinstance(msg, REQUESTS):
+            if not self.reachable(src, dst):
+                self.push(at, src, SendFailed(at, NodeId(dst), msg))
+                return
+            self.push(at, dst, Receive(at, NodeId(src), msg))
+        elif self.reachable(src, dst):
+            self.push(at, dst, Receive(at, NodeId(src), msg, in_reply_to=None))
+            self._reply_to[self.seq] = answering
+
+    # -- running
+
+    def step(self, i: int, ev: Event) -> list[Effect]:
+        n = self.nodes[i]
+        if not n.alive or n.replica is None:
+            return []
+        effects = n.replica.step(ev)
+        answering = (
+            ev.message if isinstance(ev, Receive) and isinstance(ev.message, REQUESTS) else None
+        )
+        self.apply(i, effects, answering)
+        return effects
+
+    def run(self, until: int) -> None:
+        """Deliver messages and fire timers in time order until `until` (ms)."""
+        while True:
+            t_msg = self.queue[0][0] if self.queue else None
+            t_timer, who = None, None
+            for i, n in self.nodes.items():
+                if n.alive and n.replica is not None:
+                    d = n.replica.next_deadline_ms()
+                    if t_timer is None or d < t_timer:
+                        t_timer, who = d, i
+            nxt = min(t for t in (t_msg, t_timer) if t is not None)
+            if nxt > until:
+                self.now = until
+                return
+            self.now = max(self.now, nxt)
+            if t_msg is not None and t_msg <= nxt:
+                _at, seq, dst, ev = heapq.heappop(self.queue)
+                if isinstance(ev, Receive):
+                    src = int(ev.src)
+                    if not self.reachable(src, dst):
+                        continue
+                    ev = Receive(ev.now_ms, ev.src, ev.message, self._reply_to.pop(seq, None))
+                    self.delivered.append((src, dst, ev.message))
+                self.step(dst, ev)
+            else:
+                assert who is not None
+                self.step(who, Tick(self.now))
+
+    def run_until(self, pred: object, limit: int = 60_000, step_ms: int = 10) -> None:
+        assert callable(pred)
+        end = self.now + limit
+        while not pred():
+            if self.now >= end:
+                raise AssertionError(f"condition not reached by {end} ms")
+            self.run(self.now + step_ms)
+
+    # -- client and queries
+
+    def append(self, i: int, *values: bytes, request_id: int = 0) -> list[Effect]:
+        return self.step(i, ClientAppend(self.now, tuple(values), request_id))
+
+    def shutdown(self, i: int) -> list[Effect]:
+        return self.step(i, Shutdown(self.now))
+
+    def leaders(self) -> list[int]:
+        return [
+            i
+            for i, n in self.nodes.items()
+            if n.alive and n.replica is not None and n.replica.view().state is ReplicaState.LEADER
+        ]
+
+    def leader(self) -> int | None:
+        ls = self.leaders()
+        return ls[0] if len(ls) == 1 else None
+
+    def view(self, i: int):
+        return self.r(i).view()

@@ -1,0 +1,80 @@
+"""The one transition table: allowed pairs pass, everything else raises."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from replica_harness import Harness
+
+from kraft.core.transitions import (
+    OBSERVER_TRANSITIONS,
+    TRANSITIONS,
+    VOTER_TRANSITIONS,
+    IllegalTransitionError,
+    check_transition,
+)
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import Epoch
+
+S = ReplicaState
+STATES = [s for s in S if s is not S.PROSPECTIVE]
+
+
+def test_table_is_keyed_by_voter_flag() -> None:
+    assert TRANSITIONS[True] is VOTER_TRANSITIONS
+    assert TRANSITIONS[False] is OBSERVER_TRANSITIONS
+
+
+@pytest.mark.parametrize(("old", "new"), list(itertools.product(STATES, STATES)))
+def test_voter_pairs_outside_the_table_raise(old: S, new: S) -> None:
+    if (old, new) in VOTER_TRANSITIONS:
+        check_transition(old, Epoch(3), new, Epoch(4), is_voter=True)
+    else:
+        with pytest.raises(IllegalTransitionError):
+            check_transition(old, Epoch(3), new, Epoch(4), is_voter=True)
+
+
+@pytest.mark.parametrize(("old", "new"), list(itertools.product(STATES, STATES)))
+def test_observers_only_move_between_unattached_and_follower(old: S, new: S) -> None:
+    allowed = {S.UNATTACHED, S.FOLLOWER}
+    if old in allowed and new in allowed:
+        check_transition(old, Epoch(3), new, Epoch(4), is_voter=False)
+    else:
+        with pytest.raises(IllegalTransitionError):
+            check_transition(old, Epoch(3), new, Epoch(4), is_voter=False)
+
+
+def test_epoch_never_goes_backwards() -> None:
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(4), is_voter=True)
+
+
+def test_new_candidacy_and_new_leader_need_a_new_epoch() -> None:
+    for old, new in [
+        (S.FOLLOWER, S.CANDIDATE),
+        (S.CANDIDATE, S.CANDIDATE),
+        (S.FOLLOWER, S.FOLLOWER),
+    ]:
+        with pytest.raises(IllegalTransitionError):
+            check_transition(old, Epoch(5), new, Epoch(5), is_voter=True)
+    check_transition(S.CANDIDATE, Epoch(5), S.LEADER, Epoch(5), is_voter=True)
+    check_transition(S.LEADER, Epoch(5), S.RESIGNED, Epoch(5), is_voter=True)
+
+
+def test_voter_cannot_forget_a_leader_in_the_same_epoch() -> None:
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=True)
+    check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=False)
+
+
+def test_replica_refuses_an_illegal_transition() -> None:
+    h = Harness()
+    with pytest.raises(IllegalTransitionError):
+        h.replica._transition(S.LEADER, Epoch(0))  # Unattached -> Leader skips the election
+
+
+def test_start_twice_raises() -> None:
+    h = Harness()
+    with pytest.raises(IllegalTransitionError):
+        h.replica.start()

@@ -1,0 +1,268 @@
+"""Vote handling, elections and the candidate's timers (KIP-595 "Vote")."""
+
+from __future__ import annotations
+
+from replica_harness import CLUSTER, Harness, build_log, index, key, of, sent
+
+from kraft.core.effects import (
+    ActionTaken,
+    AppendToLog,
+    ElectionState,
+    FlushLog,
+    PersistElectionState,
+    Send,
+    StateChanged,
+)
+from kraft.core.events import Tick
+from kraft.core.messages import BeginQuorumEpochRequest, VoteRequest, VoteResponse
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.records import LeaderChangeMessage, decode_control_batch
+
+S = ReplicaState
+
+
+def vote(
+    cand: int, epoch: int, last_epoch: int = 0, end: int = 0, cluster: str = CLUSTER
+) -> VoteRequest:
+    return VoteRequest(ClusterId(cluster), key(cand), Epoch(epoch), Epoch(last_epoch), Offset(end))
+
+
+def answer(effects: list) -> VoteResponse:
+    [(_, resp)] = sent(effects, VoteResponse)
+    return resp
+
+
+def test_reject_when_a_larger_epoch_is_known() -> None:
+    """ "First it checks whether an epoch larger than the candidate epoch from the request is
+    known. If so, the vote is rejected.\""""
+    h = Harness(election=ElectionState(Epoch(5)))
+    resp = answer(h.recv(2, vote(2, 4)))
+    assert resp.error is ErrorCode.FENCED_LEADER_EPOCH
+    assert not resp.vote_granted
+    assert resp.leader_epoch == 5
+
+
+def test_larger_candidate_epoch_moves_to_unattached_first() -> None:
+    """ "if it receives a Vote request with a larger candidate epoch, it can still grants that
+    vote while at the same time transiting back to voter state\""""
+    h = Harness(election=ElectionState(Epoch(2), leader_id=NodeId(3)))
+    assert h.view.state is S.FOLLOWER
+    effects = h.recv(2, vote(2, 3))
+    changes = of(effects, StateChanged)
+    assert changes[0] == StateChanged(S.FOLLOWER, S.UNATTACHED, Epoch(3))
+    assert changes[1] == StateChanged(S.UNATTACHED, S.VOTED, Epoch(3))
+    assert answer(effects).vote_granted
+
+
+def test_vote_is_persisted_before_the_response_is_sent() -> None:
+    """ "grant that vote by first updating the quorum-state file, and then returning the
+    response with voteGranted to yes\""""
+    h = Harness()
+    effects = h.recv(2, vote(2, 1))
+    persisted = index(
+        effects,
+        lambda e: isinstance(e, PersistElectionState) and e.state.voted_for == key(2),
+    )
+    sent_at = index(effects, lambda e: isinstance(e, Send))
+    assert persisted < sent_at
+    assert h.stored == ElectionState(Epoch(1), None, key(2))
+    assert h.view.state is S.VOTED
+
+
+def test_one_vote_per_epoch() -> None:
+    """ "It checks if it has voted for that candidate epoch already. If it has, then only grant
+    the vote if the candidate id matches the id that was already voted.\""""
+    h = Harness()
+    assert answer(h.recv(2, vote(2, 1))).vote_granted
+    assert not answer(h.recv(3, vote(3, 1))).vote_granted
+    again = h.recv(2, vote(2, 1))
+    assert answer(again).vote_granted
+    assert not of(again, PersistElectionState)  # nothing new to persist
+
+
+def test_candidate_must_be_a_voter() -> None:
+    """ "Check whether CandidateId is one of the expected voters. If not, then reject the
+    vote.\""""
+    h = Harness(voters=(1, 2, 3))
+    effects = h.recv(9, vote(9, 1))
+    assert not answer(effects).vote_granted
+    # "the voter should accept the epoch bump"
+    assert h.view.epoch == 1
+    assert h.view.state is S.UNATTACHED
+
+
+def test_observer_does_not_vote() -> None:
+    """Voting needs this replica to be a voter too (one predicate; KIP-856 relaxes it)."""
+    h = Harness(node=4, voters=(1, 2, 3))
+    resp = answer(h.recv(2, vote(2, 1)))
+    assert not resp.vote_granted
+    assert h.view.state is S.UNATTACHED
+
+
+def test_log_up_to_date_by_last_epoch_then_offset() -> None:
+    """ "If the logs' last entry have different epochs, then the log with the later epoch is
+    more up-to-date. If the logs end with the same epoch, then whichever log is longer is more
+    up-to-date.\""""
+    mine = [(1, 2), (2, 3)]  # ends at offset 5 in epoch 2
+    cases = [((2, 5), True), ((2, 4), False), ((2, 9), True), ((1, 99), False), ((3, 1), True)]
+    for (last_epoch, end), granted in cases:
+        h = Harness(log=build_log(mine), election=ElectionState(Epoch(2)))
+        resp = answer(h.recv(2, vote(2, 3, last_epoch, end)))
+        assert resp.vote_granted is granted, (last_epoch, end)
+
+
+def test_inconsistent_cluster_id_is_rejected() -> None:
+    """ "The core requests have a field for the clusterId. This is validated when a request is
+    received\""""
+    h = Harness()
+    resp = answer(h.recv(2, vote(2, 1, cluster="other")))
+    assert resp.error is ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert h.view.epoch == 0
+
+
+def test_election_timeout_is_randomized_in_t_to_2t() -> None:
+    """A voter's election timeout is drawn uniformly from [T, 2T)."""
+    seen = set()
+    for seed in range(40):
+        h = Harness(seed=seed, election_timeout_ms=1000)
+        d = h.replica.next_deadline_ms()
+        assert 1000 <= d < 2000
+        seen.add(d)
+    assert len(seen) > 20
+
+
+def test_candidate_persists_self_vote_before_vote_requests() -> None:
+    """ "a candidate always votes for itself at the current candidate epoch. That means, it
+    will also need to update the quorum-state file as "voting for myself" before sending out
+    the vote requests.\""""
+    h = Harness(log=build_log([(1, 3)]), election=ElectionState(Epoch(1)))
+    effects = h.tick()
+    assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+    persisted = index(effects, lambda e: isinstance(e, PersistElectionState))
+    assert effects[persisted] == PersistElectionState(ElectionState(Epoch(2), None, key(1)))
+    requests = sent(effects, VoteRequest)
+    assert sorted(d for d, _ in requests) == [2, 3]
+    assert all(
+        index(effects, lambda e, r=r: isinstance(e, Send) and e.message is r) > persisted
+        for _, r in requests
+    )
+    # "it will increment its current leader epoch as CandidateEpoch"
+    assert {r.candidate_epoch for _, r in requests} == {2}
+    assert {(r.last_epoch, r.last_end_offset) for _, r in requests} == {(1, 3)}
+
+
+def become_candidate(h: Harness) -> list:
+    effects = h.tick()
+    assert h.view.state is S.CANDIDATE
+    return effects
+
+
+def test_majority_makes_a_leader_with_leader_change_first() -> None:
+    """ "check if it has accumulated majority of votes for this epoch ... if yes, it can
+    transit to the leader state" and "Upon becoming the leader, it would also start by writing
+    the current assignment state to its log\""""
+    h = Harness(voters=(1, 2, 3, 4, 5), log=build_log([(1, 2)]), election=ElectionState(Epoch(1)))
+    become_candidate(h)
+    grant = VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(2), True)
+    assert h.view.state is S.CANDIDATE
+    h.recv(2, grant)
+    assert h.view.state is S.CANDIDATE  # 2 of 5
+    effects = h.recv(4, grant)
+    assert h.view.state is S.LEADER
+    assert ActionTaken(Action.BECOME_LEADER) in effects
+    [append] = of(effects, AppendToLog)
+    assert (append.first_offset, append.epoch) == (2, 2)
+    header, [record] = decode_control_batch(bytes(append.data))
+    assert record == LeaderChangeMessage(0, 1, (1, 2, 3, 4, 5), (1, 2, 4))
+    assert header.partition_leader_epoch == 2
+    # the append is flushed before BeginQuorumEpoch goes out, to every other voter
+    flush = index(effects, lambda e: isinstance(e, FlushLog))
+    begins = sent(effects, BeginQuorumEpochRequest)
+    assert sorted(d for d, _ in begins) == [2, 3, 4, 5]
+    assert index(effects, lambda e: isinstance(e, Send)) > flush
+    assert h.stored == ElectionState(Epoch(2), NodeId(1), None)
+
+
+def test_vote_response_ignored_when_no_longer_candidate() -> None:
+    """ "First we need to check if the voter is still a candidate ... if it is no longer in
+    "candidate" state, just ignore the response.\""""
+    h = Harness(election=ElectionState(Epoch(1)))
+    become_candidate(h)
+    h.recv(2, VoteResponse(ErrorCode.NONE, NodeId(3), Epoch(3), False))
+    assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.FOLLOWER, 3, 3)
+    h.recv(2, VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(2), True))
+    assert h.view.state is S.FOLLOWER
+
+
+def test_two_voter_candidate_backs_off_at_once_on_rejection() -> None:
+    """ "if there are only two voters and a candidate fails to get a vote from the other voter
+    ... then there is no need to wait for the election timeout. The candidate in this case can
+    immediately step down and backoff.\""""
+    h = Harness(voters=(1, 2), election_backoff_max_ms=300, election_timeout_ms=1000)
+    become_candidate(h)
+    t0 = h.now
+    h.recv(2, VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(1), False))
+    assert 0 < h.replica.next_deadline_ms() - t0 <= 300
+    effects = h.tick()
+    assert h.view.state is S.CANDIDATE and h.view.epoch == 2
+    assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+
+
+def test_failed_election_bumps_epoch_after_jittered_backoff() -> None:
+    """ "if a voter fails to get a majority of votes before quorum.election.timeout.ms, then
+    the vote is deemed to have failed, which will cause the candidate to bump the epoch, step
+    down, and backoff\""""
+    waits = set()
+    for seed in range(20):
+        h = Harness(seed=seed, election_backoff_max_ms=500)
+        become_candidate(h)
+        h.tick()  # election timeout: start backing off, no new requests
+        assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 1)
+        backoff = h.replica.next_deadline_ms() - h.now
+        assert 0 < backoff <= 500
+        waits.add(backoff)
+        effects = h.tick()
+        assert h.view.epoch == 2
+        assert len(sent(effects, VoteRequest)) == 2
+    assert len(waits) > 5
+
+
+def test_single_voter_elects_itself() -> None:
+    h = Harness(voters=(1,))
+    h.tick()
+    assert h.view.state is S.LEADER
+    assert h.view.high_watermark == 1  # its LeaderChange record is committed by itself
+
+
+def test_unreachable_voter_is_retried_after_retry_backoff() -> None:
+    """Requests to unreachable peers (SendFailed) are retried after retry_backoff_ms."""
+    from kraft.core.events import SendFailed
+
+    h = Harness(retry_backoff_ms=20)
+    effects = become_candidate(h)
+    [(_, req)] = [(d, r) for d, r in sent(effects, VoteRequest) if d == 2]
+    h.step(SendFailed(h.now, NodeId(2), req))
+    assert h.replica.next_deadline_ms() == h.now + 20
+    again = h.step(Tick(h.now + 20))
+    assert [d for d, _ in sent(again, VoteRequest)] == [2]
+
+
+def test_granting_resets_election_timer() -> None:
+    h = Harness(election_timeout_ms=1000)
+    h.now = 900
+    h.recv(2, vote(2, 1))
+    assert h.replica.next_deadline_ms() >= 1900
+
+
+def test_voter_key_with_other_directory_is_not_a_voter() -> None:
+    """Replicas are identified by (id, directory id): another disk is another replica."""
+    import uuid
+
+    from kraft.ids import DirectoryId
+
+    h = Harness()
+    impostor = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=99)))
+    req = VoteRequest(CLUSTER, impostor, Epoch(1), Epoch(0), Offset(0))
+    assert not answer(h.recv(2, req)).vote_granted
