@@ -701,6 +701,11 @@ class Simulator:
         self, node: _Node, event: Event | None, src_id: int | None, msg: Message | None
     ) -> None:
         self.result.events += 1
+        # The step's line first, so a violation found below follows the step that caused it.
+        if self._trace is not None:
+            self._write_step(node, event, src_id, msg)
+        else:
+            self._actions.clear()
         old = node.snap
         new = self._snapshot(node)
         if new != old:
@@ -710,10 +715,6 @@ class Simulator:
                 self._check_node(old, new)
             if new.high_watermark != old.high_watermark or new.state != old.state:
                 self._watch_acks(node, new)
-        if self._trace is not None:
-            self._write_step(node, event, src_id, msg)
-        else:
-            self._actions.clear()
         if self._liveness:
             self._liveness_progress()
 

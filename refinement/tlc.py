@@ -63,6 +63,7 @@ _EC_TEMPORAL_PROPERTY_VIOLATED = 2116
 _EC_INVARIANT_VIOLATED_LEVEL = 2146
 _EC_PARSING_FAILED2 = 2171
 _EC_SUCCESS = 2193
+_EC_SIMULATION_START = 2188
 _EC_STATE_PRINT1 = 2216
 _EC_STATE_PRINT2 = 2217
 _EC_PARSING_FAILED = 3002
@@ -71,7 +72,7 @@ _EC_CONFIG = frozenset(range(2222, 2244)) | {2280, 2281, 5002}
 
 _MSG_RE = re.compile(r"^@!@!@STARTMSG (\d+):(\d+) @!@!@$")
 _END_RE = re.compile(r"^@!@!@ENDMSG (\d+) @!@!@$")
-_NUM = r"([\d,]+)"
+_NUM = r"(?<![-\d,])([\d,]+)"
 
 
 class TlcError(RuntimeError):
@@ -167,7 +168,8 @@ def run_tlc(
     """Check `spec` with `config`; TLC runs in the spec's directory so EXTENDS resolve there.
 
     deep: give the JVM a larger share of memory (for the long models).
-    simulate: random simulation of `traces` behaviours of at most `depth` steps instead of BFS.
+    simulate: random simulation of `traces` behaviours of at most `depth` steps instead of BFS
+    (TLC's -depth applies to simulation only).
     """
     spec = Path(spec).resolve()
     config = Path(config).resolve()
@@ -211,14 +213,17 @@ def run_tlc(
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            out = exc.stdout if isinstance(exc.stdout, str) else ""
+            raw = exc.stdout or b""
+            out = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
             raise TlcError(
                 f"TLC timed out after {timeout_s}s on {config.name}:\n{_tail(out)}"
             ) from exc
         wall = time.monotonic() - start
     output = proc.stdout + proc.stderr
     properties = _config_names(config.read_text(), ("PROPERTY", "PROPERTIES"))
-    result = parse_tlc_output(output, properties=properties, wall_seconds=wall)
+    result = parse_tlc_output(
+        output, properties=properties, wall_seconds=wall, module_dir=spec.parent
+    )
     if result.error_kind is ErrorKind.OTHER and not result.counterexample:
         raise TlcError(f"TLC failed (exit {proc.returncode}) on {config.name}:\n{_tail(output)}")
     return result
@@ -271,7 +276,40 @@ _ASSIGN = re.compile(r"^/\\ (\w+) = (.*)$")
 _BARE_ASSIGN = re.compile(r"^(\w+) = (.*)$")
 
 
-def _parse_state(text: str) -> tuple[str, dict[str, str]] | None:
+_LOCATION = re.compile(r"^(\w+) line (\d+), col (\d+) to line (\d+), col (\d+) of module (\w+)$")
+_CALLED = re.compile(r":\s*(\w+)\s*\(")
+
+
+def _action_name(label: str, module_dir: Path | None) -> str:
+    """The action a TLC state label names.
+
+    TLC labels a step `Inc line 5, col 8 to line 5, col 36 of module T`.  A disjunct such as
+    `\\E m \\in DOMAIN messages : HandleVoteRequest(m)` ranges over a state-dependent set, so
+    TLC names it after the enclosing definition (`Next`); then the operator applied in that
+    source span is the action's name.
+    """
+    m = _LOCATION.match(label)
+    if m is None:
+        return label.strip()
+    name = m.group(1)
+    if module_dir is None:
+        return name
+    source = module_dir / f"{m.group(6)}.tla"
+    try:
+        lines = source.read_text().splitlines()
+    except OSError:
+        return name
+    l1, c1, l2, c2 = (int(m.group(i)) for i in range(2, 6))
+    span = lines[l1 - 1 : l2]
+    if not span:
+        return name
+    span[-1] = span[-1][:c2]
+    span[0] = span[0][c1 - 1 :]
+    called = _CALLED.search("\n".join(span))
+    return called.group(1) if called else name
+
+
+def _parse_state(text: str, module_dir: Path | None) -> tuple[str, dict[str, str]] | None:
     lines = text.splitlines()
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -280,9 +318,7 @@ def _parse_state(text: str) -> tuple[str, dict[str, str]] | None:
     header = _STATE_HEADER.match(lines[0].strip())
     if header is None:
         return None
-    label = header.group(2)
-    # "Inc line 5, col 8 to ... of module T" -> "Inc"
-    action = label.split(" line ", 1)[0].strip()
+    action = _action_name(header.group(2), module_dir)
     values: dict[str, str] = {}
     name: str | None = None
     body: list[str] = []
@@ -312,12 +348,17 @@ def _parse_duration(text: str) -> float | None:
 
 
 def parse_tlc_output(
-    output: str, *, properties: Sequence[str] = (), wall_seconds: float | None = None
+    output: str,
+    *,
+    properties: Sequence[str] = (),
+    wall_seconds: float | None = None,
+    module_dir: Path | None = None,
 ) -> TlcResult:
     """Parse TLC output (-tool format, or plain text as a fallback).
 
     properties: the PROPERTY names of the config; TLC does not name a violated temporal
     property, so when exactly one was checked, that name is reported.
+    module_dir: where the checked modules are, to name actions TLC labels by location.
     """
     generated = distinct = depth = 0
     seconds: float | None = None
@@ -325,16 +366,19 @@ def parse_tlc_output(
     kind = ErrorKind.NONE
     success = False
     finished = False
+    simulation = False
     states: list[dict[str, str]] = []
     actions: list[str] = []
     for msg in _messages(output):
         text = msg.text
         code = msg.code
-        if m := re.search(_NUM + r" states generated, " + _NUM + r" distinct states found", text):
-            generated, distinct = _int(m.group(1)), _int(m.group(2))
-        elif m := re.search(_NUM + r" states checked", text):
-            # Simulation reports checked states only.
-            generated = distinct = _int(m.group(1))
+        if code == _EC_SIMULATION_START or "Running Random Simulation" in text:
+            simulation = True
+        if m := re.search(_NUM + r" states generated", text):
+            generated = _int(m.group(1))
+        # Simulation prints "-1 distinct states found": it does not count them.
+        if m := re.search(_NUM + r" distinct states found", text):
+            distinct = _int(m.group(1))
         if m := re.search(r"depth of the complete state graph search is " + _NUM, text):
             depth = _int(m.group(1))
         if "Finished in" in text:
@@ -385,10 +429,13 @@ def parse_tlc_output(
         ):
             kind = ErrorKind.OTHER
         if code in (_EC_STATE_PRINT1, _EC_STATE_PRINT2):
-            parsed = _parse_state(text)
+            parsed = _parse_state(text, module_dir)
             if parsed is not None:
                 actions.append(parsed[0])
                 states.append(parsed[1])
+    if simulation and finished and kind is ErrorKind.NONE:
+        # A simulation that ends without a violation has no "No error" message.
+        success = True
     if not success and kind is ErrorKind.NONE:
         # No verdict: TLC crashed, was killed or printed something we do not know.
         kind = ErrorKind.OTHER
@@ -535,26 +582,50 @@ def _fmt_seconds(s: float) -> str:
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
-def _table(rows: Sequence[tuple[Model, TlcResult, str]]) -> str:
-    lines = [
-        "| model | kind | spec | constants | distinct states | depth | time | result |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
-    ]
-    for model, res, verdict in rows:
-        consts = ", ".join(f"{k}={v}" for k, v in model.constants) or "-"
-        consts = consts.replace("|", "\\|")
-        spec = model.spec.relative_to(SPEC_DIR).as_posix()
-        lines.append(
-            f"| {model.name} | {model.kind.value} | {spec} | {consts} | {res.distinct_states:,} "
-            f"| {res.depth} | {_fmt_seconds(res.seconds)} | {verdict} |"
-        )
-    return "\n".join(lines)
+_TABLE_HEADER = (
+    "| model | kind | spec | constants | distinct states | depth | time | result |\n"
+    "| --- | --- | --- | --- | ---: | ---: | ---: | --- |"
+)
 
 
-def _run_models(
-    models: Sequence[Model], workers: int
-) -> tuple[list[tuple[Model, TlcResult, str]], bool]:
-    rows: list[tuple[Model, TlcResult, str]] = []
+def _row(model: Model, res: TlcResult | None, verdict: str) -> str:
+    consts = (
+        ", ".join(f"{k} {v}" if v.startswith("<-") else f"{k}={v}" for k, v in model.constants)
+        or "-"
+    )
+    consts = consts.replace("|", "\\|")
+    spec = model.spec.relative_to(SPEC_DIR).as_posix()
+    if res is None:
+        return f"| {model.name} | {model.kind.value} | {spec} | {consts} | - | - | - | {verdict} |"
+    return (
+        f"| {model.name} | {model.kind.value} | {spec} | {consts} | {res.distinct_states:,} "
+        f"| {res.depth} | {_fmt_seconds(res.seconds)} | {verdict} |"
+    )
+
+
+def _existing_rows(readme: Path) -> dict[str, str]:
+    """Rows of the generated table already in `readme`, by model name."""
+    if not readme.exists():
+        return {}
+    text = readme.read_text()
+    if TABLE_BEGIN not in text or TABLE_END not in text:
+        return {}
+    section = text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines()[2:]:
+        cells = line.split("|")
+        if len(cells) > 2:
+            rows[cells[1].strip()] = line
+    return rows
+
+
+def _table(order: Sequence[Model], rows: dict[str, str]) -> str:
+    """The table in registry order; models without a row (not run, none kept) are left out."""
+    return "\n".join([_TABLE_HEADER, *(rows[m.name] for m in order if m.name in rows)])
+
+
+def _run_models(models: Sequence[Model], workers: int) -> tuple[dict[str, str], bool]:
+    rows: dict[str, str] = {}
     all_good = True
     for model in models:
         print(f"[tlc] {model.name} ({model.kind.value}) ...", flush=True)
@@ -562,6 +633,7 @@ def _run_models(
             res = check_model(model, workers=workers)
         except TlcError as exc:
             print(f"[tlc] {model.name}: ERROR {exc}", flush=True)
+            rows[model.name] = _row(model, None, "ERROR (TLC did not finish)")
             all_good = False
             continue
         good, verdict = model.judge(res)
@@ -571,11 +643,12 @@ def _run_models(
             f"depth={res.depth} time={_fmt_seconds(res.seconds)}",
             flush=True,
         )
-        rows.append((model, res, verdict))
+        rows[model.name] = _row(model, res, verdict)
     return rows, all_good
 
 
 def write_table(readme: Path, table: str) -> None:
+    """Replace the marked section of `readme` with `table` (append the section if absent)."""
     text = readme.read_text() if readme.exists() else ""
     block = f"{TABLE_BEGIN}\n{table}\n{TABLE_END}"
     if TABLE_BEGIN in text and TABLE_END in text:
@@ -605,10 +678,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     rows, all_good = _run_models(models, args.workers)
     if args.cmd == "table":
-        table = _table(rows)
+        # Rows of models not run this time (--only, or deep without --deep) are kept.
+        kept = _existing_rows(args.write) if args.write is not None else {}
+        table = _table(load_models(), {**kept, **rows})
         if args.write is not None:
             write_table(args.write, table)
-            print(f"[tlc] wrote table of {len(rows)} models to {args.write}")
+            print(f"[tlc] wrote {len(rows)} new rows to {args.write}")
         else:
             print(table)
     print(f"[tlc] {'all models as expected' if all_good else 'UNEXPECTED RESULTS'}")

@@ -501,23 +501,23 @@ DuplicateMessage(m) ==
 NoFault(m) == FALSE
 
 Next ==
-    \/ \E s \in Server : \/ ElectionTimeout(s)
-                         \/ BecomeLeader(s)
-                         \/ Resign(s)
-                         \/ SendFetchRequest(s)
-                         \/ AdvanceHighWatermark(s)
-                         \/ Crash(s)
-                         \/ Restart(s)
+    \/ \E s \in Server : ElectionTimeout(s)
+    \/ \E s \in Server : BecomeLeader(s)
+    \/ \E s \in Server : Resign(s)
     \/ \E s \in Server, v \in Values : ClientAppend(s, v)
-    \/ \E m \in DOMAIN messages : \/ HandleVoteRequest(m)
-                                  \/ HandleVoteResponse(m)
-                                  \/ HandleBeginQuorumEpochRequest(m)
-                                  \/ HandleBeginQuorumEpochResponse(m)
-                                  \/ HandleEndQuorumEpochRequest(m)
-                                  \/ HandleFetchRequest(m)
-                                  \/ HandleFetchResponse(m)
-                                  \/ DropMessage(m)
-                                  \/ DuplicateMessage(m)
+    \/ \E s \in Server : SendFetchRequest(s)
+    \/ \E s \in Server : AdvanceHighWatermark(s)
+    \/ \E s \in Server : Crash(s)
+    \/ \E s \in Server : Restart(s)
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m)
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m)
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m)
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m)
+    \/ \E m \in DOMAIN messages : HandleEndQuorumEpochRequest(m)
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m)
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m)
+    \/ \E m \in DOMAIN messages : DropMessage(m)
+    \/ \E m \in DOMAIN messages : DuplicateMessage(m)
 
 Spec == Init /\ [][Next]_vars
 
@@ -585,17 +585,17 @@ Quiet == \A t \in Server : state[t] \notin {"Candidate", "Leader"}
 LiveElectionTimeout(s) == Quiet /\ ElectionTimeout(s)
 
 LiveNext ==
-    \/ \E s \in Server : \/ LiveElectionTimeout(s)
-                         \/ BecomeLeader(s)
-                         \/ SendFetchRequest(s)
-                         \/ AdvanceHighWatermark(s)
+    \/ \E s \in Server : LiveElectionTimeout(s)
+    \/ \E s \in Server : BecomeLeader(s)
     \/ \E s \in Server, v \in Values : ClientAppend(s, v)
-    \/ \E m \in DOMAIN messages : \/ HandleVoteRequest(m)
-                                  \/ HandleVoteResponse(m)
-                                  \/ HandleBeginQuorumEpochRequest(m)
-                                  \/ HandleBeginQuorumEpochResponse(m)
-                                  \/ HandleFetchRequest(m)
-                                  \/ HandleFetchResponse(m)
+    \/ \E s \in Server : SendFetchRequest(s)
+    \/ \E s \in Server : AdvanceHighWatermark(s)
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m)
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m)
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m)
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m)
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m)
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m)
 
 LiveSpec ==
     /\ Init /\ [][LiveNext]_vars

@@ -29,6 +29,7 @@ CONSTANTS
     MaxOffset,     \* no append beyond this end offset
     NumChunks,     \* chunks per snapshot transfer
     Faults,        \* TRUE: DropMessage and Restart are enabled
+    MsgLimit,      \* state constraint: messages in flight
     Mutant         \* "none" in normal models; see the mutant configs
 
 ASSUME NumChunks \in Nat \ {0} /\ MaxEpoch \in Nat /\ MaxOffset \in Nat
@@ -147,8 +148,11 @@ HandleVoteRequest(m) ==
               /\ state' = [state EXCEPT ![s] = IF grant THEN "Voted" ELSE "Unattached"]
               /\ fetching' = [fetching EXCEPT ![s] = Nil]
          ELSE UNCHANGED <<currentEpoch, votedFor, leader, state, fetching>>
-    /\ Reply(m, [type |-> "VoteResponse", from |-> s, to |-> m.from, epoch |-> epochNow,
+    \* a same-epoch rejection tells the candidate nothing: it is not sent (as if lost)
+    /\ IF grant \/ epochNow > m.epoch
+         THEN Reply(m, [type |-> "VoteResponse", from |-> s, to |-> m.from, epoch |-> epochNow,
                  granted |-> grant])
+         ELSE Discard(m)
     /\ UNCHANGED <<log, logStart, snapshots, hwm, votesGranted, endOffsetOf, committed>>
 
 HandleVoteResponse(m) ==
@@ -194,7 +198,8 @@ HandleBeginQuorumEpochRequest(m) ==
     /\ Discard(m)
     /\ UNCHANGED <<log, logStart, snapshots, hwm, votesGranted, endOffsetOf, committed>>
 
-\* A leader steps down; modelled without EndQuorumEpoch (followers time out).
+\* A leader steps down; modelled without EndQuorumEpoch (followers time out). Not in Next:
+\* Restart already takes a leader to Resigned, and the models are smaller without it.
 Resign(s) ==
     /\ state[s] = "Leader"
     /\ state' = [state EXCEPT ![s] = "Resigned"]
@@ -230,7 +235,7 @@ FetchResp(m, l, result, entries, divOffset, snapId) ==
      leader |-> leader[l], result |-> result, fetchOffset |-> m.fetchOffset,
      entries |-> entries, hwm |-> hwm[l], divEpoch |-> IF divOffset < 0 THEN 0
                                                       ELSE EpochAt(l, divOffset),
-     divOffset |-> divOffset, snapshotId |-> snapId]
+     divOffset |-> divOffset, snapshotId |-> snapId, logStart |-> logStart[l]]
 
 NoSnap == [end |-> 0, epoch |-> 0]
 IdOf(x) == [end |-> x.end, epoch |-> x.epoch]
@@ -260,8 +265,10 @@ HandleFetchRequest(m) ==
               [] OTHER ->
                  /\ Reply(m, FetchResp(m, l, "diverging", <<>>, div, NoSnap))
                  /\ UNCHANGED endOffsetOf
-         ELSE \* not the leader of that epoch: tell the fetcher what this replica knows
-         /\ Reply(m, FetchResp(m, l, "fenced", <<>>, -1, NoSnap))
+         ELSE \* not the leader of that epoch: a newer epoch is told to the fetcher
+         /\ IF currentEpoch[l] > m.epoch
+              THEN Reply(m, FetchResp(m, l, "fenced", <<>>, -1, NoSnap))
+              ELSE Discard(m)
          /\ UNCHANGED endOffsetOf
     /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, logStart, snapshots, hwm,
                    votesGranted, fetching, committed>>
@@ -270,22 +277,33 @@ HandleFetchRequest(m) ==
 TruncateTo(s, o) ==
     log' = [log EXCEPT ![s] = SubSeq(@, 1, MaxOf(o, logStart[s]) - logStart[s])]
 
+\* KIP-630: a follower's log start is the minimum of the leader's log start and the end of
+\* its own largest snapshot (older snapshots are then deleted).
+FollowerLogStart(s, leaderLogStart) ==
+    LET ends == {x.end : x \in {y \in snapshots[s] : y.end <= leaderLogStart}}
+    IN MaxOf(logStart[s], IF ends = {} THEN 0 ELSE Max(ends))
+
 HandleFetchResponse(m) ==
     LET s == m.to
         current == state[s] = "Follower" /\ currentEpoch[s] = m.epoch /\ leader[s] = m.from
                    /\ fetching[s] = Nil /\ LEO(s) = m.fetchOffset
+        ls == FollowerLogStart(s, m.logStart)
     IN
     /\ m.type = "FetchResponse"
     /\ CASE current /\ m.result = "ok" ->
-              /\ log' = [log EXCEPT ![s] = @ \o m.entries]
+              /\ log' = [log EXCEPT ![s] = SubSeq(@ \o m.entries, ls - logStart[s] + 1,
+                                                  Len(@) + Len(m.entries))]
+              /\ logStart' = [logStart EXCEPT ![s] = ls]
+              /\ snapshots' = [snapshots EXCEPT ![s] = {x \in @ : x.end >= ls}]
               /\ hwm' = [hwm EXCEPT ![s] = MaxOf(@, Min(m.hwm, LEO(s) + Len(m.entries)))]
               /\ UNCHANGED <<currentEpoch, votedFor, leader, state, fetching>>
          [] current /\ m.result = "diverging" ->
               /\ TruncateTo(s, Min(m.divOffset, EndOffsetForEpoch(s, m.divEpoch)))
-              /\ UNCHANGED <<currentEpoch, votedFor, leader, state, fetching, hwm>>
+              /\ UNCHANGED <<currentEpoch, votedFor, leader, state, fetching, hwm, logStart,
+                             snapshots>>
          [] current /\ m.result = "snapshot" ->
               /\ fetching' = [fetching EXCEPT ![s] = [id |-> m.snapshotId, pos |-> 0]]
-              /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, hwm>>
+              /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, hwm, logStart, snapshots>>
          [] m.result = "fenced" /\ m.epoch > currentEpoch[s] ->
               \* learn the newer epoch and, if known, its leader
               /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch]
@@ -294,10 +312,11 @@ HandleFetchResponse(m) ==
               /\ state' = [state EXCEPT ![s] = IF m.leader = Nil THEN "Unattached"
                                                 ELSE "Follower"]
               /\ fetching' = [fetching EXCEPT ![s] = Nil]
-              /\ UNCHANGED <<log, hwm>>
-         [] OTHER -> UNCHANGED <<currentEpoch, votedFor, leader, state, log, hwm, fetching>>
+              /\ UNCHANGED <<log, hwm, logStart, snapshots>>
+         [] OTHER -> UNCHANGED <<currentEpoch, votedFor, leader, state, log, hwm, fetching,
+                                 logStart, snapshots>>
     /\ Discard(m)
-    /\ UNCHANGED <<logStart, snapshots, votesGranted, endOffsetOf, committed>>
+    /\ UNCHANGED <<votesGranted, endOffsetOf, committed>>
 
 \* The leader commits the largest offset of its own epoch held by a majority.
 AdvanceHighWatermark(l) ==
@@ -318,20 +337,24 @@ AdvanceHighWatermark(l) ==
 ----------------------------------------------------------------------------
 (* Snapshots (KIP-630) *)
 
-\* A snapshot of the committed prefix ending at o; the mutant lets it go past the HWM.
-CreateSnapshot(s, o) ==
+\* A snapshot of the committed prefix, taken at the HWM (the state machine snapshots what it
+\* has applied); the mutant snapshots the whole log instead, past the HWM.
+CreateSnapshot(s) ==
+    LET o == IF Mutant = "SnapshotBeyondHwm" THEN LEO(s) ELSE hwm[s] IN
     /\ o > logStart[s]
     /\ o <= LEO(s)
-    /\ IF Mutant = "SnapshotBeyondHwm" THEN o <= LEO(s) ELSE o <= hwm[s]
     /\ \A x \in snapshots[s] : x.end < o
     /\ snapshots' = [snapshots EXCEPT ![s] =
                        @ \cup {[end |-> o, epoch |-> EpochAt(s, o), content |-> Prefix(EffLog(s), o)]}]
     /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, logStart, hwm, votesGranted,
                    endOffsetOf, fetching, messages, committed>>
 
-\* Move the log start up to the latest snapshot and delete the older snapshots.
+\* The leader moves its log start up to its latest snapshot and deletes the older snapshots
+\* (KIP-630 lets it wait for live replicas first; that only saves snapshot transfers).
+\* Followers move theirs on Fetch responses (FollowerLogStart).
 AdvanceLogStartOffset(s) ==
     LET snap == LatestSnapshot(s) IN
+    /\ state[s] = "Leader"
     /\ snapshots[s] # {}
     /\ snap.end > logStart[s]
     /\ log' = [log EXCEPT ![s] = DropPrefix(s, snap.end)]
@@ -421,10 +444,9 @@ DropMessage(m) ==
 ----------------------------------------------------------------------------
 Next ==
     \/ \E s \in Server :
-         \/ ElectionTimeout(s) \/ BecomeLeader(s) \/ Resign(s) \/ ClientAppend(s)
+         \/ ElectionTimeout(s) \/ BecomeLeader(s) \/ ClientAppend(s)
          \/ SendFetchRequest(s) \/ AdvanceHighWatermark(s) \/ AdvanceLogStartOffset(s)
-         \/ SendFetchSnapshotRequest(s) \/ Restart(s)
-         \/ \E o \in 1..MaxOffset : CreateSnapshot(s, o)
+         \/ SendFetchSnapshotRequest(s) \/ Restart(s) \/ CreateSnapshot(s)
     \/ \E m \in messages :
          \/ HandleVoteRequest(m) \/ HandleVoteResponse(m) \/ HandleBeginQuorumEpochRequest(m)
          \/ HandleFetchRequest(m) \/ HandleFetchResponse(m)
@@ -496,7 +518,6 @@ Invariants ==
 HighWatermarkMonotonic == [][\A s \in Server : hwm'[s] >= hwm[s]]_vars
 
 \* State constraint for the safety models.
-MsgLimit == 4
 StateConstraint == Cardinality(messages) <= MsgLimit
 
 Symm == Permutations(Server)

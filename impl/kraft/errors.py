@@ -22,6 +22,8 @@ class ErrorCode(IntEnum):
     SNAPSHOT_NOT_FOUND = 98
     POSITION_OUT_OF_RANGE = 99
     INCONSISTENT_CLUSTER_ID = 104
+    # KIP-853: a Vote/BeginQuorumEpoch addressed to another replica key (id + directory).
+    INVALID_VOTER_KEY = 125
 
 
 class KraftError(Exception):

@@ -253,7 +253,7 @@ class Cluster:
                     d = n.replica.next_deadline_ms()
                     if t_timer is None or d < t_timer:
                         t_timer, who = d, i
-            nxt = min(t for t in (t_msg, t_timer) if t is not None)
+            nxt = min((t for t in (t_msg, t_timer) if t is not None), default=until + 1)
             if nxt > until:
                 self.now = until
                 return

@@ -221,3 +221,14 @@ def test_corrupt_records_are_not_appended() -> None:
     data = bytearray(encode_batch(2, 2, [b"a"], timestamp_ms=0))
     data[-1] ^= 0xFF
     assert not of(h.recv(2, ok(2, 0, bytes(data))), AppendToLog)
+
+
+def test_truncation_inside_a_batch_drops_the_whole_batch() -> None:
+    """Batches of one epoch are identical everywhere, so a diverging end offset inside one of
+    our batches means the whole batch is not on the leader's log (it may take more rounds:
+    "it may take multiple rounds of FetchQuorumRecords in order to find the first offset that
+    diverges\")."""
+    h = follower(log=((1, 4), (3, 2)), epoch=4)  # epoch 1: one batch [0, 4)
+    effects = h.recv(2, ok(4, 0, diverging_epoch=OffsetAndEpoch(Epoch(2), Offset(2))))
+    assert of(effects, TruncateLog) == [TruncateLog(Offset(0))]
+    assert (h.view.end_offset, h.log.end_offset) == (0, 0)

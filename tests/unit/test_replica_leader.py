@@ -219,3 +219,36 @@ def test_describe_quorum_reports_offsets_and_timestamps() -> None:
     assert by_id[2].last_caught_up_timestamp_ms == t
     assert by_id[3].log_end_offset == -1
     assert Harness().replica.describe_quorum() is None
+
+
+def test_appends_linger_into_one_batch() -> None:
+    """With append_linger_ms, client values wait and are written together as one batch."""
+    h = leader(append_linger_ms=5)
+    t = h.now
+    first = h.step(ClientAppend(t, (b"a",), request_id=1))
+    assert not of(first, AppendToLog) and not of(first, AppendResult)
+    h.step(ClientAppend(t + 2, (b"b", b"c"), request_id=2))
+    assert h.replica.next_deadline_ms() == t + 5
+    effects = h.step(Tick(t + 5))
+    [append] = of(effects, AppendToLog)
+    assert (append.first_offset, append.last_offset) == (3, 5)
+    results = of(effects, AppendResult)
+    assert [(r.request_id, r.first_offset, r.last_offset) for r in results] == [
+        (1, 3, 3),
+        (2, 4, 5),
+    ]
+    kinds = [type(e) for e in effects]
+    assert kinds.index(FlushLog) < kinds.index(AppendResult)
+
+
+def test_lingering_appends_are_refused_when_leadership_is_lost() -> None:
+    h = leader(append_linger_ms=5)
+    h.step(ClientAppend(h.now, (b"a",), request_id=9))
+    effects = h.recv(3, VoteResponse(ErrorCode.NONE, NodeId(3), Epoch(7), False))
+    assert h.view.state is S.FOLLOWER
+    [result] = of(effects, AppendResult)
+    assert (result.request_id, result.error, result.leader_id) == (
+        9,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        3,
+    )

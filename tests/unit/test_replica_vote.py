@@ -266,3 +266,25 @@ def test_voter_key_with_other_directory_is_not_a_voter() -> None:
     impostor = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=99)))
     req = VoteRequest(CLUSTER, impostor, Epoch(1), Epoch(0), Offset(0))
     assert not answer(h.recv(2, req)).vote_granted
+
+
+def test_new_epoch_keeps_remaining_election_time() -> None:
+    """As Kafka: an Unattached voter (or a candidate) that moves to Unattached in a newer epoch
+    keeps the time left on its election timer, so a candidate with a stale log cannot keep
+    postponing the others' elections by bumping the epoch."""
+    h = Harness(log=build_log([(1, 5)]), election=ElectionState(Epoch(1)))
+    deadline = h.replica.next_deadline_ms()
+    h.now = deadline - 10
+    resp = answer(h.recv(2, vote(2, 2, last_epoch=1, end=1)))  # stale log: rejected
+    assert not resp.vote_granted
+    assert (h.view.state, h.view.epoch) == (S.UNATTACHED, 2)
+    assert h.replica.next_deadline_ms() == deadline
+
+
+def test_vote_for_another_replica_key_is_invalid() -> None:
+    """KIP-853: a Vote request naming another voter key gets INVALID_VOTER_KEY."""
+    h = Harness()
+    req = VoteRequest(CLUSTER, key(2), Epoch(1), Epoch(0), Offset(0), voter=key(3))
+    resp = answer(h.recv(2, req))
+    assert resp.error is ErrorCode.INVALID_VOTER_KEY and not resp.vote_granted
+    assert h.view.state is S.UNATTACHED

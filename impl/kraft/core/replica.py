@@ -138,6 +138,9 @@ class _LeaderData:
     # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
     parked: list[tuple[NodeId, FetchRequest, int]] = field(default_factory=list)
     complete_parked_at: int | None = None
+    # Client appends lingering for append_linger_ms, written together as one batch.
+    lingering: list[tuple[int, tuple[bytes, ...]]] = field(default_factory=list)
+    linger_until: int | None = None
 
 
 class Replica:
@@ -261,6 +264,8 @@ class Replica:
             times.extend(d for _, _, d in self._leader.parked)
             if self._leader.complete_parked_at is not None:
                 times.append(self._leader.complete_parked_at)
+            if self._leader.linger_until is not None:
+                times.append(self._leader.linger_until)
         if not times:
             return self._now + self._cfg.election_timeout_ms
         return max(self._now, min(times))
@@ -338,9 +343,12 @@ class Replica:
         elif epoch == old_epoch and voted is None and new is not C:
             voted = self._voted_for  # a vote cast in this epoch stays on record
         parked = self._leader.parked if self._leader is not None else []
+        lingering = self._leader.lingering if self._leader is not None else []
         self._enter(new, epoch, leader=leader, voted=voted)
         self._persist()
         self._out.append(StateChanged(old, new, epoch))
+        for request_id, _ in lingering:
+            self._refuse_append(request_id)
         # Fetches held by a leader that stepped down get the new epoch and leader at once.
         for src, req, _ in parked:
             self._handle_fetch_request(src, req)
@@ -356,6 +364,14 @@ class Replica:
         """Set the state's fields and start its timers (no checks, no effects)."""
         now = self._now
         granted = self._granted
+        # As Kafka: a candidate or an unattached/voted voter moving to Unattached in a new
+        # epoch keeps the time left on its election timer, so a candidate with a stale log
+        # bumping epochs cannot keep postponing everyone else's election.
+        kept = self._election_deadline
+        if self._state is C and kept is None:
+            kept = self._backoff_until
+        if not (self._started and self._state in (U, V, C)):
+            kept = None
         self._state, self._epoch = new, epoch
         self._leader_id, self._voted_for = leader, voted
         self._election_deadline = self._backoff_until = self._fetch_deadline = None
@@ -366,7 +382,10 @@ class Replica:
         others = [v.id for v in self._voters if v.id != self._me.id]
         if new in (U, V):
             if self.is_voter:
-                self._election_deadline = now + self._random_election_timeout()
+                if new is U and kept is not None:
+                    self._election_deadline = kept
+                else:
+                    self._election_deadline = now + self._random_election_timeout()
             else:
                 self._fetch_send_at = now  # an observer looks for the leader
         elif new is C:
@@ -396,6 +415,8 @@ class Replica:
         st = self._state
         ld = self._leader
         if ld is not None:
+            if ld.linger_until is not None and ld.linger_until <= now:
+                self._append_lingering()
             if ld.complete_parked_at is not None and ld.complete_parked_at <= now:
                 ld.complete_parked_at = None
                 self._complete_parked(all_of_them=True)
@@ -411,11 +432,16 @@ class Replica:
             if self._election_deadline <= now:
                 self._start_backoff()
         elif st in (U, V, R) and self._election_deadline is not None:
-            if self._election_deadline <= now and not self._shutting_down:
-                self._become_candidate()
+            if self._election_deadline <= now:
+                if self._shutting_down:
+                    self._election_deadline = None  # a replica on its way out stands for nothing
+                else:
+                    self._become_candidate()
         elif st is F and self._fetch_deadline is not None and self._fetch_deadline <= now:
             if self.is_voter:
-                if not self._shutting_down:
+                if self._shutting_down:
+                    self._fetch_deadline = None
+                else:
                     self._become_candidate()
             else:
                 # An observer forgets the silent leader and rediscovers (KIP-595 observers).
@@ -589,6 +615,10 @@ class Replica:
 
     # --- Vote
 
+    def _addressed_to_me(self, voter: ReplicaKey | None) -> bool:
+        """KIP-853: a request naming the replica it is meant for must name us."""
+        return voter is None or self._same_replica(voter, self._me)
+
     def _may_vote_for(self, candidate: ReplicaKey) -> bool:
         """Voter membership for an election: the candidate must be a voter and so must we.
         (KIP-856 relaxes the second half; this is the one place to change.)"""
@@ -612,6 +642,9 @@ class Replica:
             return
         if req.candidate_epoch > self._epoch:
             self._transition(U, req.candidate_epoch)
+        if not self._addressed_to_me(req.voter):
+            self._send(src, self._vote_response(ErrorCode.INVALID_VOTER_KEY, False))
+            return
         granted = self._can_grant(req)
         if granted and self._state is U:
             self._transition(V, self._epoch, voted=req.candidate)  # persisted before the Send
@@ -698,6 +731,8 @@ class Replica:
             if self._leader_id != req.leader_id:
                 # Another leader is known for this epoch: the request conflicts (KIP-595).
                 err = ErrorCode.INVALID_REQUEST
+            elif not self._addressed_to_me(req.voter):
+                err = ErrorCode.INVALID_VOTER_KEY
         self._send(
             src,
             BeginQuorumEpochResponse(err or ErrorCode.NONE, self._leader_or_none(), self._epoch),
@@ -952,12 +987,27 @@ class Replica:
     def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         """Truncate to where our log and the leader's agree for that epoch, then refetch."""
         local = self._log.end_offset_for_epoch(diverging.epoch)
-        target = Offset(min(diverging.offset, local.offset, self._log.end_offset))
+        target = self._batch_base(Offset(min(diverging.offset, local.offset, self._log.end_offset)))
         if self._hwm is not None and target < self._hwm:
             return  # committed records never diverge: a stale answer
         if target < self._log.end_offset:
             self._out.append(TruncateLog(target))
             self._log.truncate(target)
+
+    def _batch_base(self, offset: Offset) -> Offset:
+        """Snap a truncation point inside one of our batches down to that batch's base: a
+        batch that runs past the leader's end of an epoch is not on the leader's log at all
+        (batches of one epoch are the same everywhere), and logs truncate whole batches."""
+        if offset >= self._log.end_offset or offset <= self._log.start_offset:
+            return offset
+        try:
+            data = self._reader.read(offset, 1)
+            _, header = next(iter_batches(data, verify=False))
+        except (CorruptRecordError, StopIteration):
+            return offset
+        if header.base_offset < offset < header.next_offset:
+            return Offset(header.base_offset)
+        return offset
 
     def _append_fetched(self, records: Records) -> bool:
         end = self._log.end_offset
@@ -983,23 +1033,43 @@ class Replica:
 
     # ------------------------------------------------------------------ client
 
+    def _refuse_append(self, request_id: int) -> None:
+        self._out.append(
+            AppendResult(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=self._leader_id)
+        )
+
     def _on_client_append(self, ev: ClientAppend) -> None:
-        if self._state is not L or self._shutting_down:
-            self._out.append(
-                AppendResult(
-                    ev.request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=self._leader_id
-                )
-            )
+        ld = self._leader
+        if self._state is not L or self._shutting_down or ld is None:
+            self._refuse_append(ev.request_id)
             return
         if not ev.values:
             self._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
             return
         self._out.append(ActionTaken(Action.CLIENT_APPEND))
+        ld.lingering.append((ev.request_id, ev.values))
+        if self._cfg.append_linger_ms <= 0:
+            self._append_lingering()
+        elif ld.linger_until is None:
+            ld.linger_until = self._now + self._cfg.append_linger_ms
+
+    def _append_lingering(self) -> None:
+        """Write the waiting client values as one batch in our epoch, durable before the
+        AppendResults that answer them."""
+        ld = self._leader
+        assert ld is not None
+        waiting, ld.lingering, ld.linger_until = ld.lingering, [], None
+        if not waiting:
+            return
+        values = [v for _, vs in waiting for v in vs]
         first = self._log.end_offset
-        last = Offset(first + len(ev.values) - 1)
-        data = encode_batch(first, self._epoch, ev.values, timestamp_ms=self._now)
-        self._append(first, last, data)
-        self._out.append(
-            AppendResult(ev.request_id, ErrorCode.NONE, first, last, self._epoch, self._me.id)
-        )
+        data = encode_batch(first, self._epoch, values, timestamp_ms=self._now)
+        self._append(first, Offset(first + len(values) - 1), data)
+        at = first
+        for request_id, vs in waiting:
+            last = Offset(at + len(vs) - 1)
+            self._out.append(
+                AppendResult(request_id, ErrorCode.NONE, at, last, self._epoch, self._me.id)
+            )
+            at = Offset(last + 1)
         self._maybe_advance_hwm()

@@ -1,0 +1,601 @@
+"""A real 3-node cluster on loopback, beside PySyncObj doing the same work in the same run.
+
+`python -m benchmarks.bench_cluster` prints the figures; `figures()` feeds benchmarks.run.
+
+- Throughput: a closed loop of K clients, each with one KraftAppend of B 100-byte records in
+  flight to the leader (`kraft start` subprocesses, kraft.cluster.LocalCluster); committed
+  records per second, counted over a window after a warm-up.
+- Latency: an open loop at half the measured maximum (requests sent on a fixed schedule, each
+  latency counted from its scheduled time, so a stall is not hidden by the sender waiting).
+- Failover: SIGKILL of the leader to the first append the survivors commit, over several
+  trials, as a ratio to the election timeout.
+- PySyncObj (benchmarks/peers/pysyncobj_node.py): three processes, a replicated list to which
+  one @replicated call appends B values; the load runs inside the leader's process (PySyncObj
+  has no client protocol), which spares it the client hop kraft pays. It keeps its log in
+  memory and never fsyncs; kraft fsyncs every group commit.
+
+Each figure is the median of RUNS runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.run import Figure
+from kraft.client import Address, ClientError, NodeInfo, node_info
+from kraft.cluster import LocalCluster, free_ports
+from kraft.protocol import FrameDecoder, RequestHeader
+from kraft.protocol.client_api import (
+    KRAFT_APPEND_KEY,
+    decode_client_response,
+    encode_client_request,
+)
+
+RUNS = 3
+RECORD_BYTES = 100
+CLIENTS = 32  # K: concurrent closed-loop clients
+BATCH = 100  # B: records per append request
+WARMUP_S = 0.5
+MEASURE_S = 2.0
+FAILOVER_TRIALS = 5
+ELECTION_TIMEOUT_MS = 500
+TARGET_RATE = 200_000
+TARGET_P99_MS = 20.0
+
+# Kafka's defaults scaled down (fetch timeout = 2 x election timeout in Kafka).
+TIMEOUTS = {
+    "controller.quorum.election.timeout.ms": str(ELECTION_TIMEOUT_MS),
+    "controller.quorum.fetch.timeout.ms": str(ELECTION_TIMEOUT_MS),
+    "controller.quorum.election.backoff.max.ms": str(ELECTION_TIMEOUT_MS // 2),
+    "controller.quorum.request.timeout.ms": "2000",
+    "controller.quorum.fetch.max.wait.ms": "500",
+}
+
+_CORRELATION_AT = 8  # size i32, api key i16, api version i16, then the correlation id
+_CORR = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    records_per_s: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    errors: int
+
+    def as_json(self) -> str:
+        return json.dumps(
+            {
+                "records_per_s": self.records_per_s,
+                "p50_ms": self.p50_ms,
+                "p99_ms": self.p99_ms,
+                "requests": self.requests,
+                "errors": self.errors,
+            }
+        )
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def summarise(
+    done: list[tuple[float, float]], errors: int, batch: int, t0: float, t1: float
+) -> LoadResult:
+    """`done` holds (completion time, latency s) of successful requests; only those that
+    completed inside [t0, t1) count."""
+    window = [lat for t, lat in done if t0 <= t < t1]
+    ms = [lat * 1000 for lat in window]
+    return LoadResult(
+        len(window) * batch / (t1 - t0),
+        percentile(ms, 0.50),
+        percentile(ms, 0.99),
+        len(window),
+        errors,
+    )
+
+
+def values(batch: int, tag: int = 0) -> list[bytes]:
+    return [(b"%08d-%08d-" % (tag, i)).ljust(RECORD_BYTES, b"x") for i in range(batch)]
+
+
+# ---------------------------------------------------------------------- the kraft load
+
+
+def append_frame(batch: int, timeout_ms: int = 10_000) -> bytearray:
+    """One framed KraftAppend of `batch` records; the correlation id is patched per send."""
+    header = RequestHeader(KRAFT_APPEND_KEY, 0, 0, "bench")
+    body = {"timeout_ms": timeout_ms, "records": [{"value": v} for v in values(batch)]}
+    return bytearray(encode_client_request(header, body))
+
+
+class _Conn:
+    """One pipelined connection: requests go out tagged, answers are matched by tag."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.decoder = FrameDecoder(1 << 20)
+        self.sent: dict[int, float] = {}
+        self.corr = 0
+
+    @classmethod
+    async def open(cls, address: Address) -> _Conn:
+        reader, writer = await asyncio.open_connection(address.host, address.port)
+        return cls(reader, writer)
+
+    def send(self, frame: bytearray, at: float) -> None:
+        self.corr += 1
+        _CORR.pack_into(frame, _CORRELATION_AT, self.corr)
+        self.sent[self.corr] = at
+        self.writer.write(bytes(frame))
+
+    async def answers(self) -> Iterator[tuple[float, bool]]:
+        """(send time, success) of the answers in the next chunk."""
+        chunk = await self.reader.read(1 << 16)
+        if not chunk:
+            raise ConnectionError("the node closed the connection")
+        out = []
+        for payload in self.decoder.feed(chunk):
+            corr, body = decode_client_response(KRAFT_APPEND_KEY, payload)
+            out.append((self.sent.pop(corr), body["error_code"] == 0))
+        return iter(out)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def closed_loop(
+    address: Address, clients: int, batch: int, warmup_s: float, measure_s: float
+) -> LoadResult:
+    """`clients` connections, each with one append of `batch` records always in flight."""
+    frame = append_frame(batch)
+    conns = [await _Conn.open(address) for _ in range(clients)]
+    done: list[tuple[float, float]] = []
+    errors = 0
+    clock = time.perf_counter
+    t0 = clock() + warmup_s
+    t1 = t0 + measure_s
+
+    async def client(c: _Conn) -> None:
+        nonlocal errors
+        c.send(frame, clock())
+        while True:
+            for sent, ok in await c.answers():
+                now = clock()
+                if ok:
+                    done.append((now, now - sent))
+                else:
+                    errors += 1
+                if now >= t1:
+                    return
+                c.send(frame, now)
+
+    try:
+        await asyncio.gather(*(client(c) for c in conns))
+    finally:
+        for c in conns:
+            c.close()
+    return summarise(done, errors, batch, t0, t1)
+
+
+async def open_loop(
+    address: Address, rate: float, batch: int, clients: int, warmup_s: float, measure_s: float
+) -> LoadResult:
+    """Appends of `batch` records sent at `rate` records/s on a fixed schedule, round robin
+    over `clients` connections; latency counts from the scheduled send time."""
+    frame = append_frame(batch)
+    conns = [await _Conn.open(address) for _ in range(clients)]
+    done: list[tuple[float, float]] = []
+    errors = 0
+    clock = time.perf_counter
+    start = clock()
+    t0 = start + warmup_s
+    t1 = t0 + measure_s
+    interval = batch / rate
+    total = int((t1 - start) / interval)
+
+    async def receive(c: _Conn) -> None:
+        nonlocal errors
+        while True:
+            for sent, ok in await c.answers():
+                now = clock()
+                if ok:
+                    done.append((now, now - sent))
+                else:
+                    errors += 1
+
+    readers = [asyncio.create_task(receive(c)) for c in conns]
+    try:
+        i = 0
+        while i < total:
+            now = clock()
+            while i < total and start + i * interval <= now:
+                conns[i % clients].send(frame, start + i * interval)
+                i += 1
+            await asyncio.sleep(max(0.0, start + i * interval - clock()))
+        deadline = clock() + 5.0
+        while any(c.sent for c in conns) and clock() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        for r in readers:
+            r.cancel()
+        for c in conns:
+            c.close()
+    return summarise(done, errors, batch, t0, t1)
+
+
+# ---------------------------------------------------------------------- the kraft cluster
+
+
+async def _info(address: Address) -> NodeInfo | None:
+    try:
+        return await node_info(address, timeout_s=0.5)
+    except ClientError:
+        return None
+
+
+async def wait_leader(cluster: LocalCluster, nodes: list[int], timeout_s: float = 20.0) -> int:
+    """The id of the node every listed node follows."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        infos = [await _info(cluster.addresses[n]) for n in nodes]
+        leaders = [i for i in infos if i is not None and i.state == "Leader"]
+        if len(leaders) == 1:
+            lead = leaders[0]
+            if all(i is not None and i.leader_id == lead.node_id for i in infos):
+                return lead.node_id
+        await asyncio.sleep(0.02)
+    raise RuntimeError(f"no leader among nodes {nodes} within {timeout_s} s")
+
+
+@contextlib.contextmanager
+def kraft_cluster(extra: dict[str, str] | None = None) -> Iterator[LocalCluster]:
+    root = Path(tempfile.mkdtemp(prefix="kraft-bench-"))
+    cluster = LocalCluster(root, free_ports(3), overrides={**TIMEOUTS, **(extra or {})})
+    try:
+        cluster.format()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop_all(timeout_s=5.0)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _first_append(addresses: list[Address], frame: bytearray, started: float) -> float:
+    """Seconds from `started` to the first append any of `addresses` commits."""
+    while True:
+        for a in addresses:
+            try:
+                c = await asyncio.wait_for(_Conn.open(a), 0.2)
+            except (OSError, TimeoutError):
+                continue
+            try:
+                c.send(frame, time.perf_counter())
+                ok = False
+                with contextlib.suppress(TimeoutError, ConnectionError, OSError):
+                    async with asyncio.timeout(5.0):
+                        ok = any(success for _, success in await c.answers())
+                if ok:
+                    return time.perf_counter() - started
+            finally:
+                c.close()
+        await asyncio.sleep(0.005)
+
+
+async def kraft_failover(cluster: LocalCluster, trials: int) -> list[float]:
+    """Seconds from SIGKILL of the leader to the first committed append, per trial."""
+    frame = append_frame(1, timeout_ms=100)
+    out = []
+    nodes = list(cluster.node_ids)
+    for _ in range(trials):
+        leader = await wait_leader(cluster, nodes)
+        # Steady state: the followers have fetched recently, as under load.
+        await _first_append([cluster.addresses[leader]], frame, time.perf_counter())
+        await asyncio.sleep(0.2)
+        survivors = [cluster.addresses[n] for n in nodes if n != leader]
+        started = time.perf_counter()
+        cluster.kill(leader)
+        out.append(await _first_append(survivors, frame, started))
+        cluster.start(leader)
+    return out
+
+
+# ---------------------------------------------------------------------- PySyncObj
+
+
+class SyncObjCluster:
+    """Three benchmarks/peers/pysyncobj_node.py processes, driven over their stdin/stdout."""
+
+    def __init__(self, election_timeout_ms: int) -> None:
+        self.ports = free_ports(3)
+        self.election_timeout_ms = election_timeout_ms
+        self.procs: dict[int, subprocess.Popen[str]] = {}
+
+    def start(self, i: int) -> None:
+        me = f"127.0.0.1:{self.ports[i]}"
+        partners = [f"127.0.0.1:{p}" for j, p in enumerate(self.ports) if j != i]
+        self.procs[i] = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.peers.pysyncobj_node",
+                "--self",
+                me,
+                "--election-timeout-ms",
+                str(self.election_timeout_ms),
+                *partners,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+
+    def ask(self, i: int, command: dict[str, object]) -> dict[str, object]:
+        p = self.procs[i]
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.write(json.dumps(command) + "\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"PySyncObj node {i} exited")
+        answer: dict[str, object] = json.loads(line)
+        return answer
+
+    def alive(self) -> list[int]:
+        return [i for i, p in self.procs.items() if p.poll() is None]
+
+    def wait_leader(self, timeout_s: float = 20.0) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            alive = self.alive()
+            states = {i: self.ask(i, {"cmd": "status"}) for i in alive}
+            leaders = [i for i, s in states.items() if s["leader"]]
+            if len(leaders) == 1 and all(s["ready"] and s["has_leader"] for s in states.values()):
+                return leaders[0]
+            time.sleep(0.02)
+        raise RuntimeError("PySyncObj elected no leader")
+
+    def kill(self, i: int) -> None:
+        p = self.procs[i]
+        p.kill()
+        p.wait()
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@contextlib.contextmanager
+def syncobj_cluster() -> Iterator[SyncObjCluster]:
+    c = SyncObjCluster(ELECTION_TIMEOUT_MS)
+    try:
+        for i in range(3):
+            c.start(i)
+        yield c
+    finally:
+        c.stop()
+
+
+def _load_result(answer: dict[str, object]) -> LoadResult:
+    def f(k: str) -> float:
+        v = answer[k]
+        assert isinstance(v, int | float)
+        return float(v)
+
+    return LoadResult(
+        f("records_per_s"), f("p50_ms"), f("p99_ms"), int(f("requests")), int(f("errors"))
+    )
+
+
+def syncobj_failover(c: SyncObjCluster, trials: int) -> list[float]:
+    out = []
+    for _ in range(trials):
+        leader = c.wait_leader()
+        survivors = [i for i in c.alive() if i != leader]
+        started = time.time()
+        c.kill(leader)
+        # Each survivor tries appends until one commits; the earliest success counts.
+        for i in survivors:
+            c.procs[i].stdin.write(json.dumps({"cmd": "probe"}) + "\n")  # type: ignore[union-attr]
+            c.procs[i].stdin.flush()  # type: ignore[union-attr]
+        at = []
+        for i in survivors:
+            line = c.procs[i].stdout.readline()  # type: ignore[union-attr]
+            at.append(float(json.loads(line)["at"]))
+        out.append(min(at) - started)
+        c.start(leader)
+    return out
+
+
+# ---------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    kraft_max: list[LoadResult]
+    kraft_half: list[LoadResult]
+    kraft_failover_s: list[float]
+    sync_max: list[LoadResult]
+    sync_half: list[LoadResult]
+    sync_failover_s: list[float]
+
+
+def _log(text: str) -> None:
+    print(f"[bench_cluster] {text}", file=sys.stderr, flush=True)
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def measure(
+    runs: int = RUNS,
+    clients: int = CLIENTS,
+    batch: int = BATCH,
+    failover_trials: int = FAILOVER_TRIALS,
+) -> Results:
+    kraft_max: list[LoadResult] = []
+    kraft_half: list[LoadResult] = []
+    with kraft_cluster() as cluster:
+        nodes = list(cluster.node_ids)
+        for r in range(runs):
+            leader = asyncio.run(wait_leader(cluster, nodes))
+            address = cluster.addresses[leader]
+            got = asyncio.run(closed_loop(address, clients, batch, WARMUP_S, MEASURE_S))
+            _log(f"kraft closed loop run {r}: {got}")
+            kraft_max.append(got)
+        half = _median([x.records_per_s for x in kraft_max]) / 2
+        for r in range(runs):
+            leader = asyncio.run(wait_leader(cluster, nodes))
+            got = asyncio.run(
+                open_loop(cluster.addresses[leader], half, batch, clients, WARMUP_S, MEASURE_S)
+            )
+            _log(f"kraft open loop at {half:,.0f}/s run {r}: {got}")
+            kraft_half.append(got)
+        failover = asyncio.run(kraft_failover(cluster, failover_trials)) if failover_trials else []
+        _log(f"kraft failover: {failover}")
+    sync_max: list[LoadResult] = []
+    sync_half: list[LoadResult] = []
+    with syncobj_cluster() as sc:
+        for r in range(runs):
+            leader = sc.wait_leader()
+            got = _load_result(
+                sc.ask(
+                    leader,
+                    {
+                        "cmd": "closed",
+                        "clients": clients,
+                        "batch": batch,
+                        "warmup_s": WARMUP_S,
+                        "measure_s": MEASURE_S,
+                    },
+                )
+            )
+            _log(f"pysyncobj closed loop run {r}: {got}")
+            sync_max.append(got)
+        shalf = _median([x.records_per_s for x in sync_max]) / 2
+        for r in range(runs):
+            leader = sc.wait_leader()
+            got = _load_result(
+                sc.ask(
+                    leader,
+                    {
+                        "cmd": "open",
+                        "rate": shalf,
+                        "batch": batch,
+                        "warmup_s": WARMUP_S,
+                        "measure_s": MEASURE_S,
+                    },
+                )
+            )
+            _log(f"pysyncobj open loop at {shalf:,.0f}/s run {r}: {got}")
+            sync_half.append(got)
+        sfail = syncobj_failover(sc, failover_trials) if failover_trials else []
+        _log(f"pysyncobj failover: {sfail}")
+    return Results(kraft_max, kraft_half, failover, sync_max, sync_half, sfail)
+
+
+def figures() -> list[Figure]:
+    return to_figures(measure())
+
+
+def to_figures(res: Results, clients: int = CLIENTS, batch: int = BATCH) -> list[Figure]:
+    kmax = _median([x.records_per_s for x in res.kraft_max])
+    smax = _median([x.records_per_s for x in res.sync_max])
+    k50 = _median([x.p50_ms for x in res.kraft_half])
+    k99 = _median([x.p99_ms for x in res.kraft_half])
+    s50 = _median([x.p50_ms for x in res.sync_half])
+    s99 = _median([x.p99_ms for x in res.sync_half])
+    kfo = _median(res.kraft_failover_s) * 1000
+    sfo = _median(res.sync_failover_s) * 1000
+    cfg = f"K={clients} clients x B={batch} records of {RECORD_BYTES} B"
+    return [
+        Figure(
+            f"3-node loopback cluster, committed appends, closed loop ({cfg})",
+            kmax,
+            "records/s",
+            f">= {TARGET_RATE:,}",
+            kmax >= TARGET_RATE,
+            "PySyncObj, same load",
+            smax,
+        ),
+        Figure(
+            f"commit latency p50 at half the max load ({kmax / 2:,.0f} records/s, open loop)",
+            k50,
+            "ms",
+            "(informative)",
+            None,
+            f"PySyncObj p50 at half its max ({smax / 2:,.0f} records/s)",
+            s50,
+        ),
+        Figure(
+            "commit latency p99 at half the max load (open loop)",
+            k99,
+            "ms",
+            f"< {TARGET_P99_MS:.0f}",
+            k99 < TARGET_P99_MS,
+            "PySyncObj p99 at half its max",
+            s99,
+        ),
+        Figure(
+            f"failover: SIGKILL of the leader to the first committed append "
+            f"(election timeout {ELECTION_TIMEOUT_MS} ms; ratio = x election timeout)",
+            kfo,
+            "ms",
+            f"< {2 * ELECTION_TIMEOUT_MS} (2x election timeout)",
+            kfo < 2 * ELECTION_TIMEOUT_MS,
+            "election timeout",
+            float(ELECTION_TIMEOUT_MS),
+        ),
+        Figure(
+            "PySyncObj failover, same election timeout (raftMinTimeout)",
+            sfo,
+            "ms",
+            "(informative)",
+            None,
+            "kraft failover",
+            kfo,
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--clients", type=int, default=CLIENTS)
+    parser.add_argument("--batch", type=int, default=BATCH)
+    parser.add_argument("--failover-trials", type=int, default=FAILOVER_TRIALS)
+    args = parser.parse_args(argv)
+    res = measure(args.runs, args.clients, args.batch, args.failover_trials)
+    for f in to_figures(res, args.clients, args.batch):
+        ratio = f"  ratio {f.ratio:.2f}x" if f.ratio is not None else ""
+        base = "" if f.baseline_value is None else f"{f.baseline_value:,.2f}"
+        print(f"{f.name}: {f.value:,.2f} {f.unit} [target {f.target}]")
+        print(f"    vs {f.baseline_name}: {base}{ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

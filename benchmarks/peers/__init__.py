@@ -1,0 +1,1 @@
+"""Workloads for peer systems measured beside kraft (benchmarks.bench_cluster)."""

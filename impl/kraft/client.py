@@ -1,0 +1,341 @@
+"""An asyncio client of a KRaft node: describe the quorum, append, read committed records.
+
+- `describe_quorum`: Kafka's DescribeQuorum, sent to the leader (found via KraftNodeInfo).
+- `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
+  leader the answer names, and retries while no leader is known, until `timeout_ms`.
+- `read`: Kafka's Fetch with replica id -1, as a consumer: only committed records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import struct
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.core.quorum_info import QuorumDescription
+from kraft.errors import ErrorCode, KraftError
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.protocol import (
+    ApiKey,
+    FrameDecoder,
+    MessageDict,
+    ProtocolError,
+    RequestHeader,
+    decode_response_payload,
+    encode_request_payload,
+)
+from kraft.protocol.client_api import (
+    KRAFT_APPEND_KEY,
+    KRAFT_NODE_INFO_KEY,
+    decode_client_response,
+    encode_client_request,
+    is_client_api,
+)
+from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_uuid
+from kraft.records import CorruptRecordError, iter_batches, iter_values
+from kraft.wire_adapter import (
+    PREFERRED_VERSIONS,
+    describe_quorum_from_wire,
+    describe_quorum_request,
+    request_to_wire,
+    response_from_wire,
+)
+
+__all__ = [
+    "Address",
+    "AppendAck",
+    "ClientError",
+    "Connection",
+    "NodeInfo",
+    "ReadResult",
+    "append",
+    "describe_quorum",
+    "node_info",
+    "parse_address",
+    "read",
+]
+
+CLIENT_ID = "kraft-cli"
+_CORRELATION = struct.Struct(">i")
+_RETRY_MS = 100
+
+
+class ClientError(KraftError):
+    """A request failed: unreachable node, error answer, or no leader in time."""
+
+    def __init__(self, message: str, error: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def parse_address(text: str) -> Address:
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port, got {text!r}")
+    return Address(host.strip("[]"), int(port))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    cluster_id: ClusterId
+    node_id: NodeId
+    directory_id: uuid.UUID
+    state: str
+    epoch: Epoch
+    voted_for: NodeId | None
+    leader_id: NodeId | None
+    leader: Address | None
+    high_watermark: Offset | None
+    log_start_offset: Offset
+    end_offset: Offset
+    last_epoch: Epoch
+    voters: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAck:
+    base_offset: Offset
+    last_offset: Offset
+    epoch: Epoch
+    leader_id: NodeId
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: tuple[tuple[Offset, bytes | None], ...]
+    high_watermark: Offset | None
+    next_offset: Offset
+
+
+class Connection:
+    """One TCP connection, one request at a time (enough for a command-line client)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._decoder = FrameDecoder(64 << 20)
+        self._frames: list[bytes] = []
+        self._ids = itertools.count(1)
+
+    @classmethod
+    async def open(cls, address: Address, timeout_s: float = 5.0) -> Connection:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(address.host, address.port), timeout_s
+            )
+        except (OSError, TimeoutError) as e:
+            raise ClientError(f"cannot connect to {address}: {e or 'timed out'}") from None
+        return cls(reader, writer)
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+    async def request(
+        self, api_key: int, version: int, body: MessageDict, timeout_s: float = 30.0
+    ) -> MessageDict:
+        corr = next(self._ids)
+        header = RequestHeader(api_key, version, corr, CLIENT_ID)
+        if is_client_api(api_key):
+            data = encode_client_request(header, body)
+        else:
+            data = encode_request_payload(header, body, framed=True)
+        self._writer.write(data)
+        try:
+            await self._writer.drain()
+            payload = await asyncio.wait_for(self._next_frame(), timeout_s)
+        except (OSError, ProtocolError) as e:
+            raise ClientError(f"connection failed: {e}") from None
+        except TimeoutError:
+            raise ClientError("timed out waiting for an answer") from None
+        if is_client_api(api_key):
+            got, answer = decode_client_response(api_key, payload)
+        else:
+            got, answer = decode_response_payload(api_key, version, payload)
+        if got != corr:
+            raise ClientError(f"answer to request {got}, expected {corr}")
+        return answer
+
+    async def _next_frame(self) -> bytes:
+        while not self._frames:
+            chunk = await self._reader.read(1 << 16)
+            if not chunk:
+                raise ClientError("the node closed the connection")
+            self._frames.extend(self._decoder.feed(chunk))
+        return self._frames.pop(0)
+
+
+def _opt_id(n: int) -> NodeId | None:
+    return None if n < 0 else NodeId(n)
+
+
+def _leader_address(body: MessageDict) -> Address | None:
+    host = get_opt_str(body, "leader_host")
+    port = get_int(body, "leader_port")
+    return None if host is None or port <= 0 else Address(host, port)
+
+
+async def node_info(address: Address, timeout_s: float = 5.0) -> NodeInfo:
+    async with await Connection.open(address, timeout_s) as conn:
+        b = await conn.request(KRAFT_NODE_INFO_KEY, 0, {}, timeout_s)
+    hwm = get_int(b, "high_watermark")
+    return NodeInfo(
+        cluster_id=ClusterId(get_str(b, "cluster_id")),
+        node_id=NodeId(get_int(b, "node_id")),
+        directory_id=get_uuid(b, "directory_id"),
+        state=get_str(b, "state"),
+        epoch=Epoch(get_int(b, "epoch")),
+        voted_for=_opt_id(get_int(b, "voted_for")),
+        leader_id=_opt_id(get_int(b, "leader_id")),
+        leader=_leader_address(b),
+        high_watermark=None if hwm < 0 else Offset(hwm),
+        log_start_offset=Offset(get_int(b, "log_start_offset")),
+        end_offset=Offset(get_int(b, "end_offset")),
+        last_epoch=Epoch(get_int(b, "last_epoch")),
+        voters=tuple(NodeId(n) for n in get_ints(b, "voters")),
+    )
+
+
+async def describe_quorum(
+    bootstrap: Sequence[Address], timeout_ms: int = 10_000
+) -> tuple[ClusterId, QuorumDescription]:
+    """The leader's DescribeQuorum answer (and the cluster id), asking the bootstrap nodes
+    which node leads; retries until `timeout_ms` while there is no leader."""
+    version = PREFERRED_VERSIONS[ApiKey.DESCRIBE_QUORUM]
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    last_error = "no bootstrap node answered"
+    while True:
+        for address in bootstrap:
+            try:
+                info = await node_info(address)
+                target = address if info.state == "Leader" else info.leader
+                if target is None:
+                    last_error = f"{address} knows no leader (epoch {info.epoch})"
+                    continue
+                async with await Connection.open(target) as conn:
+                    body = await conn.request(
+                        ApiKey.DESCRIBE_QUORUM, version, describe_quorum_request()
+                    )
+                error, desc = describe_quorum_from_wire(version, body)
+                if desc is not None:
+                    return info.cluster_id, desc
+                last_error = f"{target} answered {error.name}"
+            except (ClientError, ProtocolError) as e:
+                last_error = f"{address}: {e}"
+        if asyncio.get_running_loop().time() >= deadline:
+            raise ClientError(last_error)
+        await asyncio.sleep(_RETRY_MS / 1000)
+
+
+async def append(
+    bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int = 30_000
+) -> AppendAck:
+    """Append `values` as one batch; returns once committed. Raises ClientError on an error
+    answer other than a redirect, or when no leader accepts them within `timeout_ms`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    targets = list(bootstrap)
+    last_error = "no node answered"
+    body: MessageDict = {"records": [{"value": v} for v in values]}
+    while True:
+        redirect: Address | None = None
+        for address in targets:
+            left_ms = int((deadline - loop.time()) * 1000)
+            if left_ms <= 0:
+                break
+            body["timeout_ms"] = left_ms
+            try:
+                async with await Connection.open(address) as conn:
+                    answer = await conn.request(KRAFT_APPEND_KEY, 0, body, left_ms / 1000 + 1)
+            except ClientError as e:
+                last_error = f"{address}: {e}"
+                continue
+            error = ErrorCode(get_int(answer, "error_code"))
+            if error is ErrorCode.NONE:
+                return AppendAck(
+                    Offset(get_int(answer, "base_offset")),
+                    Offset(get_int(answer, "last_offset")),
+                    Epoch(get_int(answer, "leader_epoch")),
+                    NodeId(get_int(answer, "leader_id")),
+                )
+            message = get_opt_str(answer, "error_message")
+            last_error = f"{address}: {error.name}" + (f" ({message})" if message else "")
+            if error is not ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                raise ClientError(last_error, error)
+            redirect = _leader_address(answer)
+            if redirect is not None and redirect != address:
+                break
+        if loop.time() >= deadline:
+            raise ClientError(last_error, ErrorCode.REQUEST_TIMED_OUT)
+        if redirect is not None:
+            targets = [redirect, *(a for a in bootstrap if a != redirect)]
+        else:
+            targets = list(bootstrap)
+            await asyncio.sleep(_RETRY_MS / 1000)
+
+
+async def read(
+    address: Address, from_offset: int = 0, *, max_bytes: int = 1 << 20, to_end: bool = True
+) -> ReadResult:
+    """Committed records of `address`'s log from `from_offset` (control records skipped):
+    one Fetch, or, with `to_end`, Fetches until the node's high watermark."""
+    version = PREFERRED_VERSIONS[ApiKey.FETCH]
+    records: list[tuple[Offset, bytes | None]] = []
+    offset = Offset(from_offset)
+    hwm: Offset | None = None
+    async with await Connection.open(address) as conn:
+        while True:
+            req = FetchRequest(
+                cluster_id=ClusterId(""),
+                replica=ReplicaKey(NodeId(-1)),
+                replica_epoch=Epoch(-1),
+                fetch_offset=offset,
+                last_fetched_epoch=Epoch(-1),
+                log_start_offset=Offset(-1),
+                max_bytes=max_bytes,
+            )
+            _, v, body = request_to_wire(req, version=version)
+            body["cluster_id"] = None  # a consumer does not name the cluster
+            answer = await conn.request(ApiKey.FETCH, v, body)
+            resp = response_from_wire(ApiKey.FETCH, v, answer)
+            assert isinstance(resp, FetchResponse)
+            if resp.error is not ErrorCode.NONE:
+                raise ClientError(f"{address}: Fetch at {offset}: {resp.error.name}", resp.error)
+            hwm = None if resp.high_watermark < 0 else resp.high_watermark
+            data = bytes(resp.records)
+            try:
+                for pos, header in iter_batches(data):
+                    if not header.is_control:
+                        for off, value in iter_values(data, pos, header):
+                            if off >= offset:
+                                records.append((Offset(off), value))
+                    offset = Offset(header.next_offset)
+            except CorruptRecordError as e:
+                raise ClientError(f"{address}: corrupt records at {offset}: {e}") from None
+            if not data or not to_end or hwm is None or offset >= hwm:
+                break
+    return ReadResult(tuple(records), hwm, offset)

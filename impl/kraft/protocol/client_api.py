@@ -1,0 +1,230 @@
+"""Private client APIs of this implementation (not Apache Kafka's): append and node info.
+
+Kafka's KRaft has no client append RPC (the controller appends from its own state machine),
+so `kraft append` speaks a private API. The keys sit far above Kafka's range (Kafka's largest
+is below 100) so they can never collide with a real API. Both are flexible from v0 (compact
+strings, tagged fields), like every recent Kafka API. Committed records are read with Kafka's
+own Fetch (replica id -1, as a consumer), so no private read API exists.
+
+- KraftAppend (32000): the `records` values become one record batch in the leader's epoch.
+  The answer comes once the batch is committed (the high watermark passed its last offset)
+  or with an error: NOT_LEADER_OR_FOLLOWER (with the leader's id and endpoint, if known, to
+  redirect to), REQUEST_TIMED_OUT (outcome unknown), INVALID_REQUEST.
+- KraftNodeInfo (32001): the node's identity and its replica's state, from any node.
+
+The codec compiles these specs as it compiles Kafka's; they are kept out of the codec's API
+table so that ApiVersions advertises only Kafka's APIs. Hence the headers are handled here:
+request header v2 (key, version, correlation id, int16-length client id, tagged fields) and
+response header v1 (correlation id, tagged fields), as for any flexible Kafka API.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from kraft.protocol.codec import CompiledMessage, _Compiler
+from kraft.protocol.errors import MalformedRequestError, MalformedResponseError
+from kraft.protocol.header import RequestHeader
+from kraft.protocol.schema import (
+    ApiSpec,
+    ArrayOf,
+    Direction,
+    Field,
+    MessageSpec,
+    Prim,
+    Struct,
+    V,
+)
+from kraft.protocol.values import Message, MessageDict
+from kraft.protocol.wire import WireFormatError, read_uvarint
+
+KRAFT_APPEND_KEY: Final = 32000
+KRAFT_NODE_INFO_KEY: Final = 32001
+
+_ALL: Final = V(0)
+
+
+def _api(key: int, name: str, req: tuple[Field, ...], rsp: tuple[Field, ...]) -> ApiSpec:
+    return ApiSpec(
+        key,
+        name,
+        MessageSpec(key, name + "Request", Direction.REQUEST, V(0, 0), V(0), req),
+        MessageSpec(key, name + "Response", Direction.RESPONSE, V(0, 0), V(0), rsp),
+    )
+
+
+def _leader_fields() -> tuple[Field, ...]:
+    return (
+        Field("leader_id", Prim.INT32, _ALL, default=-1),
+        Field("leader_epoch", Prim.INT32, _ALL, default=-1),
+        Field("leader_host", Prim.STRING, _ALL, nullable=_ALL, default=None),
+        Field("leader_port", Prim.INT32, _ALL, default=-1),
+    )
+
+
+KRAFT_APPEND: Final = _api(
+    KRAFT_APPEND_KEY,
+    "KraftAppend",
+    req=(
+        Field("timeout_ms", Prim.INT32, _ALL, default=30000),
+        # One struct per record: the codec has no array of bare byte strings.
+        Field("records", ArrayOf(Struct("Record", (Field("value", Prim.BYTES, _ALL),))), _ALL),
+    ),
+    rsp=(
+        Field("error_code", Prim.INT16, _ALL),
+        Field("error_message", Prim.STRING, _ALL, nullable=_ALL, default=None),
+        *_leader_fields(),
+        Field("base_offset", Prim.INT64, _ALL, default=-1),
+        Field("last_offset", Prim.INT64, _ALL, default=-1),
+    ),
+)
+
+KRAFT_NODE_INFO: Final = _api(
+    KRAFT_NODE_INFO_KEY,
+    "KraftNodeInfo",
+    req=(),
+    rsp=(
+        Field("error_code", Prim.INT16, _ALL),
+        Field("cluster_id", Prim.STRING, _ALL),
+        Field("node_id", Prim.INT32, _ALL),
+        Field("directory_id", Prim.UUID, _ALL),
+        Field("state", Prim.STRING, _ALL),
+        Field("epoch", Prim.INT32, _ALL),
+        Field("voted_for", Prim.INT32, _ALL, default=-1),
+        *_leader_fields(),
+        Field("high_watermark", Prim.INT64, _ALL, default=-1),
+        Field("log_start_offset", Prim.INT64, _ALL),
+        Field("end_offset", Prim.INT64, _ALL),
+        Field("last_epoch", Prim.INT32, _ALL),
+        Field("voters", ArrayOf(Prim.INT32), _ALL),
+    ),
+)
+
+CLIENT_APIS: Final = (KRAFT_APPEND, KRAFT_NODE_INFO)
+
+CLIENT_API_KEYS: Final = frozenset(api.api_key for api in CLIENT_APIS)
+_SPECS: Final = {api.api_key: api for api in CLIENT_APIS}
+_FIXED: Final = struct.Struct(">hhih")
+_SIZE: Final = struct.Struct(">i")
+_compiled: dict[tuple[Direction, int], CompiledMessage] = {}
+
+
+def is_client_api(api_key: int) -> bool:
+    return api_key in CLIENT_API_KEYS
+
+
+def client_codec(direction: Direction, api_key: int) -> CompiledMessage:
+    """The compiled v0 codec of one private message (compiled once, then cached)."""
+    hit = _compiled.get((direction, api_key))
+    if hit is None:
+        spec = _SPECS[api_key].message(direction)
+        enc, dec = _Compiler(spec, 0).build()
+        malformed = (
+            MalformedRequestError if direction is Direction.REQUEST else MalformedResponseError
+        )
+        hit = CompiledMessage(spec, 0, enc, dec, malformed)
+        _compiled[(direction, api_key)] = hit
+    return hit
+
+
+def _framed(parts: list[bytes]) -> bytes:
+    return _SIZE.pack(sum(map(len, parts))) + b"".join(parts)
+
+
+def encode_client_request(header: RequestHeader, body: Message) -> bytes:
+    """The framed request (size prefix, header v2, body)."""
+    client = b"" if header.client_id is None else header.client_id.encode("utf-8")
+    n = -1 if header.client_id is None else len(client)
+    head = _FIXED.pack(header.api_key, header.api_version, header.correlation_id, n)
+    codec = client_codec(Direction.REQUEST, header.api_key)
+    return _framed(codec.encode_into(body, [head + client + b"\x00"]))
+
+
+def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
+    try:
+        key, version, correlation_id, n = _FIXED.unpack_from(view, 0)
+        pos = _FIXED.size
+        client_id = None
+        if n >= 0:
+            client_id = str(view[pos : pos + n], "utf-8")
+            pos += n
+        pos = _skip_tagged(view, pos)
+    except (WireFormatError, struct.error, IndexError, UnicodeDecodeError) as e:
+        raise MalformedRequestError(f"request header: {e}") from None
+    header = RequestHeader(key, version, correlation_id, client_id)
+    if version != 0:
+        raise MalformedRequestError(f"private API {key} has only version 0, not {version}")
+    return header, pos
+
+
+def decode_client_request(payload: bytes | memoryview) -> tuple[RequestHeader, MessageDict]:
+    """Header and body of an unframed private request. Raises MalformedRequestError."""
+    view = memoryview(payload)
+    header, pos = _decode_header(view)
+    return header, client_codec(Direction.REQUEST, header.api_key).decode(view[pos:])
+
+
+def decode_append_request(payload: bytes) -> tuple[RequestHeader, int, tuple[bytes, ...]]:
+    """Header, timeout_ms and record values of an unframed KraftAppend v0 request: the same
+    answer as decode_client_request, without a dict per record (the append hot path).
+    Raises MalformedRequestError."""
+    view = memoryview(payload)
+    header, pos = _decode_header(view)
+    if header.api_key != KRAFT_APPEND_KEY:
+        raise MalformedRequestError(f"API {header.api_key} is not KraftAppend")
+    try:
+        (timeout_ms,) = _SIZE.unpack_from(payload, pos)
+        count, pos = read_uvarint(view, pos + 4)
+        if count == 0:
+            raise WireFormatError("records: a null array")
+        end = len(payload)
+        values: list[bytes] = []
+        add = values.append
+        for _ in range(count - 1):
+            n = payload[pos]  # a record: compact bytes (length + 1), then its tagged fields
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_uvarint(view, pos)
+            if n == 0:
+                raise WireFormatError("a record value is null")
+            stop = pos + n - 1
+            if stop > end:
+                raise WireFormatError("a record value runs past the end")
+            add(payload[pos:stop])
+            pos = stop + 1 if payload[stop] == 0 else _skip_tagged(view, stop)
+        pos = _skip_tagged(view, pos)
+    except (WireFormatError, struct.error, IndexError) as e:
+        raise MalformedRequestError(f"KraftAppend request: {e}") from None
+    if pos != end:
+        raise MalformedRequestError(f"KraftAppend request: {end - pos} bytes after the body")
+    return header, timeout_ms, tuple(values)
+
+
+def encode_client_response(api_key: int, correlation_id: int, body: Message) -> bytes:
+    """The framed response (size prefix, header v1, body)."""
+    codec = client_codec(Direction.RESPONSE, api_key)
+    return _framed(codec.encode_into(body, [_SIZE.pack(correlation_id) + b"\x00"]))
+
+
+def decode_client_response(api_key: int, payload: bytes | memoryview) -> tuple[int, MessageDict]:
+    """Correlation id and body of an unframed private response."""
+    view = memoryview(payload)
+    try:
+        (correlation_id,) = _SIZE.unpack_from(view, 0)
+        pos = _skip_tagged(view, 4)
+    except (WireFormatError, struct.error, IndexError) as e:
+        raise MalformedResponseError(f"response header: {e}") from None
+    return correlation_id, client_codec(Direction.RESPONSE, api_key).decode(view[pos:])
+
+
+def _skip_tagged(view: memoryview, pos: int) -> int:
+    count, pos = read_uvarint(view, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(view, pos)
+        size, pos = read_uvarint(view, pos)
+        pos += size
+        if pos > len(view):
+            raise WireFormatError("tagged header field runs past the end")
+    return pos

@@ -1,0 +1,10 @@
+"""The networked KRaft node (`kraft start`): one asyncio process drives one pure replica.
+
+- config.py: NodeConfig from Kafka-style properties and overrides.
+- driver.py: the one task that steps the replica and performs its effects (group commit,
+  commit-gated client answers).
+- inbound.py: the listener (Kafka wire protocol plus the private client API).
+- peers.py: outbound connections to the other voters for the replica's requests.
+- node.py: startup (meta.properties, data-directory lock, log recovery, quorum-state), wiring,
+  graceful shutdown.
+"""

@@ -1,0 +1,216 @@
+"""Node configuration: Kafka-style `key=value` properties, overridable key by key.
+
+The keys are Apache Kafka's where Kafka has one (`node.id`, `controller.quorum.voters`,
+`listeners`, `metadata.log.dir` / `log.dirs`, `controller.quorum.*.ms`, ...); the
+`controller.` prefix of the quorum keys may be left out. Flags of `kraft start` are overrides
+of the same keys, so a file and a command line mean the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from kraft.errors import KraftError
+from kraft.ids import NodeId
+from kraft.protocol import DEFAULT_MAX_FRAME_SIZE
+
+__all__ = [
+    "ConfigError",
+    "NodeConfig",
+    "VoterAddress",
+    "load_config",
+    "parse_listener",
+    "parse_properties",
+    "parse_voters",
+    "render_properties",
+]
+
+DEFAULT_APPEND_LINGER_MS: Final = 0
+DEFAULT_SEGMENT_BYTES: Final = 8 * 1024 * 1024
+
+
+class ConfigError(KraftError):
+    """A missing, malformed or inconsistent configuration value."""
+
+
+@dataclass(frozen=True, slots=True)
+class VoterAddress:
+    node_id: NodeId
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.node_id}@{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: NodeId
+    data_dir: Path
+    voters: tuple[VoterAddress, ...]
+    listener_host: str
+    listener_port: int
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    retry_backoff_ms: int = 20
+    request_timeout_ms: int = 2000
+    fetch_max_wait_ms: int = 500
+    # Group commit already merges whatever arrives while an fsync runs; a linger > 0 also
+    # waits that long after a client append before stepping, for fewer fsyncs at low load.
+    append_linger_ms: int = DEFAULT_APPEND_LINGER_MS
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    shutdown_timeout_ms: int = 5000
+    trace_path: Path | None = None
+
+    def voter(self, node_id: int) -> VoterAddress | None:
+        for v in self.voters:
+            if v.node_id == node_id:
+                return v
+        return None
+
+
+def parse_properties(text: str, where: str = "<properties>") -> dict[str, str]:
+    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments, blank lines;
+    a trailing backslash continues a line."""
+    out: dict[str, str] = {}
+    pending = ""
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        seps = [i for i in (line.find("="), line.find(":")) if i >= 0]
+        if not seps:
+            raise ConfigError(f"{where}:{n}: expected key=value, got {line!r}")
+        i = min(seps)
+        key, value = line[:i].strip(), line[i + 1 :].strip()
+        if not key:
+            raise ConfigError(f"{where}:{n}: empty key")
+        out[key] = value
+    return out
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{what}: expected host:port, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def parse_voters(text: str) -> tuple[VoterAddress, ...]:
+    """Kafka's controller.quorum.voters: `id@host:port` separated by commas."""
+    voters: list[VoterAddress] = []
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        node, sep, address = item.partition("@")
+        if not sep or not node.isdigit():
+            raise ConfigError(f"controller.quorum.voters: expected id@host:port, got {item!r}")
+        host, port = _host_port(address, "controller.quorum.voters")
+        voters.append(VoterAddress(NodeId(int(node)), host, port))
+    if not voters:
+        raise ConfigError("controller.quorum.voters is empty")
+    ids = [v.node_id for v in voters]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"controller.quorum.voters names a node twice: {text!r}")
+    return tuple(voters)
+
+
+def parse_listener(text: str) -> tuple[str, int]:
+    """Kafka's `listeners` (`NAME://host:port`, the first one) or a bare `host:port`."""
+    first = text.split(",", maxsplit=1)[0].strip()
+    _, sep, rest = first.partition("://")
+    return _host_port(rest if sep else first, "listeners")
+
+
+_INT_KEYS: Final[dict[str, str]] = {
+    "quorum.election.timeout.ms": "election_timeout_ms",
+    "quorum.fetch.timeout.ms": "fetch_timeout_ms",
+    "quorum.election.backoff.max.ms": "election_backoff_max_ms",
+    "quorum.retry.backoff.ms": "retry_backoff_ms",
+    "quorum.request.timeout.ms": "request_timeout_ms",
+    "quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
+    "quorum.append.linger.ms": "append_linger_ms",
+    "socket.request.max.bytes": "max_frame_bytes",
+    "metadata.log.segment.bytes": "segment_bytes",
+    "log.segment.bytes": "segment_bytes",
+    "shutdown.timeout.ms": "shutdown_timeout_ms",
+}
+
+
+def _int(props: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
+    value = props.get(key)
+    if value is None:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+    if n < minimum:
+        raise ConfigError(f"{key}: must be at least {minimum}, got {n}")
+    return n
+
+
+def _normalise(props: Mapping[str, str]) -> dict[str, str]:
+    """Drop the optional `controller.` prefix of the quorum keys."""
+    out: dict[str, str] = {}
+    for k, v in props.items():
+        if k.startswith("controller.quorum.") and k != "controller.quorum.voters":
+            k = k[len("controller.") :]
+        out[k] = v
+    return out
+
+
+def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeConfig:
+    """The config of the properties file at `path` (optional) with `overrides` applied."""
+    props: dict[str, str] = {}
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+        props.update(_normalise(parse_properties(text, str(path))))
+    props.update(_normalise(overrides))
+    node_id = _int(props, "node.id")
+    if node_id is None:
+        raise ConfigError("node.id is required")
+    if "controller.quorum.voters" not in props:
+        raise ConfigError("controller.quorum.voters is required")
+    voters = parse_voters(props["controller.quorum.voters"])
+    data_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
+    if not data_dir:
+        raise ConfigError("metadata.log.dir (or log.dirs) is required")
+    me = next((v for v in voters if v.node_id == node_id), None)
+    if "listeners" in props:
+        host, port = parse_listener(props["listeners"])
+    elif me is not None:
+        host, port = me.host, me.port
+    else:
+        raise ConfigError(f"node {node_id} is not a voter: `listeners` is required")
+    ints: dict[str, int] = {}
+    for key, attr in _INT_KEYS.items():
+        n = _int(props, key, minimum=1 if attr in ("max_frame_bytes", "segment_bytes") else 0)
+        if n is not None:
+            ints[attr] = n
+    trace = props.get("kraft.trace.file")
+    return NodeConfig(
+        node_id=NodeId(node_id),
+        data_dir=Path(data_dir),
+        voters=voters,
+        listener_host=host,
+        listener_port=port,
+        trace_path=Path(trace) if trace else None,
+        **ints,
+    )

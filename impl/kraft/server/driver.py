@@ -1,0 +1,365 @@
+"""The one task that owns the replica: drains events, steps the core, performs its effects.
+
+Group commit. The events ready at a wake-up (network receives, client appends, the due tick)
+form a batch, stepped one after the other. Effects are performed in order: AppendToLog and
+TruncateLog at once, PersistElectionState at once (the file write fsyncs). A FlushLog only marks
+a flush pending; from then on every outbound effect (Send, AppendResult, HighWatermarkMoved,
+ShutdownComplete) is held. At the end of the batch one fsync makes every append durable, then
+the held effects are released in their order. So nothing leaves the node before the records
+it depends on are on disk, however many steps shared that fsync (kraft.core.effects).
+
+Within a batch, client appends are stepped after the other events, so that what a peer's
+message releases (a HWM that answers clients, a Fetch answered from records already durable)
+is not held behind the fsync of this batch's appends. The fsync runs on a worker thread: the
+listener and the peer links keep reading and decoding meanwhile, so the next batch is ready
+when it returns; nothing steps the replica or writes the log before it does.
+
+Sends are encoded when performed, not when released: a Fetch response holds a view of the
+mmapped log, valid only until the log is next truncated.
+
+Client appends are answered only once committed: an AppendResult says the batch was accepted at
+[first, last] in `epoch`; the client hears success when the high watermark passes `last` while
+the log still holds `epoch` at `last`. A truncation that removes the batch, or a committed log
+with another epoch there, answers with an error; so does a timeout (outcome unknown). Never a
+false acknowledgement.
+
+The batch is stepped without awaiting, so other tasks of the node (DescribeQuorum, reads)
+only ever see the replica and the log between whole steps; while an fsync runs they may see
+records not yet durable, but consumer reads stop at the released high watermark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import itertools
+import logging
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kraft.core.effects import (
+    AppendResult,
+    AppendToLog,
+    Effect,
+    FlushLog,
+    HighWatermarkMoved,
+    PersistElectionState,
+    Send,
+    ShutdownComplete,
+    StateChanged,
+    TruncateLog,
+)
+from kraft.core.events import ClientAppend, Event, Shutdown, Tick
+from kraft.core.replica import Replica
+from kraft.errors import ErrorCode
+from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.log import SegmentedLog
+from kraft.quorum_state import write_quorum_state
+from kraft.tracing import TraceFile
+
+__all__ = ["AppendOutcome", "Clock", "Driver", "Outbound"]
+
+log = logging.getLogger("kraft.node")
+
+Clock = Callable[[], int]
+Release = Callable[[], None]
+
+# Due timers handled per batch before yielding to the network again.
+_MAX_TICKS_PER_BATCH = 8
+
+
+class Outbound(Protocol):
+    def prepare(self, send: Send) -> Release:
+        """Encode the message now; the returned callable puts it on the wire."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    error: ErrorCode
+    message: str | None = None
+    first_offset: Offset | None = None
+    last_offset: Offset | None = None
+    epoch: Epoch | None = None
+    leader_id: NodeId | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: asyncio.Future[AppendOutcome]
+    deadline_ms: int
+    # (first, last, epoch): set by the AppendResult that accepted the batch.
+    accepted: tuple[Offset, Offset, Epoch] | None = None
+
+
+class Driver:
+    def __init__(
+        self,
+        replica: Replica,
+        log_: SegmentedLog,
+        quorum_state_path: Path,
+        outbound: Outbound,
+        clock: Clock,
+        *,
+        cluster_id: ClusterId,
+        voter_ids: tuple[NodeId, ...],
+        append_linger_ms: int = 0,
+        trace: TraceFile | None = None,
+    ) -> None:
+        self.replica = replica
+        self.log = log_
+        self._qs_path = quorum_state_path
+        self._out = outbound
+        self._clock = clock
+        self._cluster_id = cluster_id
+        self._voter_ids = voter_ids
+        self._linger_ms = append_linger_ms
+        self._trace = trace
+        self._queue: deque[Event] = deque()
+        self._wake = asyncio.Event()
+        self._flush_pending = False
+        self._held: list[Release] = []
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._stopping = False
+        self._shutdown_done = asyncio.Event()
+        # The HWM as released (after its fsync): what readers may see.
+        self.high_watermark: Offset | None = None
+        self.batches = 0
+        self.fsyncs = 0
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    # ------------------------------------------------------------------ inputs
+
+    def submit(self, event: Event) -> None:
+        self._queue.append(event)
+        self._wake.set()
+
+    def client_append(
+        self, values: tuple[bytes, ...], timeout_ms: int
+    ) -> asyncio.Future[AppendOutcome]:
+        now = self._clock()
+        request_id = next(self._ids)
+        fut: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = _Pending(fut, now + max(timeout_ms, 0))
+        self.submit(ClientAppend(now, values, request_id))
+        return fut
+
+    def start(self) -> None:
+        """Perform the effects of replica.start() (called once, before run)."""
+        effects = self.replica.start()
+        if self._trace is not None:
+            self._trace.start(self._clock(), effects, self.replica.view())
+        self._perform(effects)
+        self._finish_batch()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        while not self._stopping:
+            if not self._queue:
+                timeout = max(0, self._next_deadline() - self._clock()) / 1000
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+            if self._linger_ms > 0 and any(isinstance(e, ClientAppend) for e in self._queue):
+                await asyncio.sleep(self._linger_ms / 1000)
+            self._step_batch()
+            if self._flush_pending:
+                # On a thread (fsync releases the GIL); what is held stays held until it returns.
+                await asyncio.get_running_loop().run_in_executor(None, self._flush)
+            self._finish_batch()
+            self._expire_appends()
+            # Let the network tasks run even when timers are due back to back.
+            await asyncio.sleep(0)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    def _next_deadline(self) -> int:
+        t = self.replica.next_deadline_ms()
+        for p in self._pending.values():
+            t = min(t, p.deadline_ms)
+        return t
+
+    def process_batch(self) -> None:
+        """Step every queued event and the due ticks, fsync once, release what was held."""
+        self._step_batch()
+        self._finish_batch()
+        self._expire_appends()
+
+    def _step_batch(self) -> None:
+        """Step the queued events, client appends last, then the due ticks. Peer messages go
+        first so that what they release (a HWM that answers clients, a Fetch answered from
+        records already durable) is not held behind the fsync of this batch's appends."""
+        self.batches += 1
+        appends: list[Event] = []
+        queue = self._queue
+        while queue:
+            event = queue.popleft()
+            if isinstance(event, ClientAppend):
+                appends.append(event)
+            else:
+                self._step(event)
+        for event in appends:
+            self._step(event)
+        for _ in range(_MAX_TICKS_PER_BATCH):
+            now = self._clock()
+            if self.replica.next_deadline_ms() > now:
+                break
+            self._step(Tick(now))
+
+    def _step(self, event: Event) -> None:
+        effects = self.replica.step(event)
+        if self._trace is not None:
+            self._trace.step(event.now_ms, event, effects, self.replica.view())
+        self._perform(effects)
+
+    def _flush(self) -> None:
+        self.log.flush()
+        self.fsyncs += 1
+        self._flush_pending = False
+
+    def _finish_batch(self) -> None:
+        if self._flush_pending:
+            self._flush()
+        held, self._held = self._held, []
+        for release in held:
+            release()
+
+    # ------------------------------------------------------------------ effects
+
+    def _emit(self, release: Release) -> None:
+        if self._flush_pending:
+            self._held.append(release)
+        else:
+            release()
+
+    def _perform(self, effects: list[Effect]) -> None:
+        for e in effects:
+            if isinstance(e, AppendToLog):
+                self.log.append_as_follower(e.data)
+            elif isinstance(e, TruncateLog):
+                self.log.truncate_to(e.offset)
+                self._truncated(e.offset)
+            elif isinstance(e, FlushLog):
+                self._flush_pending = True
+            elif isinstance(e, PersistElectionState):
+                # Version 0 as Kafka writes it for a static voter set (controller.quorum.voters).
+                write_quorum_state(
+                    self._qs_path,
+                    e.state,
+                    version=0,
+                    cluster_id=self._cluster_id,
+                    voters=self._voter_ids,
+                )
+            elif isinstance(e, Send):
+                self._emit(self._out.prepare(e))
+            elif isinstance(e, HighWatermarkMoved):
+                self._emit(functools.partial(self._hwm_moved, e.high_watermark))
+            elif isinstance(e, AppendResult):
+                self._emit(functools.partial(self._append_result, e))
+            elif isinstance(e, StateChanged):
+                log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
+            elif isinstance(e, ShutdownComplete):
+                self._emit(self._shutdown_done.set)
+            # ActionTaken: only for traces.
+
+    # ------------------------------------------------------------------ client appends
+
+    def _epoch_at(self, offset: Offset) -> Epoch | None:
+        if not self.log.start_offset <= offset < self.log.end_offset:
+            return None
+        entries = self.log.epoch_entries()
+        i = bisect_right([s for _, s in entries], offset) - 1
+        return entries[i][0] if i >= 0 else None
+
+    def _append_result(self, r: AppendResult) -> None:
+        p = self._pending.get(r.request_id)
+        if p is None:
+            return
+        if r.error is not ErrorCode.NONE:
+            leader = r.leader_id
+            self._answer(r.request_id, AppendOutcome(r.error, "not the leader", leader_id=leader))
+            return
+        assert r.first_offset is not None and r.last_offset is not None and r.epoch is not None
+        p.accepted = (r.first_offset, r.last_offset, r.epoch)
+        self._check(r.request_id, p)
+
+    def _check(self, request_id: int, p: _Pending) -> None:
+        assert p.accepted is not None
+        first, last, epoch = p.accepted
+        hwm = self.high_watermark
+        if self._epoch_at(last) != epoch:
+            self._answer(request_id, self._lost(p))  # truncated away
+        elif hwm is not None and hwm > last:
+            leader = self.replica.view().leader_id
+            self._answer(
+                request_id, AppendOutcome(ErrorCode.NONE, None, first, last, epoch, leader)
+            )
+
+    def _lost(self, p: _Pending) -> AppendOutcome:
+        assert p.accepted is not None
+        first, last, epoch = p.accepted
+        return AppendOutcome(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"records {first}..{last} of epoch {epoch} were truncated here after a leader "
+            "change; they are not known to be committed",
+            leader_id=self.replica.view().leader_id,
+        )
+
+    def _hwm_moved(self, hwm: Offset) -> None:
+        self.high_watermark = hwm
+        for request_id, p in list(self._pending.items()):
+            if p.accepted is not None:
+                self._check(request_id, p)
+
+    def _truncated(self, offset: Offset) -> None:
+        for request_id, p in list(self._pending.items()):
+            if p.accepted is not None and p.accepted[1] >= offset:
+                self._answer(request_id, self._lost(p))
+
+    def _expire_appends(self) -> None:
+        now = self._clock()
+        for request_id, p in list(self._pending.items()):
+            if p.deadline_ms <= now:
+                self._answer(
+                    request_id,
+                    AppendOutcome(
+                        ErrorCode.REQUEST_TIMED_OUT,
+                        "not committed in time; the records may or may not commit",
+                        leader_id=self.replica.view().leader_id,
+                    ),
+                )
+
+    def _answer(self, request_id: int, outcome: AppendOutcome) -> None:
+        p = self._pending.pop(request_id, None)
+        if p is not None and not p.future.done():
+            p.future.set_result(outcome)
+
+    def fail_all_appends(self, message: str) -> None:
+        for request_id in list(self._pending):
+            self._answer(
+                request_id,
+                AppendOutcome(ErrorCode.REQUEST_TIMED_OUT, message),
+            )
+
+    # ------------------------------------------------------------------ shutdown
+
+    async def shutdown(self, timeout_ms: int) -> bool:
+        """Graceful: a leader resigns (EndQuorumEpoch); True if the replica finished in time."""
+        self.submit(Shutdown(self._clock()))
+        try:
+            await asyncio.wait_for(self._shutdown_done.wait(), timeout_ms / 1000)
+            return True
+        except TimeoutError:
+            return False

@@ -1,0 +1,413 @@
+"""The listener: decodes requests, answers what needs no core step, routes the rest to it.
+
+- ApiVersions: answered here (an unsupported version gets Kafka's v0 UNSUPPORTED_VERSION reply).
+- DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER).
+- Fetch with a negative replica id (a consumer): served here from the local log up to the
+  released high watermark, as Kafka serves consumers; the core never sees it.
+- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot: a Receive event. The core's
+  answer is a Send(dst=sender, response); `prepare_response` matches it to the oldest pending
+  request of that API from that sender and replies on its connection with its correlation id.
+- KraftAppend / KraftNodeInfo (kraft.protocol.client_api): the private client API.
+
+Bad input: an oversized or negative frame size, an undecodable header, an unknown API key or
+an unsupported version closes that connection (as Kafka does); a decodable header with a bad
+body gets the API's error response with INVALID_REQUEST. Other connections are unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kraft.core.effects import Send
+from kraft.core.events import Receive
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    Request,
+    Response,
+    VoteRequest,
+)
+from kraft.core.vocabulary import ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset
+from kraft.protocol import (
+    METADATA_PARTITION,
+    METADATA_TOPIC_NAME,
+    ApiKey,
+    FrameDecoder,
+    MessageDict,
+    ProtocolError,
+    api_versions_response,
+    api_versions_unsupported_reply,
+    check_supported,
+    decode_request_header,
+    decode_request_payload,
+    encode_response_payload,
+    frame,
+)
+from kraft.protocol.client_api import (
+    KRAFT_APPEND_KEY,
+    KRAFT_NODE_INFO_KEY,
+    decode_append_request,
+    decode_client_request,
+    encode_client_response,
+    is_client_api,
+)
+from kraft.records import LOG_OVERHEAD
+from kraft.server.config import NodeConfig
+from kraft.server.driver import AppendOutcome, Driver, Release
+from kraft.wire_adapter import (
+    Listener,
+    WireTranslationError,
+    api_key_of,
+    check_describe_quorum_request,
+    describe_quorum_response,
+    error_response,
+    request_from_wire,
+    response_to_wire,
+)
+
+__all__ = ["RequestServer"]
+
+log = logging.getLogger("kraft.node")
+
+_KEY = struct.Struct(">h")
+# BaseOffset i64 at 0, Length i32 at 8, LastOffsetDelta i32 at 23 of a record batch v2.
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+
+
+@dataclass(eq=False, slots=True)
+class _Connection:
+    writer: asyncio.StreamWriter
+    peer: str
+    closed: bool = False
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.writer.write(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    conn: _Connection
+    correlation_id: int
+    version: int
+
+
+def _sender(req: Request) -> NodeId:
+    if isinstance(req, VoteRequest):
+        return req.candidate.id
+    if isinstance(req, BeginQuorumEpochRequest | EndQuorumEpochRequest):
+        return req.leader_id
+    return req.replica.id
+
+
+class RequestServer:
+    def __init__(
+        self, config: NodeConfig, cluster_id: ClusterId, directory_id: DirectoryId, driver: Driver
+    ) -> None:
+        self._cfg = config
+        self._cluster_id = cluster_id
+        self._directory_id = directory_id
+        self._driver = driver
+        self._clock: Callable[[], int] = driver.clock
+        self._pending: dict[tuple[NodeId, int], deque[_Pending]] = {}
+        self._conns: set[_Connection] = set()
+        self._server: asyncio.Server | None = None
+        self.requests = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> tuple[str, int]:
+        self._server = await asyncio.start_server(
+            self._serve, self._cfg.listener_host, self._cfg.listener_port, reuse_address=True
+        )
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return str(host), int(port)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError, RuntimeError):
+                await asyncio.wait_for(conn.writer.drain(), 0.5)
+            conn.close()
+            for task in conn.tasks:
+                task.cancel()
+        self._conns.clear()
+
+    # ------------------------------------------------------------------ connections
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = str(writer.get_extra_info("peername"))
+        conn = _Connection(writer, peer)
+        self._conns.add(conn)
+        decoder = FrameDecoder(self._cfg.max_frame_bytes)
+        try:
+            while not conn.closed:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                for payload in decoder.feed(chunk):
+                    if not self._on_frame(conn, payload):
+                        break
+        except ProtocolError as e:
+            log.warning("closing connection from %s: %s", peer, e)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            conn.close()
+            self._conns.discard(conn)
+            self._forget(conn)
+
+    def _forget(self, conn: _Connection) -> None:
+        for q in self._pending.values():
+            for p in [p for p in q if p.conn is conn]:
+                q.remove(p)
+
+    def _refuse(self, conn: _Connection, why: str) -> None:
+        log.warning("closing connection from %s: %s", conn.peer, why)
+        conn.close()
+
+    def _on_frame(self, conn: _Connection, payload: bytes) -> bool:
+        """Handle one request; False once the connection is closed."""
+        self._handle(conn, payload)
+        return not conn.closed
+
+    def _handle(self, conn: _Connection, payload: bytes) -> None:
+        self.requests += 1
+        if len(payload) < _KEY.size:
+            self._refuse(conn, "frame too short for a request header")
+            return
+        (api_key,) = _KEY.unpack_from(payload, 0)
+        if is_client_api(api_key):
+            self._on_client_request(conn, payload)
+            return
+        try:
+            header, _ = decode_request_header(payload)
+        except ProtocolError as e:
+            self._refuse(conn, str(e))
+            return
+        corr, version = header.correlation_id, header.api_version
+        if api_key == ApiKey.API_VERSIONS:
+            try:
+                check_supported(api_key, version)
+            except ProtocolError:
+                conn.write(frame(api_versions_unsupported_reply(corr)))
+                return
+            self._reply(conn, api_key, version, corr, api_versions_response())
+            return
+        try:
+            check_supported(api_key, version)
+        except ProtocolError as e:
+            self._refuse(conn, str(e))
+            return
+        try:
+            _, body = decode_request_payload(payload)
+        except ProtocolError as e:
+            log.warning("invalid request from %s: %s", conn.peer, e)
+            self._reply(
+                conn, api_key, version, corr, error_response(api_key, version, e.error_code)
+            )
+            return
+        if api_key == ApiKey.DESCRIBE_QUORUM:
+            self._describe_quorum(conn, version, corr, body)
+            return
+        try:
+            req = request_from_wire(api_key, version, body, local_cluster_id=self._cluster_id)
+        except WireTranslationError as e:
+            log.warning("refused request from %s: %s", conn.peer, e)
+            self._reply(
+                conn, api_key, version, corr, error_response(api_key, version, e.error_code)
+            )
+            return
+        if isinstance(req, FetchRequest) and req.replica.id < 0:
+            self._consumer_fetch(conn, version, corr, req)
+            return
+        src = _sender(req)
+        self._pending.setdefault((src, api_key), deque()).append(_Pending(conn, corr, version))
+        self._driver.submit(Receive(self._clock(), src, req))
+
+    def _reply(
+        self, conn: _Connection, api_key: int, version: int, corr: int, body: MessageDict
+    ) -> None:
+        conn.write(encode_response_payload(api_key, version, corr, body, framed=True))
+
+    # ------------------------------------------------------------------ core responses
+
+    def _listener_of(self, leader_id: NodeId) -> Listener | None:
+        v = self._cfg.voter(leader_id)
+        return None if v is None else Listener("CONTROLLER", v.host, v.port)
+
+    def prepare_response(self, send: Send) -> Release:
+        msg = send.message
+        assert isinstance(msg, Response)
+        api_key = api_key_of(msg)
+        q = self._pending.get((send.dst, api_key))
+        if not q:
+            log.debug("no pending %s from node %d to answer", ApiKey(api_key).name, send.dst)
+            return _nothing
+        p = q.popleft()
+        body = response_to_wire(
+            msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)
+        )
+        data = encode_response_payload(api_key, p.version, p.correlation_id, body, framed=True)
+        return lambda: p.conn.write(data)
+
+    # ------------------------------------------------------------------ local answers
+
+    def _describe_quorum(
+        self, conn: _Connection, version: int, corr: int, body: MessageDict
+    ) -> None:
+        try:
+            check_describe_quorum_request(body)
+        except WireTranslationError as e:
+            self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, {"error_code": e.error_code})
+            return
+        desc = self._driver.replica.describe_quorum()
+        if desc is None:
+            view = self._driver.replica.view()
+            answer: MessageDict = {
+                "error_code": 0,
+                "topics": [
+                    {
+                        "topic_name": METADATA_TOPIC_NAME,
+                        "partitions": [
+                            {
+                                "partition_index": METADATA_PARTITION,
+                                "error_code": int(ErrorCode.NOT_LEADER_OR_FOLLOWER),
+                                "leader_id": NO_NODE if view.leader_id is None else view.leader_id,
+                                "leader_epoch": view.epoch,
+                                "high_watermark": -1,
+                            }
+                        ],
+                    }
+                ],
+            }
+        else:
+            answer = describe_quorum_response(desc, version)
+        self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
+
+    def _consumer_fetch(
+        self, conn: _Connection, version: int, corr: int, req: FetchRequest
+    ) -> None:
+        """Committed records from `fetch_offset`: whole batches below the high watermark."""
+        drv = self._driver
+        view = drv.replica.view()
+        hwm = drv.high_watermark
+        lso = drv.log.start_offset
+        err = ErrorCode.NONE
+        data: bytes | memoryview = b""
+        if req.fetch_offset < lso or req.fetch_offset > drv.log.end_offset:
+            err = ErrorCode.OFFSET_OUT_OF_RANGE
+        elif hwm is not None and req.fetch_offset < hwm:
+            got = drv.log.read(req.fetch_offset, max(req.max_bytes, 1)).data
+            data = got[: _committed_prefix(got, hwm)]
+        resp = FetchResponse(
+            error=err,
+            leader_id=NO_NODE if view.leader_id is None else view.leader_id,
+            leader_epoch=view.epoch if view.state is not ReplicaState.UNATTACHED else NO_EPOCH,
+            high_watermark=Offset(-1) if hwm is None else hwm,
+            log_start_offset=lso,
+            records=data,
+        )
+        body = response_to_wire(resp, ApiKey.FETCH, version)
+        # Encoded now: `data` views the mmapped log, valid until the next truncation.
+        self._reply(conn, ApiKey.FETCH, version, corr, body)
+
+    # ------------------------------------------------------------------ private client API
+
+    def _on_client_request(self, conn: _Connection, payload: bytes) -> None:
+        try:
+            if _KEY.unpack_from(payload, 0)[0] != KRAFT_APPEND_KEY:
+                header, _ = decode_client_request(payload)
+                assert header.api_key == KRAFT_NODE_INFO_KEY
+                info = self._node_info()
+                conn.write(encode_client_response(KRAFT_NODE_INFO_KEY, header.correlation_id, info))
+                return
+            # The hot path: record values straight from the frame, no dict per record.
+            header, timeout_ms, values = decode_append_request(payload)
+        except ProtocolError as e:
+            self._refuse(conn, str(e))
+            return
+        corr = header.correlation_id
+        fut = self._driver.client_append(values, timeout_ms)
+        task = asyncio.create_task(self._answer_append(conn, corr, fut))
+        conn.tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+
+    async def _answer_append(
+        self, conn: _Connection, corr: int, fut: asyncio.Future[AppendOutcome]
+    ) -> None:
+        outcome = await fut
+        body: MessageDict = {
+            "error_code": int(outcome.error),
+            "error_message": outcome.message,
+            "base_offset": -1 if outcome.first_offset is None else outcome.first_offset,
+            "last_offset": -1 if outcome.last_offset is None else outcome.last_offset,
+            **self._leader_fields(outcome.leader_id),
+        }
+        if outcome.epoch is not None:
+            body["leader_epoch"] = outcome.epoch
+        conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body))
+
+    def _leader_fields(self, leader_id: NodeId | None) -> MessageDict:
+        view = self._driver.replica.view()
+        leader = view.leader_id if leader_id is None else leader_id
+        addr = None if leader is None else self._cfg.voter(leader)
+        return {
+            "leader_id": NO_NODE if leader is None else leader,
+            "leader_epoch": view.epoch,
+            "leader_host": None if addr is None else addr.host,
+            "leader_port": -1 if addr is None else addr.port,
+        }
+
+    def _node_info(self) -> MessageDict:
+        view = self._driver.replica.view()
+        hwm = self._driver.high_watermark
+        return {
+            "error_code": 0,
+            "cluster_id": self._cluster_id,
+            "node_id": self._cfg.node_id,
+            "directory_id": self._directory_id,
+            "state": view.state.value,
+            "epoch": view.epoch,
+            "voted_for": NO_NODE if view.voted_for is None else view.voted_for.id,
+            **self._leader_fields(None),
+            "high_watermark": -1 if hwm is None else hwm,
+            "log_start_offset": self._driver.log.start_offset,
+            "end_offset": self._driver.log.end_offset,
+            "last_epoch": view.last_epoch,
+            "voters": list(view.voters),
+        }
+
+
+def _nothing() -> None:
+    pass
+
+
+def _committed_prefix(data: memoryview, hwm: int) -> int:
+    """The length of the whole batches of `data` that end below `hwm`."""
+    pos, n = 0, len(data)
+    while pos + 27 <= n:
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        (delta,) = _LAST_DELTA.unpack_from(data, pos + 23)
+        if base + delta >= hwm or pos + LOG_OVERHEAD + length > n:
+            break
+        pos += LOG_OVERHEAD + length
+    return pos

@@ -1,0 +1,308 @@
+"""A KRaft node: one asyncio process that drives one replica over TCP and files.
+
+Startup reads meta.properties (the node id must match the configuration), opens and recovers
+the log, reads the quorum-state file, builds the replica with a randomness source seeded from
+the OS and a millisecond clock, then serves. SIGTERM/SIGINT shut down gracefully: the replica
+resigns if it leads (EndQuorumEpoch), bounded by `shutdown_timeout_ms`, then the log is
+flushed and closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import random
+import signal
+import time
+
+from kraft.core.effects import Send
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Records,
+    VoteRequest,
+)
+from kraft.core.replica import LogState, Replica, ReplicaConfig
+from kraft.errors import KraftError
+from kraft.ids import NodeId, Offset, ReplicaKey
+from kraft.log import LOG_DIR_NAME, SegmentedLog
+from kraft.meta_properties import MetaProperties, read_meta_properties
+from kraft.quorum_state import FILE_NAME as QUORUM_STATE_FILE
+from kraft.quorum_state import read_quorum_state
+from kraft.server.config import NodeConfig
+from kraft.server.driver import Clock, Driver, Release
+from kraft.server.inbound import RequestServer
+from kraft.server.peers import PeerLink
+from kraft.tracing import TraceFile
+from kraft.wire_adapter import Listener
+
+__all__ = ["Node", "StartupError", "run_node", "wall_anchored_clock"]
+
+log = logging.getLogger("kraft.node")
+
+_REQUESTS = (
+    VoteRequest,
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+)
+
+
+class StartupError(KraftError):
+    """The node cannot start with this configuration and data directory."""
+
+
+def wall_anchored_clock() -> Clock:
+    """Milliseconds that never go backwards (monotonic) yet read as wall-clock time, so the
+    timestamps DescribeQuorum reports are comparable with Kafka's."""
+    wall0 = time.time_ns() // 1_000_000
+    mono0 = time.monotonic_ns()
+    return lambda: wall0 + (time.monotonic_ns() - mono0) // 1_000_000
+
+
+class _LogReader:
+    """The replica's LogReader: whole batches as a zero-copy view of the log."""
+
+    def __init__(self, log_: SegmentedLog) -> None:
+        self._log = log_
+
+    def read(self, offset: Offset, max_bytes: int) -> Records:
+        return self._log.read(offset, max_bytes).data
+
+
+class _Transport:
+    """Routes the core's Sends: requests to the peer links, responses to the listener."""
+
+    def __init__(self) -> None:
+        self.peers: dict[NodeId, PeerLink] = {}
+        self.server: RequestServer | None = None
+
+    def prepare(self, send: Send) -> Release:
+        if isinstance(send.message, _REQUESTS):
+            peer = self.peers.get(send.dst)
+            if peer is None:
+                log.warning("no address for node %d", send.dst)
+                return _nothing
+            return peer.prepare(send.message)
+        assert self.server is not None
+        return self.server.prepare_response(send)
+
+
+def _nothing() -> None:
+    pass
+
+
+LOCK_FILE = ".lock"
+
+
+def _lock_data_dir(config: NodeConfig) -> int:
+    """Hold an exclusive lock on `<data-dir>/.lock` for the life of the process, as Kafka does,
+    so that a second node on the same directory fails instead of recovering a live log."""
+    fd = os.open(config.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StartupError(
+            f"{config.data_dir} is in use by another process (locked {LOCK_FILE})"
+        ) from None
+    return fd
+
+
+class Node:
+    def __init__(
+        self,
+        config: NodeConfig,
+        driver: Driver,
+        server: RequestServer,
+        transport: _Transport,
+        trace: TraceFile | None,
+        *,
+        lock: int,
+    ) -> None:
+        self.config = config
+        self._lock = lock
+        self.driver = driver
+        self.server = server
+        self._transport = transport
+        self._trace = trace
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.address: tuple[str, int] = (config.listener_host, config.listener_port)
+
+    @classmethod
+    async def open(cls, config: NodeConfig) -> Node:
+        meta = read_meta_properties(config.data_dir)
+        if meta.node_id != config.node_id:
+            raise StartupError(
+                f"{config.data_dir} was formatted for node {meta.node_id}, "
+                f"but this is node {config.node_id} (node.id)"
+            )
+        lock = _lock_data_dir(config)
+        try:
+            return await cls._open(config, meta, lock)
+        except BaseException:
+            os.close(lock)
+            raise
+
+    @classmethod
+    async def _open(cls, config: NodeConfig, meta: MetaProperties, lock: int) -> Node:
+        log_ = SegmentedLog.open(config.data_dir, segment_bytes=config.segment_bytes)
+        r = log_.recovery_report
+        log.info(
+            "log recovered: %d segment(s), %d batch(es), offsets %d..%d%s",
+            r.segments,
+            r.batches,
+            log_.start_offset,
+            log_.end_offset,
+            f", dropped {r.bytes_dropped} bytes from offset {r.offset_dropped_from}: {r.reason}"
+            if r.bytes_dropped
+            else "",
+        )
+        qs_path = config.data_dir / LOG_DIR_NAME / QUORUM_STATE_FILE
+        election = read_quorum_state(qs_path)
+        clock = wall_anchored_clock()
+        now = clock()
+        replica = Replica(
+            ReplicaConfig(
+                node=ReplicaKey(config.node_id, meta.directory_id),
+                cluster_id=meta.cluster_id,
+                voters=tuple(ReplicaKey(v.node_id) for v in config.voters),
+                election_timeout_ms=config.election_timeout_ms,
+                fetch_timeout_ms=config.fetch_timeout_ms,
+                election_backoff_max_ms=config.election_backoff_max_ms,
+                retry_backoff_ms=config.retry_backoff_ms,
+                request_timeout_ms=config.request_timeout_ms,
+                append_linger_ms=config.append_linger_ms,
+                fetch_max_wait_ms=config.fetch_max_wait_ms,
+            ),
+            election_state=election,
+            log_state=LogState(log_.start_offset, log_.end_offset, log_.epoch_entries()),
+            reader=_LogReader(log_),
+            rng=random.Random(os.urandom(16)),
+            now_ms=now,
+        )
+        trace = None if config.trace_path is None else TraceFile(config.trace_path, config.node_id)
+        transport = _Transport()
+        driver = Driver(
+            replica,
+            log_,
+            qs_path,
+            transport,
+            clock,
+            cluster_id=meta.cluster_id,
+            voter_ids=tuple(v.node_id for v in config.voters),
+            append_linger_ms=config.append_linger_ms,
+            trace=trace,
+        )
+        me = config.voter(config.node_id)
+        listeners = () if me is None else (Listener("CONTROLLER", me.host, me.port),)
+        for v in config.voters:
+            if v.node_id != config.node_id:
+                transport.peers[v.node_id] = PeerLink(
+                    v.node_id,
+                    v.host,
+                    v.port,
+                    driver.submit,
+                    clock,
+                    client_id=f"kraft-node-{config.node_id}",
+                    request_timeout_ms=config.request_timeout_ms,
+                    max_frame_bytes=max(config.max_frame_bytes, 16 << 20),
+                    listeners=listeners,
+                )
+        server = RequestServer(config, meta.cluster_id, meta.directory_id, driver)
+        transport.server = server
+        node = cls(config, driver, server, transport, trace, lock=lock)
+        try:
+            node.address = await server.start()
+        except OSError as e:
+            log_.close()
+            if trace is not None:
+                trace.close()
+            raise StartupError(
+                f"cannot listen on {config.listener_host}:{config.listener_port}: {e.strerror}"
+            ) from None
+        log.info(
+            "node %d (cluster %s) listening on %s:%d; stored election state: %s",
+            config.node_id,
+            meta.cluster_id,
+            *node.address,
+            "none" if election is None else election,
+        )
+        driver.start()
+        node._task = asyncio.create_task(driver.run())
+        return node
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run_until_stopped(self) -> None:
+        """Serve until request_stop() or a fatal driver error (re-raised)."""
+        assert self._task is not None
+        stop = asyncio.create_task(self._stop.wait())
+        done, _ = await asyncio.wait({self._task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if self._task in done:
+            stop.cancel()
+            await self.close(graceful=False)
+            self._task.result()  # a driver that ended on its own failed: raise its error
+            return
+        await self.close(graceful=True)
+
+    async def close(self, *, graceful: bool) -> None:
+        drv = self.driver
+        if graceful and self._task is not None and not self._task.done():
+            done = await drv.shutdown(self.config.shutdown_timeout_ms)
+            log.info("shutdown %s", "complete" if done else "timed out")
+        drv.stop()
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(Exception):
+                await self._task
+        drv.fail_all_appends("the node is shutting down; the records may or may not commit")
+        await asyncio.sleep(0)  # let append answers be written
+        await self.server.close()
+        for peer in self._transport.peers.values():
+            await peer.close()
+        drv.log.close()
+        log.info("%d batches stepped, %d fsyncs", drv.batches, drv.fsyncs)
+        if self._trace is not None:
+            self._trace.close()
+        os.close(self._lock)
+
+
+PROFILE_ENV = "KRAFT_PROFILE_DIR"
+
+
+async def run_node(config: NodeConfig) -> int:
+    """Run a node until SIGTERM/SIGINT; 0 after a clean shutdown.
+
+    With KRAFT_PROFILE_DIR set, the whole run is profiled with cProfile and the stats are
+    written to `<dir>/node-<id>.prof` at shutdown (for benchmarks; off by default)."""
+    where = os.environ.get(PROFILE_ENV)
+    if not where:
+        return await _run_node(config)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return await _run_node(config)
+    finally:
+        profiler.disable()
+        os.makedirs(where, exist_ok=True)
+        profiler.dump_stats(os.path.join(where, f"node-{config.node_id}.prof"))
+
+
+async def _run_node(config: NodeConfig) -> int:
+    node = await Node.open(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, node.request_stop)
+    await node.run_until_stopped()
+    log.info("node %d stopped", config.node_id)
+    return 0

@@ -1,0 +1,194 @@
+"""Outbound links: one lazily connected TCP connection per peer, for the core's requests.
+
+Every request gets a correlation id and a timer. A response becomes Receive(in_reply_to=the
+request); a refused or lost connection, an undecodable response or the request timeout becomes
+SendFailed, so the core's retry rules apply. Reconnects back off (50 ms doubling to 400 ms).
+Versions are our highest (PREFERRED_VERSIONS): every node of a cluster speaks this code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kraft.core.events import Event, Receive, SendFailed
+from kraft.core.messages import Request
+from kraft.ids import NodeId
+from kraft.protocol import (
+    FrameDecoder,
+    ProtocolError,
+    RequestHeader,
+    decode_response_payload,
+    encode_request_payload,
+)
+from kraft.server.driver import Clock, Release
+from kraft.wire_adapter import Listener, request_to_wire, response_from_wire
+
+__all__ = ["PeerLink"]
+
+log = logging.getLogger("kraft.node")
+
+_BACKOFF_MIN_MS = 50
+_BACKOFF_MAX_MS = 400
+_CORRELATION = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class _InFlight:
+    request: Request
+    api_key: int
+    version: int
+    timer: asyncio.TimerHandle | None = None
+
+
+class PeerLink:
+    def __init__(
+        self,
+        node_id: NodeId,
+        host: str,
+        port: int,
+        submit: Callable[[Event], None],
+        clock: Clock,
+        *,
+        client_id: str,
+        request_timeout_ms: int,
+        max_frame_bytes: int,
+        listeners: Sequence[Listener] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self._submit = submit
+        self._clock = clock
+        self._client_id = client_id
+        self._timeout_s = request_timeout_ms / 1000
+        self._max_frame = max_frame_bytes
+        self._listeners = tuple(listeners)
+        self._ids = itertools.count(1)
+        self._in_flight: dict[int, _InFlight] = {}
+        self._queued: list[bytes] = []
+        self._writer: asyncio.StreamWriter | None = None
+        self._connecting: asyncio.Task[None] | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._backoff_ms = 0
+        self._next_connect_ms = 0
+        self._closed = False
+
+    def prepare(self, request: Request) -> Release:
+        api_key, version, body = request_to_wire(request, listeners=self._listeners)
+        corr = next(self._ids) & 0x7FFFFFFF
+        header = RequestHeader(api_key, version, corr, self._client_id)
+        frame = encode_request_payload(header, body, framed=True)
+
+        def release() -> None:
+            self._send(corr, _InFlight(request, api_key, version), frame)
+
+        return release
+
+    def _send(self, corr: int, entry: _InFlight, frame: bytes) -> None:
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        entry.timer = loop.call_later(self._timeout_s, self._timed_out, corr)
+        self._in_flight[corr] = entry
+        if self._writer is not None:
+            self._writer.write(frame)
+            return
+        self._queued.append(frame)
+        if self._connecting is None:
+            self._connecting = asyncio.create_task(self._connect())
+
+    async def _connect(self) -> None:
+        try:
+            delay = self._next_connect_ms - self._clock()
+            if delay > 0:
+                await asyncio.sleep(delay / 1000)
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), self._timeout_s
+                )
+            except (OSError, TimeoutError) as e:
+                log.debug("cannot connect to node %d: %s", self.node_id, e)
+                self._backoff_ms = min(max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS)
+                self._next_connect_ms = self._clock() + self._backoff_ms
+                self._fail_all()
+                return
+            if self._closed:
+                writer.close()
+                return
+            self._backoff_ms = 0
+            self._writer = writer
+            for frame in self._queued:
+                writer.write(frame)
+            self._queued.clear()
+            self._reading = asyncio.create_task(self._read(reader, writer))
+        finally:
+            self._connecting = None
+
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = FrameDecoder(self._max_frame)
+        try:
+            while True:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                for frame in decoder.feed(chunk):
+                    self._on_frame(frame)
+        except (OSError, ProtocolError) as e:
+            log.debug("connection to node %d failed: %s", self.node_id, e)
+        finally:
+            if self._writer is writer:
+                self._writer = None
+            writer.close()
+            self._fail_all()
+
+    def _on_frame(self, frame: bytes) -> None:
+        if len(frame) < 4:
+            return
+        (corr,) = _CORRELATION.unpack_from(frame, 0)
+        entry = self._in_flight.pop(corr, None)
+        if entry is None:
+            return  # answers a request that timed out
+        if entry.timer is not None:
+            entry.timer.cancel()
+        now = self._clock()
+        try:
+            _, body = decode_response_payload(entry.api_key, entry.version, frame)
+            response = response_from_wire(entry.api_key, entry.version, body)
+        except ProtocolError as e:
+            log.warning("bad response from node %d: %s", self.node_id, e)
+            self._submit(SendFailed(now, self.node_id, entry.request))
+            return
+        self._submit(Receive(now, self.node_id, response, in_reply_to=entry.request))
+
+    def _timed_out(self, corr: int) -> None:
+        entry = self._in_flight.pop(corr, None)
+        if entry is not None:
+            self._submit(SendFailed(self._clock(), self.node_id, entry.request))
+
+    def _fail_all(self) -> None:
+        self._queued.clear()
+        entries, self._in_flight = self._in_flight, {}
+        now = self._clock()
+        for entry in entries.values():
+            if entry.timer is not None:
+                entry.timer.cancel()
+            if not self._closed:
+                self._submit(SendFailed(now, self.node_id, entry.request))
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in (self._connecting, self._reading):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._fail_all()

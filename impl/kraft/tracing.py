@@ -1,0 +1,160 @@
+"""ndjson traces of a real node, in the simulator's trace shape (see refinement.trace).
+
+One line per step of the replica that took a spec action or changed state:
+{"index", "time", "node", "action", "actions", "message", "state"}, keys sorted, no spaces.
+`message` is the message received ({"type", "src", "dst", fields in camelCase, record data as
+"batches": [[base offset, last offset, epoch], ...]}); `state` is the node's state after the
+step. This module must not import `refinement`: a node carries no verification code.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import fields, is_dataclass
+from enum import Enum
+from pathlib import Path
+from typing import IO, Final, TypeAlias
+
+from kraft.core.effects import ActionTaken, Effect, StateChanged
+from kraft.core.events import ClientAppend, Event, Receive, SendFailed
+from kraft.core.replica import ReplicaView
+from kraft.ids import NodeId, OffsetAndEpoch, ReplicaKey
+
+__all__ = ["JsonObject", "TraceFile", "message_json", "state_json", "summarize_batches"]
+
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+# BaseOffset i64, Length i32, PartitionLeaderEpoch i32, Magic i8, CRC u32, Attributes i16,
+# LastOffsetDelta i32: the prefix of a record batch v2 header that locates and names a batch.
+_PREFIX: Final = struct.Struct(">qiibIhi")
+_LOG_OVERHEAD: Final = 12
+
+
+def summarize_batches(data: bytes | memoryview) -> list[JsonValue]:
+    out: list[JsonValue] = []
+    pos, n = 0, len(data)
+    while pos + _PREFIX.size <= n:
+        base, length, epoch, _magic, _crc, _attrs, delta = _PREFIX.unpack_from(data, pos)
+        out.append([base, base + delta, epoch])
+        pos += _LOG_OVERHEAD + length
+    return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def _json(value: object) -> JsonValue:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, ReplicaKey):
+        return int(value.id)
+    if isinstance(value, OffsetAndEpoch):
+        return [int(value.offset), int(value.epoch)]
+    if isinstance(value, Enum):
+        v = value.value
+        return v if isinstance(v, int | str) else str(v)
+    if isinstance(value, bytes | memoryview):
+        return summarize_batches(value)
+    if isinstance(value, tuple | list):
+        return [_json(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {_camel(f.name): _json(getattr(value, f.name)) for f in fields(value)}
+    return str(value)
+
+
+def message_json(message: object, src: int, dst: int) -> JsonObject:
+    out: JsonObject = {"type": type(message).__name__, "src": src, "dst": dst}
+    if is_dataclass(message) and not isinstance(message, type):
+        for f in fields(message):
+            value = getattr(message, f.name)
+            if f.name == "records":
+                out["batches"] = summarize_batches(value)
+            else:
+                out[_camel(f.name)] = _json(value)
+    return out
+
+
+def state_json(v: ReplicaView) -> JsonObject:
+    return {
+        "state": v.state.value,
+        "epoch": int(v.epoch),
+        "votedFor": None if v.voted_for is None else int(v.voted_for.id),
+        "leader": None if v.leader_id is None else int(v.leader_id),
+        "endOffset": int(v.end_offset),
+        "lastEpoch": int(v.last_epoch),
+        "hwm": None if v.high_watermark is None else int(v.high_watermark),
+        "logStartOffset": int(v.log_start_offset),
+    }
+
+
+class TraceFile:
+    """Appends trace lines to a file, flushed per line so a killed node leaves a whole trace."""
+
+    __slots__ = ("_out", "count", "node_id", "restarted")
+
+    def __init__(self, path: Path, node_id: NodeId) -> None:
+        # A restarted node continues its file: indices go on, and its first line says Restart.
+        self.count = _line_count(path)
+        self.restarted = self.count > 0
+        self._out: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.node_id = node_id
+
+    def start(self, now_ms: int, effects: list[Effect], view: ReplicaView) -> None:
+        """The line of replica.start(): action Start, or Restart for a continued file."""
+        first = "Restart" if self.restarted else "Start"
+        actions = [first, *(e.action.value for e in effects if isinstance(e, ActionTaken))]
+        self._write(now_ms, first, actions, None, view)
+
+    def step(self, now_ms: int, event: Event, effects: list[Effect], view: ReplicaView) -> None:
+        actions = [e.action.value for e in effects if isinstance(e, ActionTaken)]
+        if not actions and not any(isinstance(e, StateChanged) for e in effects):
+            return  # a tick that changed nothing
+        me = int(self.node_id)
+        message: JsonObject | None = None
+        if isinstance(event, Receive):
+            message = message_json(event.message, int(event.src), me)
+        elif isinstance(event, SendFailed):
+            message = message_json(event.request, me, int(event.dst))
+        elif isinstance(event, ClientAppend):
+            message = {
+                "type": "ClientAppend",
+                "requestId": event.request_id,
+                "records": len(event.values),
+            }
+        self._write(now_ms, actions[0] if actions else type(event).__name__, actions, message, view)
+
+    def _write(
+        self,
+        now_ms: int,
+        action: str,
+        actions: list[str],
+        message: JsonObject | None,
+        view: ReplicaView,
+    ) -> None:
+        line: JsonObject = {
+            "index": self.count,
+            "time": now_ms,
+            "node": int(self.node_id),
+            "action": action,
+            "actions": list[JsonValue](actions),
+            "message": message,
+            "state": state_json(view),
+        }
+        self._out.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+        self._out.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _line_count(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,179 @@
+"""The node's driver: group commit and the rule that a client hears success only when committed.
+
+kraft.core.effects: "everything before a PersistElectionState or FlushLog is durable before any
+effect after it is performed (in particular before a Send or an AppendResult). A driver may
+merge consecutive flushes across steps (group commit) as long as it keeps that order."
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraft.core.effects import (
+    AppendResult,
+    AppendToLog,
+    Effect,
+    ElectionState,
+    FlushLog,
+    HighWatermarkMoved,
+    PersistElectionState,
+    Send,
+    TruncateLog,
+)
+from kraft.core.events import ClientAppend, Event, Tick
+from kraft.core.messages import VoteResponse
+from kraft.errors import ErrorCode
+from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.log import SegmentedLog
+from kraft.quorum_state import read_quorum_state
+from kraft.records import encode_batch
+from kraft.server.driver import Driver
+
+E = Epoch(3)
+
+
+@dataclass
+class _View:
+    leader_id: int | None = 1
+
+
+class ScriptedReplica:
+    """Answers each ClientAppend with a leader's effects; other steps return `next_effects`."""
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.next_effects: list[Effect] = []
+
+    def start(self) -> list[Effect]:
+        return [PersistElectionState(ElectionState(E, NodeId(1)))]
+
+    def step(self, event: Event) -> list[Effect]:
+        if isinstance(event, ClientAppend):
+            first = self.end
+            self.end += len(event.values)
+            data = encode_batch(first, E, list(event.values), timestamp_ms=0)
+            return [
+                AppendToLog(Offset(first), Offset(self.end - 1), E, data),
+                FlushLog(),
+                Send(NodeId(2), VoteResponse(ErrorCode.NONE, NodeId(1), E, False)),
+                AppendResult(
+                    event.request_id,
+                    ErrorCode.NONE,
+                    Offset(first),
+                    Offset(self.end - 1),
+                    E,
+                    NodeId(1),
+                ),
+            ]
+        out, self.next_effects = self.next_effects, []
+        return out
+
+    def next_deadline_ms(self) -> int:
+        return 1 << 60
+
+    def view(self) -> _View:
+        return _View()
+
+
+class Recorder:
+    """The outbound side and the log's fsync write into one timeline."""
+
+    def __init__(self, log: SegmentedLog) -> None:
+        self.timeline: list[str] = []
+        flush = log.flush
+
+        def recorded_flush() -> None:
+            flush()
+            self.timeline.append("fsync")
+
+        log.flush = recorded_flush  # type: ignore[method-assign]
+
+    def prepare(self, send: Send) -> object:
+        self.timeline.append("encode")
+        return lambda: self.timeline.append(f"send->{send.dst}")
+
+
+def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, SegmentedLog]:
+    log = SegmentedLog.open(tmp_path)
+    rec = Recorder(log)
+    replica = ScriptedReplica()
+    clock = iter(range(1000, 10**9, 10))
+    driver = Driver(
+        replica,  # type: ignore[arg-type]
+        log,
+        tmp_path / "quorum-state",
+        rec,  # type: ignore[arg-type]
+        lambda: next(clock),
+        cluster_id=ClusterId("AAAAAAAAAAAAAAAAAAAAAQ"),
+        voter_ids=(NodeId(1), NodeId(2), NodeId(3)),
+    )
+    driver.start()
+    return driver, replica, rec, log
+
+
+def test_one_fsync_per_batch_and_nothing_sent_before_it(tmp_path: Path) -> None:
+    async def run() -> None:
+        driver, replica, rec, log = _driver(tmp_path)
+        futures = [driver.client_append((f"v{i}".encode(),), 5000) for i in range(3)]
+        driver.process_batch()
+        # Three appends, three FlushLogs, one fsync; every Send encoded at once but released
+        # only after the fsync, in order.
+        assert rec.timeline == ["encode"] * 3 + ["fsync"] + ["send->2"] * 3
+        assert driver.fsyncs == 1
+        assert log.end_offset == 3
+        # Accepted is not committed: no client has an answer yet.
+        assert not any(f.done() for f in futures)
+        replica.next_effects = [HighWatermarkMoved(Offset(2))]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert [f.done() for f in futures] == [True, True, False]
+        assert futures[1].result().last_offset == 1
+        assert futures[1].result().error is ErrorCode.NONE
+        replica.next_effects = [HighWatermarkMoved(Offset(3))]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert futures[2].result().first_offset == 2
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_the_election_state_is_persisted_as_kafka_writes_it(tmp_path: Path) -> None:
+    async def run() -> None:
+        _, _, _, log = _driver(tmp_path)
+        assert read_quorum_state(tmp_path / "quorum-state") == ElectionState(E, NodeId(1))
+        text = (tmp_path / "quorum-state").read_text()
+        assert '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}]' in text
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
+    async def run() -> None:
+        driver, replica, _, log = _driver(tmp_path)
+        kept = driver.client_append((b"kept",), 5000)
+        lost = driver.client_append((b"lost",), 5000)
+        driver.process_batch()
+        # A new leader's log diverges at offset 1: our record there goes.
+        replica.next_effects = [TruncateLog(Offset(1)), HighWatermarkMoved(Offset(1))]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert lost.result().error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert kept.result().error is ErrorCode.NONE
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_an_append_not_committed_in_time_times_out_without_an_ack(tmp_path: Path) -> None:
+    async def run() -> None:
+        driver, _, _, log = _driver(tmp_path)
+        fut = driver.client_append((b"slow",), 0)
+        driver.process_batch()
+        assert fut.result().error is ErrorCode.REQUEST_TIMED_OUT
+        log.close()
+
+    asyncio.run(run())

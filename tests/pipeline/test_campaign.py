@@ -1,0 +1,124 @@
+"""Campaigns on a local[2] Spark session: dataset schemas, determinism across partitionings,
+a seeded bug found, grouped and reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from refinement.pipeline import aggregate
+from refinement.pipeline.campaign import CampaignConfig, run_campaign
+from refinement.pipeline.schemas import events_schema, seeds_schema
+from refinement.pipeline.seedrun import PAIR_ACTIONS, PAIR_STATES, SIM_ACTIONS, SPEC_ACTIONS
+
+pytestmark = pytest.mark.spark
+
+SMALL = {"seeds": 2, "events": 300, "profile": "all", "trace_samples": 2, "report": False}
+
+
+@pytest.fixture(scope="module")
+def two_runs(spark, tmp_path_factory):
+    """The same campaign split into 2 and into 5 partitions."""
+    base = tmp_path_factory.mktemp("campaigns")
+    runs = {}
+    for parts in (2, 5):
+        config = CampaignConfig(out=base / f"p{parts}", partitions=parts, **SMALL)
+        runs[parts] = run_campaign(spark, config, progress=False)
+    return runs
+
+
+def read(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path)
+
+
+def test_datasets_have_the_declared_schemas(spark, two_runs):
+    out = two_runs[2].out
+    # Parquet reads every column back as nullable: compare names and types.
+    seeds = spark.read.parquet(str(out / "seeds"))
+    assert seeds.schema.simpleString() == seeds_schema().simpleString()
+    events = spark.read.parquet(str(out / "events"))
+    assert events.schema.simpleString() == events_schema().simpleString()
+    # 2 seeds x 6 profiles, every event kept: one events row per trace line.
+    assert seeds.count() == 12
+    assert events.count() == seeds.groupBy().sum("trace_events").first()[0]
+    assert set(read(out / "seeds")["profile"]) == {
+        "none",
+        "lossy",
+        "partitions",
+        "crashes",
+        "shutdowns",
+        "mixed",
+    }
+    for name in [*aggregate.TABLES, "trace_samples"]:
+        assert (out / "aggregates" / name).is_dir(), name
+
+
+def test_coverage_names_every_spec_and_sim_action(two_runs):
+    out = two_runs[2].out
+    actions = read(out / "aggregates" / "action_coverage")
+    listed = set(zip(actions["kind"], actions["name"], strict=True))
+    assert {("spec", a) for a in SPEC_ACTIONS} <= listed
+    assert {("sim", a) for a in SIM_ACTIONS} <= listed
+    spec = actions[actions["kind"] == "spec"].set_index("name")
+    # An election happens in every run; snapshots are never taken by the simulator yet.
+    assert spec.loc["BecomeLeader", "covered"] and spec.loc["BecomeLeader", "seeds"] == 12
+    uncovered = set(spec.index[~spec["covered"]])
+    assert uncovered == set(two_runs[2].uncovered_spec)
+    assert spec.loc[list(uncovered), "events"].eq(0).all()
+    pairs = read(out / "aggregates" / "pair_coverage")
+    assert len(pairs) == len(PAIR_STATES) * len(PAIR_ACTIONS)
+    leader = pairs.set_index(["state", "action"])
+    assert leader.loc[("Candidate", "BecomeLeader"), "covered"]
+    assert not leader.loc[("Follower", "BecomeLeader"), "covered"]
+
+
+def test_distributions_per_profile(two_runs):
+    dists = read(two_runs[2].out / "aggregates" / "distributions")
+    first = dists[dists["metric"] == "time_to_first_leader_ms"].set_index("profile")
+    assert (first["count"] == 2).all() and len(first) == 6
+    # No election before the first election timeout (1000 ms).
+    assert (first["min"] >= 1000).all()
+    lat = dists[dists["metric"] == "commit_latency_ms"].set_index("profile")
+    assert lat.loc["none", "p99"] <= lat.loc["mixed", "p99"]
+    assert (lat["p50"] <= lat["p99"]).all() and (lat["p99"] <= lat["max"]).all()
+
+
+def test_aggregates_do_not_depend_on_the_partitioning(two_runs):
+    a, b = two_runs[2].out / "aggregates", two_runs[5].out / "aggregates"
+    for name in [*aggregate.TABLES, "trace_samples"]:
+        left, right = read(a / name), read(b / name)
+        pd.testing.assert_frame_equal(left, right, check_exact=True, obj=name)
+    seeds_a = read(two_runs[2].out / "seeds").drop(columns="sim_wall_ms")
+    seeds_b = read(two_runs[5].out / "seeds").drop(columns="sim_wall_ms")
+    pd.testing.assert_frame_equal(seeds_a, seeds_b, check_exact=True)
+
+
+def test_a_seeded_bug_is_found_grouped_and_reported(spark, tmp_path):
+    config = CampaignConfig(
+        seeds=3,
+        events=300,
+        profile="none",
+        out=tmp_path / "mutant",
+        mutant="eager-hwm",
+        keep_events_every=0,
+        trace_samples=1,
+    )
+    result = run_campaign(spark, config, progress=False)
+    assert result.failing == 3
+    violations = read(config.out / "aggregates" / "violations")
+    assert list(violations["invariant"]) == ["MajorityReachedHighWatermark"]
+    failures = list(violations.loc[0, "failures"])
+    assert [f["seed"] for f in failures] == [0, 1, 2]
+    replay = failures[0]["replay_command"]
+    assert replay == (
+        "python -m refinement.pipeline.campaign --seed 0 --seeds 1 --profile none"
+        " --events 300 --mutant eager-hwm"
+    )
+    page = (config.out / "report.html").read_text()
+    assert "MajorityReachedHighWatermark" in page and replay in page
+    for png in ("coverage.png", "commit_latency_ms.png", "election_ms.png"):
+        assert (config.out / png).stat().st_size > 1000
+    assert not (config.out / "events").exists()
+    assert "MajorityReachedHighWatermark: 3 run(s)" in result.summary()
