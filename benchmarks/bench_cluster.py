@@ -36,7 +36,7 @@ from pathlib import Path
 from benchmarks.run import Figure
 from kraft.client import Address, ClientError, NodeInfo, node_info
 from kraft.cluster import LocalCluster, free_ports
-from kraft.protocol import FrameDecoder, RequestHeader
+from kraft.protocol import FrameDecoder, MessageDict, RequestHeader
 from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     decode_client_response,
@@ -46,7 +46,7 @@ from kraft.protocol.client_api import (
 RUNS = 3
 RECORD_BYTES = 100
 CLIENTS = 32  # K: concurrent closed-loop clients
-BATCH = 100  # B: records per append request
+BATCH = 200  # B: records per append request
 WARMUP_S = 0.5
 MEASURE_S = 2.0
 FAILOVER_TRIALS = 5
@@ -120,7 +120,7 @@ def values(batch: int, tag: int = 0) -> list[bytes]:
 def append_frame(batch: int, timeout_ms: int = 10_000) -> bytearray:
     """One framed KraftAppend of `batch` records; the correlation id is patched per send."""
     header = RequestHeader(KRAFT_APPEND_KEY, 0, 0, "bench")
-    body = {"timeout_ms": timeout_ms, "records": [{"value": v} for v in values(batch)]}
+    body: MessageDict = {"timeout_ms": timeout_ms, "records": [{"value": v} for v in values(batch)]}
     return bytearray(encode_client_request(header, body))
 
 

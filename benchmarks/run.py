@@ -102,9 +102,72 @@ def _records_figures() -> list[Figure]:
 
 
 def _log_figures() -> list[Figure]:
-    from benchmarks import bench_log
+    import shutil
+    import tempfile
 
-    return bench_log.figures()
+    from benchmarks import bench_log as bl
+
+    bl.BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="bench-log-", dir=bl.BENCH_ROOT))
+    try:
+        batches = bl.encoded_batches()
+        raw = bl.median_of(RUNS, bl.raw_write_fdatasync_rate(batches), root)
+        follower = bl.median_of(RUNS, bl.append_as_follower_rate(batches), root)
+        leader = bl.median_of(RUNS, bl.append_as_leader_rate(len(batches)), root)
+        raw_cpu = bl.median_of(RUNS, bl.raw_write_fdatasync_rate(batches, sync=False), root)
+        follower_cpu = bl.median_of(RUNS, bl.append_as_follower_rate(batches, sync=False), root)
+        fetch = bl.fetch_rates(batches, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    per = f"{bl.PER_BATCH} records of {bl.RECORD_BYTES} B per fsync"
+    pread = fetch["baseline os.pread 1 MiB"]
+    return [
+        Figure(
+            f"durable append_as_follower + flush ({per})",
+            follower,
+            "records/s",
+            ">= 1,000,000 and >= 50% of raw",
+            follower >= 1_000_000 and follower >= raw / 2,
+            "os.write + os.fdatasync, same bytes",
+            raw,
+        ),
+        Figure(
+            f"durable append_as_leader (encode included) + flush ({per})",
+            leader,
+            "records/s",
+            ">= 1,000,000 and >= 50% of raw",
+            leader >= 1_000_000 and leader >= raw / 2,
+            "os.write + os.fdatasync, same bytes",
+            raw,
+        ),
+        Figure(
+            "append_as_follower without fsync (the software path alone)",
+            follower_cpu,
+            "records/s",
+            "(informative)",
+            None,
+            "os.write, same bytes",
+            raw_cpu,
+        ),
+        Figure(
+            "fetch 1 MiB: read() view copied to bytes",
+            fetch["read() view + copy to bytes"],
+            "GB/s",
+            ">= 1 GB/s",
+            fetch["read() view + copy to bytes"] >= 1.0,
+            "os.pread 1 MiB",
+            pread,
+        ),
+        Figure(
+            "fetch 1 MiB: read_region() + os.sendfile",
+            fetch["read_region() + os.sendfile to /dev/null"],
+            "GB/s",
+            ">= 1 GB/s",
+            fetch["read_region() + os.sendfile to /dev/null"] >= 1.0,
+            "os.pread 1 MiB",
+            pread,
+        ),
+    ]
 
 
 def _sim_figures() -> list[Figure]:
@@ -114,9 +177,48 @@ def _sim_figures() -> list[Figure]:
 
 
 def _protocol_figures() -> list[Figure]:
-    from benchmarks import bench_protocol
+    from benchmarks import bench_protocol as bp
+    from kraft.protocol import (
+        ApiKey,
+        RequestHeader,
+        decode_request_payload,
+        decode_response,
+        encode_request_payload,
+        encode_response,
+    )
 
-    return bench_protocol.figures()
+    body = encode_response(ApiKey.FETCH, 17, bp.FETCH_RESPONSE)
+    records = bytes(1 << 20)
+    fetch = bp.median_rate(
+        lambda: decode_response(
+            ApiKey.FETCH, 17, encode_response(ApiKey.FETCH, 17, bp.FETCH_RESPONSE)
+        )
+    )
+    copy = bp.median_rate(lambda: bytes(bytearray(records)))
+    header = RequestHeader(ApiKey.VOTE, 2, 1, "node-1")
+    vote = bp.median_rate(
+        lambda: decode_request_payload(encode_request_payload(header, bp.VOTE_REQUEST))
+    )
+    return [
+        Figure(
+            f"FetchResponse v17 with 1 MiB records: encode + decode ({len(body):,} B)",
+            fetch,
+            "msgs/s",
+            "(informative)",
+            None,
+            "one copy of 1 MiB",
+            copy,
+        ),
+        Figure(
+            "VoteRequest v2 with header: encode + decode", vote, "msgs/s", "(informative)", None
+        ),
+    ]
+
+
+def _cluster_figures() -> list[Figure]:
+    from benchmarks import bench_cluster
+
+    return bench_cluster.figures()
 
 
 SUITES: dict[str, Callable[[], list[Figure]]] = {
@@ -124,6 +226,7 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "replicated log: append and fetch path": _log_figures,
     "simulator": _sim_figures,
     "wire protocol codec": _protocol_figures,
+    "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
 }
 
 

@@ -22,6 +22,8 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kraft.core import quorum_math as qm
+from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import Epoch, NodeId, Offset
 
@@ -166,7 +168,7 @@ def first_matching_after_divergence(
 
 
 def majority(voters: frozenset[NodeId]) -> int:
-    return len(voters) // 2 + 1
+    return qm.majority_size(PY, len(voters))
 
 
 def _focus_nodes(state: ClusterState, focus: NodeId | None) -> list[NodeState]:

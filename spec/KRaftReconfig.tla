@@ -29,9 +29,10 @@ EXTENDS Integers, Sequences, FiniteSets, TLC
 CONSTANTS
     Server,        \* replica ids
     BootstrapIds,  \* ids of the bootstrap voters, all with uuid 1
-    Candidates,    \* ids that may stand in an election (Server, unless a model narrows it)
-    Nil,
+    MayStand(_, _),\* MayStand(s, e): id s may stand in epoch e (AnyStands unless scripted)
+    MayFetch(_, _),\* MayFetch(s, e): id s may fetch in epoch e (AnyStands unless scripted)
     MaxEpoch,
+    Nil,
     MaxOffset,
     MaxUuid,       \* DiskLoss only while uuid < MaxUuid
     Faults,        \* TRUE: DropMessage and Restart are enabled
@@ -42,6 +43,10 @@ CONSTANTS
 
 ASSUME BootstrapIds \subseteq Server /\ BootstrapIds # {}
 ASSUME MaxUuid \in Nat \ {0}
+
+\* Models normally let every id stand in every epoch; a model may script the elections
+\* (which only removes behaviours, so a violation it finds is one of the full spec).
+AnyStands(s, e) == TRUE
 
 VARIABLES
     currentEpoch, votedFor, leader, state,
@@ -118,8 +123,8 @@ BumpEpoch(s, e) ==
 ElectionTimeout(s) ==
     /\ state[s] \in {"Unattached", "Voted", "Follower", "Candidate", "Resigned"}
     /\ IsVoter(s)
-    /\ s \in Candidates
     /\ currentEpoch[s] < MaxEpoch
+    /\ MayStand(s, currentEpoch[s] + 1)
     /\ StableLeader => \A t \in Server : state[t] # "Leader"
     /\ currentEpoch' = [currentEpoch EXCEPT ![s] = @ + 1]
     /\ state' = [state EXCEPT ![s] = "Candidate"]
@@ -219,9 +224,10 @@ InFlight(s) ==
 \* Followers and observers alike fetch from the leader they know.
 SendFetchRequest(s) ==
     /\ state[s] = "Follower"
+    /\ MayFetch(s, currentEpoch[s])
     /\ ~InFlight(s)
     /\ Send([type |-> "FetchRequest", from |-> s, to |-> leader[s], replicaKey |-> Key(s),
-             epoch |-> currentEpoch[s], fetchOffset |-> LEO(s), lastFetchedEpoch |-> LastEpoch(s)])
+             epoch |-> currentEpoch[s], hwm |-> hwm[s], fetchOffset |-> LEO(s), lastFetchedEpoch |-> LastEpoch(s)])
     /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, hwm, uuid, votesGranted,
                    endOffsetOf, committed>>
 
@@ -238,6 +244,9 @@ HandleFetchRequest(m) ==
         valid == fo <= LEO(l) /\ EpochAt(l, fo) = m.lastFetchedEpoch
     IN
     /\ m.type = "FetchRequest"
+    \* long poll: a caught-up fetch waits at the leader until there is something new
+    /\ ~(state[l] = "Leader" /\ m.epoch = currentEpoch[l] /\ valid /\ fo = LEO(l)
+         /\ endOffsetOf[l][m.replicaKey] = fo /\ hwm[l] <= m.hwm)
     /\ IF state[l] = "Leader" /\ m.epoch = currentEpoch[l]
          THEN IF valid
                 THEN /\ Reply(m, FetchResp(m, l, "ok",
@@ -427,13 +436,17 @@ LogMatching ==
 
 Holds(s, c) == c.index <= LEO(s) /\ log[s][c.index] = c.record
 
-CommittedNeverLost ==
-    /\ \A c, d \in committed : c.index = d.index => c.record = d.record
-    /\ \A c \in committed, s \in Server : hwm[s] >= c.index => Holds(s, c)
-
+\* Every leader of a later epoch holds every committed record.
 LeaderCompleteness ==
     \A c \in committed, s \in Server :
         (state[s] = "Leader" /\ currentEpoch[s] > c.epoch) => Holds(s, c)
+
+\* A committed record is never lost: no other record is committed at its offset, every
+\* replica whose HWM covers it holds it, and so does every leader of a later epoch.
+CommittedNeverLost ==
+    /\ \A c, d \in committed : c.index = d.index => c.record = d.record
+    /\ \A c \in committed, s \in Server : hwm[s] >= c.index => Holds(s, c)
+    /\ LeaderCompleteness
 
 IsCommitted(i, r) == \E c \in committed : c.index = i /\ c.record = r
 
@@ -465,5 +478,5 @@ ReconfigEventuallyCompletes ==
 StateConstraint == Cardinality(messages) <= MsgLimit
 
 \* Sound: bootstrap voters are interchangeable (they differ only by name).
-Symm == Permutations(BootstrapIds \cap Candidates)
+Symm == Permutations(BootstrapIds)  \* only with MayStand <- AnyStands
 =============================================================================

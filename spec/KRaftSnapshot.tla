@@ -226,7 +226,7 @@ SendFetchRequest(s) ==
     /\ fetching[s] = Nil
     /\ ~InFlight(s)
     /\ Send([type |-> "FetchRequest", from |-> s, to |-> leader[s], epoch |-> currentEpoch[s],
-             fetchOffset |-> LEO(s), lastFetchedEpoch |-> LastEpoch(s)])
+             hwm |-> hwm[s], fetchOffset |-> LEO(s), lastFetchedEpoch |-> LastEpoch(s)])
     /\ UNCHANGED <<currentEpoch, votedFor, leader, state, log, logStart, snapshots, hwm,
                    votesGranted, endOffsetOf, fetching, committed>>
 
@@ -252,6 +252,9 @@ HandleFetchRequest(m) ==
         toSnapshot == fo < logStart[l] \/ (~valid /\ div < 0)
     IN
     /\ m.type = "FetchRequest"
+    \* long poll: a caught-up fetch waits at the leader until there is something new
+    /\ ~(state[l] = "Leader" /\ m.epoch = currentEpoch[l] /\ valid /\ fo = LEO(l)
+         /\ endOffsetOf[l][m.from] = fo /\ hwm[l] <= m.hwm)
     /\ IF state[l] = "Leader" /\ m.epoch = currentEpoch[l]
          THEN
          /\ CASE toSnapshot ->
@@ -493,15 +496,17 @@ LogMatching ==
 
 Holds(s, c) == c.index <= LEO(s) /\ EffLog(s)[c.index] = c.record
 
-\* A committed record is never replaced by another, and a replica whose HWM covers it holds it.
-CommittedNeverLost ==
-    /\ \A c, d \in committed : c.index = d.index => c.record = d.record
-    /\ \A c \in committed, s \in Server : hwm[s] >= c.index => Holds(s, c)
-
 \* Every leader of a later epoch holds every committed record.
 LeaderCompleteness ==
     \A c \in committed, s \in Server :
         (state[s] = "Leader" /\ currentEpoch[s] > c.epoch) => Holds(s, c)
+
+\* A committed record is never lost: no other record is committed at its offset, every
+\* replica whose HWM covers it holds it, and so does every leader of a later epoch.
+CommittedNeverLost ==
+    /\ \A c, d \in committed : c.index = d.index => c.record = d.record
+    /\ \A c \in committed, s \in Server : hwm[s] >= c.index => Holds(s, c)
+    /\ LeaderCompleteness
 
 \* A snapshot's content is the committed prefix up to its end offset, and its id is the
 \* (end offset, epoch of the last record) of that committed history.

@@ -24,17 +24,22 @@ import threading
 import time
 from collections.abc import Callable
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj import (  # type: ignore[import-untyped]
+    FAIL_REASON,
+    SyncObj,
+    SyncObjConf,
+    replicated,
+)
 
 RECORD_BYTES = 100
 
 
-class ReplicatedList(SyncObj):
+class ReplicatedList(SyncObj):  # type: ignore[misc]
     def __init__(self, me: str, partners: list[str], conf: SyncObjConf) -> None:
         super().__init__(me, partners, conf)
         self.__items: list[bytes] = []
 
-    @replicated  # type: ignore[misc]
+    @replicated  # type: ignore[untyped-decorator]
     def append(self, values: list[bytes]) -> int:
         self.__items.extend(values)
         # Keep memory flat over long runs: the state is the count, the tail proves the order.

@@ -394,7 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="The main job on its embedded default: a seeded 3-voter cluster.",
     )
     demo.add_argument(
-        "--data-root", type=Path, default=None, help="where the nodes keep data (default: a temp dir)"
+        "--data-root",
+        type=Path,
+        default=None,
+        help="where the nodes keep data (default: a temp dir)",
     )
     demo.add_argument("--keep", action="store_true", help="keep the data directories afterwards")
     demo.set_defaults(handler=_cmd_demo)

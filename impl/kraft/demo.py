@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info, read
 from kraft.cluster import LocalCluster, free_ports
+from kraft.ids import Offset
 
 # Shorter than Kafka's defaults (1 s / 2 s) so the demo takes seconds, not minutes.
 DEMO_TIMEOUTS = {
@@ -89,14 +90,16 @@ async def _verify(cluster: LocalCluster, acked: Acked, timeout_s: float) -> None
             if result.next_offset >= want_end or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
-        missing = [o for o, v in acked.values.items() if got.get(o) != v]
+        missing = [o for o, v in acked.values.items() if got.get(Offset(o)) != v]
         if missing:
             raise DemoError(
                 f"node {node} lacks {len(missing)} acknowledged records (first at offset "
                 f"{missing[0]}): an acknowledged record was lost"
             )
-        _say(f"  node {node}: all {len(acked.values)} acknowledged records present "
-             f"(committed up to offset {result.next_offset - 1})")
+        _say(
+            f"  node {node}: all {len(acked.values)} acknowledged records present "
+            f"(committed up to offset {result.next_offset - 1})"
+        )
 
 
 async def _run(cluster: LocalCluster) -> None:
@@ -109,9 +112,11 @@ async def _run(cluster: LocalCluster) -> None:
     started = time.monotonic()
     cluster.start()
     lead = await _wait_leader(cluster, ids, 15.0)
-    _say(f"      node {lead.node_id} elected leader of epoch {lead.epoch} after "
-         f"{(time.monotonic() - started) * 1000:.0f} ms "
-         f"({', '.join(f'{n}={cluster.addresses[n]}' for n in ids)})")
+    _say(
+        f"      node {lead.node_id} elected leader of epoch {lead.epoch} after "
+        f"{(time.monotonic() - started) * 1000:.0f} ms "
+        f"({', '.join(f'{n}={cluster.addresses[n]}' for n in ids)})"
+    )
 
     _say("[2/6] appending 50 batches of 10 records")
     await _append_batches(bootstrap, "before", 50, 10, acked)
@@ -126,8 +131,10 @@ async def _run(cluster: LocalCluster) -> None:
     ack = await append([cluster.addresses[n] for n in survivors], first, timeout_ms=20_000)
     acked.add(ack, first)
     new_lead = await _wait_leader(cluster, survivors, 10.0)
-    _say(f"      node {new_lead.node_id} leads epoch {new_lead.epoch}; first write accepted "
-         f"{(time.monotonic() - killed_at) * 1000:.0f} ms after the kill")
+    _say(
+        f"      node {new_lead.node_id} leads epoch {new_lead.epoch}; first write accepted "
+        f"{(time.monotonic() - killed_at) * 1000:.0f} ms after the kill"
+    )
     await _append_batches([cluster.addresses[n] for n in survivors], "after", 20, 10, acked)
     _say(f"      {len(acked.values)} records acknowledged in all")
 
@@ -137,7 +144,6 @@ async def _run(cluster: LocalCluster) -> None:
 
     _say("[5/6] reading every node's committed log back")
     await _verify(cluster, acked, 20.0)
-
 
 
 def _describe(cluster: LocalCluster) -> int:

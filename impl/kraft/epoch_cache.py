@@ -35,11 +35,13 @@ class EpochEntry:
 class LeaderEpochCache:
     """Epochs in increasing order, each with the first offset written in it (both increase)."""
 
-    __slots__ = ("_epochs", "_starts")
+    __slots__ = ("_epochs", "_pairs", "_starts")
 
     def __init__(self, entries: Iterable[EpochEntry] = ()) -> None:
         self._epochs: list[int] = []
         self._starts: list[int] = []
+        # pairs() is read after every simulated event; rebuilt only when an entry changes.
+        self._pairs: tuple[tuple[Epoch, Offset], ...] | None = None
         for entry in entries:
             self.assign(entry.epoch, entry.start_offset)
 
@@ -47,6 +49,14 @@ class LeaderEpochCache:
         return tuple(
             EpochEntry(Epoch(e), Offset(s)) for e, s in zip(self._epochs, self._starts, strict=True)
         )
+
+    def pairs(self) -> tuple[tuple[Epoch, Offset], ...]:
+        """The entries as (epoch, start offset) tuples, memoized until the next change."""
+        if self._pairs is None:
+            self._pairs = tuple(
+                (Epoch(e), Offset(s)) for e, s in zip(self._epochs, self._starts, strict=True)
+            )
+        return self._pairs
 
     def __len__(self) -> int:
         return len(self._epochs)
@@ -70,6 +80,7 @@ class LeaderEpochCache:
             self._starts.pop()
         self._epochs.append(epoch)
         self._starts.append(start_offset)
+        self._pairs = None
         return True
 
     def truncate_from_end(self, end_offset: Offset) -> bool:
@@ -79,6 +90,7 @@ class LeaderEpochCache:
             return False
         del self._epochs[keep:]
         del self._starts[keep:]
+        self._pairs = None
         return True
 
     def truncate_from_start(self, start_offset: Offset) -> bool:
@@ -94,12 +106,14 @@ class LeaderEpochCache:
         del self._starts[:removed]
         self._epochs.insert(0, kept_epoch)
         self._starts.insert(0, start_offset)
+        self._pairs = None
         return True
 
     def clear(self) -> bool:
         changed = bool(self._epochs)
         self._epochs.clear()
         self._starts.clear()
+        self._pairs = None
         return changed
 
     def end_offset_for(self, requested: Epoch, log_end_offset: Offset) -> OffsetAndEpoch:

@@ -896,7 +896,7 @@ class SegmentedLog:
         return self._cache.end_offset_for(epoch, self.end_offset)
 
     def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
-        return tuple((e.epoch, e.start_offset) for e in self._cache.entries())
+        return self._cache.pairs()
 
     def _write_epoch_checkpoint(self) -> None:
         write_checkpoint_file(self.dir / EPOCH_CHECKPOINT_NAME, self._cache.entries())

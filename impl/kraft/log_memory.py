@@ -209,7 +209,7 @@ class MemoryLog:
         return self._cache.end_offset_for(epoch, self.end_offset)
 
     def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
-        return tuple((e.epoch, e.start_offset) for e in self._cache.entries())
+        return self._cache.pairs()
 
     # ---- durability
 

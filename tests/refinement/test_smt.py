@@ -543,3 +543,28 @@ def test_successor_delay_is_successor_backoff_ms():
         assert one.r.view().state is ReplicaState.FOLLOWER
         one.step(Tick(10 + delay))
         assert one.r.view().state is ReplicaState.CANDIDATE, (position, delay)
+
+
+@given(
+    st.lists(st.integers(min_value=-1, max_value=50), min_size=1, max_size=9),
+    st.data(),
+)
+def test_fast_high_watermark_agrees_with_the_proved_one(ends, data):
+    """The core calls high_watermark_fast (built-in sort); z3 proves high_watermark (a sorting
+    network). The two must agree on every input, or the proof is about other code."""
+    k = data.draw(st.integers(min_value=1, max_value=len(ends)))
+    assert qm.high_watermark_fast(ends, k) == qm.high_watermark(PY, ends, k)
+
+
+def test_agreement_check_catches_a_broken_fast_path():
+    """A fast path taking the (k+1)-th largest instead of the k-th disagrees somewhere."""
+
+    def broken(ends, k):
+        ordered = sorted(ends, reverse=True)
+        return ordered[min(k, len(ordered) - 1)]
+
+    assert any(
+        broken(ends, k) != qm.high_watermark(PY, ends, k)
+        for ends in ([0, 1, 2], [3, 3, 1], [5, 4])
+        for k in range(1, len(ends) + 1)
+    )

@@ -18,6 +18,7 @@ from refinement.tlc import (
     config_constants,
     find_tla_jar,
     load_models,
+    main,
     parse_tlc_output,
     write_table,
 )
@@ -189,6 +190,24 @@ def test_write_table_replaces_only_the_marked_section(tmp_path: Path) -> None:
     readme.write_text("head\n<!-- models:begin -->\nold\n<!-- models:end -->\ntail\n")
     write_table(readme, "| new |")
     assert readme.read_text() == "head\n<!-- models:begin -->\n| new |\n<!-- models:end -->\ntail\n"
+
+
+@pytest.mark.tlc
+def test_table_cli_rewrites_run_rows_and_keeps_the_others(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# Specs\n<!-- models:begin -->\n| model | x |\n| --- | --- |\n"
+        "| KRaftElection | kept row |\n| KRaftMutantVotedForNotPersisted | stale row |\n"
+        "<!-- models:end -->\nafter\n"
+    )
+    code = main(["table", "--write", str(readme), "--only", "KRaftMutantVotedForNotPersisted"])
+    assert code == 0
+    text = readme.read_text()
+    assert text.startswith("# Specs\n<!-- models:begin -->\n| model | kind | spec |")
+    assert text.endswith("<!-- models:end -->\nafter\n")
+    assert "| KRaftElection | kept row |" in text
+    assert "stale row" not in text
+    assert "violates ElectionSafety (expected) |" in text
 
 
 def test_missing_jar_says_to_run_make_setup(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ import crc32c
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kraft.records import (
     ControlRecord,
     ControlRecordType,

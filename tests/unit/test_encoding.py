@@ -7,6 +7,7 @@ import uuid
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kraft.encoding import (
     MalformedInputError,
     Reader,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.log import (
     AppendViolation,

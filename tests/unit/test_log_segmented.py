@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from kraft.ids import Epoch, Offset
 from kraft.log import (
     EPOCH_CHECKPOINT_NAME,

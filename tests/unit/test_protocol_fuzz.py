@@ -9,6 +9,8 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_protocol_roundtrip import CASES, struct_strategy
+
 from kraft.errors import ErrorCode
 from kraft.protocol import (
     ApiKey,
@@ -29,7 +31,6 @@ from kraft.protocol import (
     encode_request,
     frame,
 )
-from test_protocol_roundtrip import CASES, struct_strategy
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from kraft.errors import ErrorCode
 from kraft.protocol import (
     METADATA_TOPIC_ID,

@@ -9,6 +9,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kraft.encoding import MalformedInputError
 from kraft.records import (
     BATCH_HEADER_SIZE,

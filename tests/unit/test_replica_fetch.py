@@ -124,17 +124,39 @@ def test_truncation_never_goes_below_hwm() -> None:
 
 
 def test_voter_follower_fetch_timeout_starts_election() -> None:
-    """ "For voters this also serves as a liveness check of the leader.\""""
+    """ "For voters this also serves as a liveness check of the leader.\"
+
+    The timeout is the fetch timeout plus a jitter below half an election timeout (1000 ms by
+    default): never earlier than 2000 ms after the last answer, never later than 2499 ms."""
     h = follower(fetch_timeout_ms=2000)
     effects = h.step(Tick(1999))
     assert h.view.state is S.FOLLOWER
     h.recv(2, ok(2, 0))  # a successful answer at 1999 resets the timer
     h.step(Tick(3998))
     assert h.view.state is S.FOLLOWER
-    effects = h.step(Tick(3999))
+    effects = h.step(Tick(1999 + 2000 + 499))
     assert h.view.state is S.CANDIDATE and h.view.epoch == 3
     assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
     assert len(sent(effects, VoteRequest)) == 2
+
+
+def _fetch_timeout_of(seed: int) -> int:
+    """The first tick at which a follower with this rng seed stands for election."""
+    h = Harness(node=1, election=ElectionState(Epoch(2), leader_id=NodeId(2)), seed=seed)
+    lo, hi = 2000, 2000 + 500
+    for t in range(lo - 1, hi + 1):
+        h.step(Tick(t))
+        if h.view.state is S.CANDIDATE:
+            return t
+    raise AssertionError("no election within the jittered fetch timeout")
+
+
+def test_followers_of_a_dead_leader_stand_at_different_times() -> None:
+    """Deviation from Kafka (README): the fetch timeout is jittered, as Raft randomizes follower
+    timeouts, so that the followers of a dead leader do not split the vote in one epoch."""
+    timeouts = {_fetch_timeout_of(seed) for seed in range(8)}
+    assert all(2000 <= t < 2500 for t in timeouts)
+    assert len(timeouts) >= 4
 
 
 def test_observer_fetch_timeout_goes_unattached_and_rediscovers() -> None:

@@ -122,6 +122,14 @@ def high_watermark(ops: Ops[N, B], end_offsets: Sequence[N], majority: int) -> N
     return sorted_desc(ops, end_offsets)[majority - 1]
 
 
+def high_watermark_fast(end_offsets: Sequence[int], majority: int) -> int:
+    """`high_watermark` on plain ints with the built-in sort instead of the quadratic network,
+    for the fetch path; tests check that it agrees with `high_watermark(PY, ...)`."""
+    if not 1 <= majority <= len(end_offsets):
+        raise ValueError(f"majority {majority} of {len(end_offsets)} end offsets")
+    return sorted(end_offsets, reverse=True)[majority - 1]
+
+
 # --------------------------------------------------------------------------- elections
 
 
@@ -146,6 +154,11 @@ def randomized_election_timeout(ops: Ops[N, B], timeout_ms: N, draw: N) -> N:
     """The election timeout for a uniform `draw` in [0, t): t + draw (0 when t is 0)."""
     zero = ops.lit(0)
     return ops.ite(ops.lt(zero, timeout_ms), ops.add(timeout_ms, draw), zero)
+
+
+def randomized_fetch_timeout(ops: Ops[N, B], fetch_timeout_ms: N, draw: N) -> N:
+    """A voter's fetch timeout for a uniform `draw` in [0, election timeout / 2)."""
+    return ops.add(fetch_timeout_ms, draw)
 
 
 def election_backoff_bounds(ops: Ops[N, B], backoff_max_ms: N) -> tuple[N, N]:

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kraft.core import quorum_math as qm
 from kraft.core.effects import (
     ActionTaken,
     AppendResult,
@@ -45,6 +46,7 @@ from kraft.core.messages import (
     VoteResponse,
 )
 from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
+from kraft.core.quorum_math import PY
 from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_set import VoterSet
@@ -320,7 +322,15 @@ class Replica:
 
     def _random_election_timeout(self) -> int:
         t = self._cfg.election_timeout_ms
-        return t + self._rng.randrange(t) if t > 0 else 0
+        return qm.randomized_election_timeout(PY, t, self._rng.randrange(t)) if t > 0 else 0
+
+    def _random_fetch_timeout(self) -> int:
+        """Deviation from Kafka (README): a voter's fetch timeout is jittered by up to half an
+        election timeout, as Raft randomizes follower timeouts, so that the followers of a
+        dead leader do not all stand in the same epoch and split the vote."""
+        jitter = self._cfg.election_timeout_ms // 2 if self.is_voter else 0
+        draw = self._rng.randrange(jitter) if jitter > 0 else 0
+        return qm.randomized_fetch_timeout(PY, self._cfg.fetch_timeout_ms, draw)
 
     def _persist(self) -> None:
         self._out.append(
@@ -394,7 +404,7 @@ class Replica:
             self._election_deadline = now + self._random_election_timeout()
             self._retry = dict.fromkeys(others, now)
         elif new is F:
-            self._fetch_deadline = now + self._cfg.fetch_timeout_ms
+            self._fetch_deadline = now + self._random_fetch_timeout()
             self._fetch_send_at = now
         elif new is L:
             self._leader_id = self._me.id
@@ -452,9 +462,8 @@ class Replica:
     def _start_backoff(self) -> None:
         """A lost or timed-out election: wait a random backoff, then retry in a new epoch."""
         self._election_deadline = None
-        self._backoff_until = self._now + self._rng.randint(
-            1, max(1, self._cfg.election_backoff_max_ms)
-        )
+        lo, hi = qm.election_backoff_bounds(PY, self._cfg.election_backoff_max_ms)
+        self._backoff_until = self._now + self._rng.randint(lo, hi)
 
     def _become_candidate(self) -> None:
         """ElectionTimeout: bump the epoch, vote for ourselves (persisted first), ask for votes."""
@@ -662,8 +671,8 @@ class Replica:
         if not self._may_vote_for(req.candidate):
             return False
         # 3b. The candidate's log is at least as up-to-date: (last epoch, end offset).
-        theirs = OffsetAndEpoch(req.last_epoch, req.last_end_offset)
-        return theirs >= self._log.end
+        mine = self._log.end
+        return qm.log_up_to_date(PY, req.last_epoch, req.last_end_offset, mine.epoch, mine.offset)
 
     def _handle_vote_response(self, src: NodeId, resp: VoteResponse) -> None:
         self._out.append(ActionTaken(Action.HANDLE_VOTE_RESPONSE))
@@ -815,9 +824,8 @@ class Replica:
                     self._become_candidate()
             else:
                 # KIP-595: MIN(backoff max, retry backoff * 2^(N-1)) for priority N > 0.
-                delay = min(
-                    self._cfg.election_backoff_max_ms,
-                    self._cfg.retry_backoff_ms * (1 << (n - 1)),
+                delay = qm.successor_backoff_ms(
+                    PY, n, self._cfg.retry_backoff_ms, self._cfg.election_backoff_max_ms
                 )
                 deadline = self._now + delay
                 if self._fetch_deadline is None or deadline < self._fetch_deadline:
@@ -923,11 +931,10 @@ class Replica:
         ends = [-1 if p.end_offset is None else p.end_offset for p in ld.voters.values()]
         if self.is_voter:
             ends.append(self._log.end_offset)
-        ends.sort(reverse=True)
         k = self._voters.majority
         if len(ends) < k:
             return
-        candidate = Offset(ends[k - 1])
+        candidate = Offset(qm.high_watermark_fast(ends, k))
         if candidate <= ld.epoch_start:
             return
         if self._raise_hwm(candidate):
@@ -978,7 +985,7 @@ class Replica:
         elif len(resp.records) > 0 and not self._append_fetched(resp.records):
             return  # stale or corrupt: wait for the in-flight fetch or its timeout
         # A successful answer from the leader: it is alive.
-        self._fetch_deadline = self._now + self._cfg.fetch_timeout_ms
+        self._fetch_deadline = self._now + self._random_fetch_timeout()
         if resp.high_watermark >= 0:
             self._raise_hwm(Offset(min(resp.high_watermark, self._log.end_offset)))
         self._fetch_in_flight_until = None

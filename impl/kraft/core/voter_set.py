@@ -7,41 +7,43 @@ from the log (with rollback on truncation) without touching the replica's rules.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kraft.ids import NO_DIRECTORY, NodeId, ReplicaKey
+from kraft.core import quorum_math as qm
+from kraft.core.quorum_math import PY
+from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, ReplicaKey
 
 
 @dataclass(frozen=True, slots=True)
 class VoterSet:
     voters: tuple[ReplicaKey, ...]
+    # Derived once: membership is asked on every message, on the hot path.
+    _by_id: dict[NodeId, DirectoryId] = field(init=False, repr=False, compare=False)
+    ids: tuple[NodeId, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        ids = [v.id for v in self.voters]
-        if len(set(ids)) != len(ids):
+        by_id = {v.id: v.directory_id for v in self.voters}
+        if len(by_id) != len(self.voters):
             raise ValueError(f"duplicate voter ids in {self.voters}")
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "ids", tuple(v.id for v in self.voters))
 
     def contains(self, key: ReplicaKey) -> bool:
         """True if `key` is a voter. A directory id on either side that is unknown (all-zero)
         matches any: KIP-595 replicas carry only an id."""
-        for v in self.voters:
-            if v.id == key.id:
-                return NO_DIRECTORY in (v.directory_id, key.directory_id) or (
-                    v.directory_id == key.directory_id
-                )
-        return False
+        mine = self._by_id.get(key.id)
+        if mine is None:
+            return False
+        theirs = key.directory_id
+        return mine is theirs or mine == NO_DIRECTORY or theirs == NO_DIRECTORY or mine == theirs
 
     def contains_id(self, node: NodeId) -> bool:
-        return any(v.id == node for v in self.voters)
-
-    @property
-    def ids(self) -> tuple[NodeId, ...]:
-        return tuple(v.id for v in self.voters)
+        return node in self._by_id
 
     @property
     def majority(self) -> int:
         """The smallest number of voters that is more than half of them."""
-        return len(self.voters) // 2 + 1
+        return qm.majority_size(PY, len(self.voters))
 
     def is_majority(self, ids: Iterable[NodeId]) -> bool:
         return len({i for i in ids if self.contains_id(i)}) >= self.majority
