@@ -18,7 +18,8 @@ Keys (``key=value``, separated by blanks):
 - ``expect``   for mutants: the exact name TLC must report as violated (required there);
 - ``timeout``  seconds before the run is abandoned (optional).
 
-Adding a model is adding a ``.cfg`` file; nothing in this module lists models by hand.
+Adding a model is adding a ``.cfg`` file; nothing in this module lists models by hand. A
+``.cfg`` without the metadata line is not a model (it is ignored); a malformed one is an error.
 
 CLI::
 
@@ -520,12 +521,14 @@ def config_constants(cfg: str) -> tuple[tuple[str, str], ...]:
 _META_RE = re.compile(r"^\\\*\s*model:\s*(.*)$")
 
 
-def load_model(config: Path) -> Model:
+def load_model(config: Path) -> Model | None:
+    """The model a config declares; None for a config without the metadata line (a helper
+    config that is not a model, e.g. for trace validation)."""
     text = config.read_text()
     first = text.splitlines()[0] if text else ""
     m = _META_RE.match(first.strip())
     if m is None:
-        raise ValueError(f"{config}: first line must be `\\* model: spec=... kind=...`")
+        return None
     meta: dict[str, str] = {}
     for token in m.group(1).split():
         key, sep, value = token.partition("=")
@@ -552,7 +555,8 @@ def load_model(config: Path) -> Model:
 def load_models(dirs: Sequence[Path] = MODEL_DIRS) -> tuple[Model, ...]:
     """Every model declared by a .cfg under `dirs`, sorted by kind then name."""
     order = {ModelKind.CI: 0, ModelKind.LIVENESS: 1, ModelKind.MUTANT: 2, ModelKind.DEEP: 3}
-    models = [load_model(cfg) for d in dirs if d.is_dir() for cfg in sorted(d.glob("*.cfg"))]
+    loaded = [load_model(cfg) for d in dirs if d.is_dir() for cfg in sorted(d.glob("*.cfg"))]
+    models = [m for m in loaded if m is not None]
     return tuple(sorted(models, key=lambda m: (order[m.kind], m.name)))
 
 

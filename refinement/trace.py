@@ -16,79 +16,28 @@ sorted keys and no spaces so that the same run gives the same bytes.
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, fields, is_dataclass
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeAlias
+from typing import IO
 
-from kraft.core.messages import Message
-from kraft.ids import OffsetAndEpoch, ReplicaKey
+from kraft.trace_format import JsonObject, JsonValue, message_json, summarize_batches
 
-JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
-JsonObject: TypeAlias = dict[str, JsonValue]
-
-# Record batch v2 header: BaseOffset i64, Length i32, PartitionLeaderEpoch i32, Magic i8,
-# CRC u32, Attributes i16, LastOffsetDelta i32. Only these are needed to summarise a batch.
-_BATCH_PREFIX = struct.Struct(">qiibIhi")
-_LOG_OVERHEAD = 12
-
-
-def summarize_batches(data: bytes | memoryview) -> list[JsonValue]:
-    """[[base offset, last offset, epoch], ...] of the whole batches in `data`."""
-    out: list[JsonValue] = []
-    pos = 0
-    n = len(data)
-    while pos + _BATCH_PREFIX.size <= n:
-        base, length, epoch, _magic, _crc, _attrs, delta = _BATCH_PREFIX.unpack_from(data, pos)
-        out.append([base, base + delta, epoch])
-        pos += _LOG_OVERHEAD + length
-    return out
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.capitalize() for w in rest)
-
-
-_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
-
-
-def _json_of(value: object) -> JsonValue:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, ReplicaKey):
-        # The simulator derives directory ids from node ids, so the id identifies the replica.
-        return int(value.id)
-    if isinstance(value, OffsetAndEpoch):
-        return [int(value.offset), int(value.epoch)]
-    if isinstance(value, Enum):
-        v = value.value
-        return v if isinstance(v, int | str) else str(v)
-    if isinstance(value, bytes | memoryview):
-        return summarize_batches(value)
-    if isinstance(value, tuple | list):
-        return [_json_of(v) for v in value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return {_camel(f.name): _json_of(getattr(value, f.name)) for f in fields(value)}
-    return str(value)
-
-
-def message_json(message: Message, src: int, dst: int) -> JsonObject:
-    cls = type(message)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = tuple((f.name, _camel(f.name)) for f in fields(cls))
-        _FIELDS[cls] = names
-    out: JsonObject = {"type": cls.__name__, "src": src, "dst": dst}
-    for name, key in names:
-        value = getattr(message, name)
-        if name == "records":
-            out["batches"] = summarize_batches(value)
-        else:
-            out[key] = _json_of(value)
-    return out
+# The line encoding is kraft.trace_format's (a node writes the same traces); re-exported here
+# for the simulator, the pipeline and the trace validation.
+__all__ = [
+    "JsonObject",
+    "JsonValue",
+    "TraceEvent",
+    "TraceFormatError",
+    "TraceWriter",
+    "dumps",
+    "iter_trace",
+    "message_json",
+    "parse_line",
+    "read_trace",
+    "summarize_batches",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ CONSTANTS
     BootstrapIds,  \* ids of the bootstrap voters, all with uuid 1
     MayStand(_, _),\* MayStand(s, e): id s may stand in epoch e (AnyStands unless scripted)
     MayFetch(_, _),\* MayFetch(s, e): id s may fetch in epoch e (AnyStands unless scripted)
+    MayChange(_, _),\* MayChange(l, k): leader l may add/remove key k (AnyStands unless scripted)
     MaxEpoch,
     Nil,
     MaxOffset,
@@ -323,6 +324,7 @@ CanChangeVoters(l) ==
 \* The operator adds the replica (id, current uuid), e.g. a replacement disk.
 AddVoter(l, s) ==
     /\ CanChangeVoters(l)
+    /\ MayChange(l, Key(s))
     /\ Key(s) \notin VotersOf(l)
     /\ log' = [log EXCEPT ![l] = Append(@, Rec(currentEpoch[l], "Voters", VotersOf(l) \cup {Key(s)}))]
     /\ UNCHANGED <<currentEpoch, votedFor, leader, state, hwm, uuid, votesGranted,
@@ -330,6 +332,7 @@ AddVoter(l, s) ==
 
 RemoveVoter(l, k) ==
     /\ CanChangeVoters(l)
+    /\ MayChange(l, k)
     /\ k \in VotersOf(l)
     /\ Cardinality(VotersOf(l)) > 1
     /\ log' = [log EXCEPT ![l] = Append(@, Rec(currentEpoch[l], "Voters", VotersOf(l) \ {k}))]
@@ -382,14 +385,22 @@ DropMessage(m) ==
 
 ----------------------------------------------------------------------------
 Next ==
-    \/ \E s \in Server :
-         \/ ElectionTimeout(s) \/ BecomeLeader(s) \/ ClientAppend(s) \/ SendFetchRequest(s)
-         \/ AdvanceHighWatermark(s) \/ Resign(s) \/ Restart(s) \/ DiskLoss(s)
-         \/ \E t \in Server : AddVoter(s, t)
-         \/ \E k \in Keys : RemoveVoter(s, k)
-    \/ \E m \in messages :
-         \/ HandleVoteRequest(m) \/ HandleVoteResponse(m) \/ HandleBeginQuorumEpochRequest(m)
-         \/ HandleFetchRequest(m) \/ HandleFetchResponse(m) \/ DropMessage(m)
+    \/ \E s \in Server : ElectionTimeout(s)
+    \/ \E s \in Server : BecomeLeader(s)
+    \/ \E s \in Server : ClientAppend(s)
+    \/ \E s \in Server : SendFetchRequest(s)
+    \/ \E s \in Server : AdvanceHighWatermark(s)
+    \/ \E s \in Server : Resign(s)
+    \/ \E s \in Server : Restart(s)
+    \/ \E s \in Server : DiskLoss(s)
+    \/ \E s, t \in Server : AddVoter(s, t)
+    \/ \E s \in Server, k \in Keys : RemoveVoter(s, k)
+    \/ \E m \in messages : HandleVoteRequest(m)
+    \/ \E m \in messages : HandleVoteResponse(m)
+    \/ \E m \in messages : HandleBeginQuorumEpochRequest(m)
+    \/ \E m \in messages : HandleFetchRequest(m)
+    \/ \E m \in messages : HandleFetchResponse(m)
+    \/ \E m \in messages : DropMessage(m)
 
 Spec == Init /\ [][Next]_vars
 

@@ -446,15 +446,23 @@ DropMessage(m) ==
 
 ----------------------------------------------------------------------------
 Next ==
-    \/ \E s \in Server :
-         \/ ElectionTimeout(s) \/ BecomeLeader(s) \/ ClientAppend(s)
-         \/ SendFetchRequest(s) \/ AdvanceHighWatermark(s) \/ AdvanceLogStartOffset(s)
-         \/ SendFetchSnapshotRequest(s) \/ Restart(s) \/ CreateSnapshot(s)
-    \/ \E m \in messages :
-         \/ HandleVoteRequest(m) \/ HandleVoteResponse(m) \/ HandleBeginQuorumEpochRequest(m)
-         \/ HandleFetchRequest(m) \/ HandleFetchResponse(m)
-         \/ HandleFetchSnapshotRequest(m) \/ HandleFetchSnapshotResponse(m)
-         \/ DropMessage(m)
+    \/ \E s \in Server : ElectionTimeout(s)
+    \/ \E s \in Server : BecomeLeader(s)
+    \/ \E s \in Server : ClientAppend(s)
+    \/ \E s \in Server : SendFetchRequest(s)
+    \/ \E s \in Server : AdvanceHighWatermark(s)
+    \/ \E s \in Server : CreateSnapshot(s)
+    \/ \E s \in Server : AdvanceLogStartOffset(s)
+    \/ \E s \in Server : SendFetchSnapshotRequest(s)
+    \/ \E s \in Server : Restart(s)
+    \/ \E m \in messages : HandleVoteRequest(m)
+    \/ \E m \in messages : HandleVoteResponse(m)
+    \/ \E m \in messages : HandleBeginQuorumEpochRequest(m)
+    \/ \E m \in messages : HandleFetchRequest(m)
+    \/ \E m \in messages : HandleFetchResponse(m)
+    \/ \E m \in messages : HandleFetchSnapshotRequest(m)
+    \/ \E m \in messages : HandleFetchSnapshotResponse(m)
+    \/ \E m \in messages : DropMessage(m)
 
 Spec == Init /\ [][Next]_vars
 

@@ -7,12 +7,12 @@ Semantics follow Apache Kafka's LeaderEpochFileCache; the file format is Kafka's
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 
@@ -168,29 +168,6 @@ def decode_checkpoint(data: bytes) -> tuple[EpochEntry, ...]:
         except ValueError as exc:
             raise CheckpointFormatError(f"malformed entry {line!r}") from exc
     return tuple(entries)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves either the old or the new file, whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def write_checkpoint_file(path: Path, entries: Iterable[EpochEntry]) -> None:

@@ -28,11 +28,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from kraft.durable import atomic_write, fsync_dir
 from kraft.epoch_cache import (
     CheckpointFormatError,
     LeaderEpochCache,
-    atomic_write,
-    fsync_dir,
     read_checkpoint_file,
     write_checkpoint_file,
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, ClusterId, DirectoryId, NodeId
 from kraft.protocol.topic_ids import METADATA_TOPIC_ID, uuid_from_base64, uuid_to_base64
@@ -166,31 +167,10 @@ def read_meta_properties(data_dir: str | os.PathLike[str]) -> MetaProperties:
     return parse_meta_properties(text, str(path))
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_meta_properties(data_dir: str | os.PathLike[str], props: MetaProperties) -> None:
     """Write atomically: a temporary file, fsync, rename over the name, fsync the directory;
     a crash leaves the old file or the new one, never a torn one."""
-    directory = Path(data_dir)
-    final = directory / META_PROPERTIES
-    tmp = directory / (META_PROPERTIES + ".tmp")
-    data = render_meta_properties(props).encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
-    _fsync_dir(directory)
+    atomic_write(Path(data_dir) / META_PROPERTIES, render_meta_properties(props).encode("utf-8"))
 
 
 def format_storage(

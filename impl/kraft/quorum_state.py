@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
 from kraft.core.effects import ElectionState
+from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, DirectoryId, Epoch, NodeId, ReplicaKey
 
@@ -135,14 +135,6 @@ def decode_quorum_state(text: str) -> ElectionState:
     )
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_quorum_state(
     path: Path,
     state: ElectionState,
@@ -153,13 +145,7 @@ def write_quorum_state(
 ) -> None:
     """Replace the file at `path` atomically: temp file, fsync, rename, directory fsync."""
     data = encode_quorum_state(state, version=version, cluster_id=cluster_id, voters=voters)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    atomic_write(path, data.encode("utf-8"))
 
 
 def read_quorum_state(path: Path) -> ElectionState | None:

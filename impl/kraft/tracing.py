@@ -10,85 +10,22 @@ step. This module must not import `refinement`: a node carries no verification c
 from __future__ import annotations
 
 import json
-import struct
-from dataclasses import fields, is_dataclass
-from enum import Enum
 from pathlib import Path
-from typing import IO, Final, TypeAlias
+from typing import IO
 
 from kraft.core.effects import ActionTaken, Effect, StateChanged
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed
 from kraft.core.replica import ReplicaView
-from kraft.ids import NodeId, OffsetAndEpoch, ReplicaKey
+from kraft.ids import NodeId
+from kraft.trace_format import (
+    JsonObject,
+    JsonValue,
+    message_json,
+    state_json,
+    summarize_batches,
+)
 
 __all__ = ["JsonObject", "TraceFile", "message_json", "state_json", "summarize_batches"]
-
-JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
-JsonObject: TypeAlias = dict[str, JsonValue]
-
-# BaseOffset i64, Length i32, PartitionLeaderEpoch i32, Magic i8, CRC u32, Attributes i16,
-# LastOffsetDelta i32: the prefix of a record batch v2 header that locates and names a batch.
-_PREFIX: Final = struct.Struct(">qiibIhi")
-_LOG_OVERHEAD: Final = 12
-
-
-def summarize_batches(data: bytes | memoryview) -> list[JsonValue]:
-    out: list[JsonValue] = []
-    pos, n = 0, len(data)
-    while pos + _PREFIX.size <= n:
-        base, length, epoch, _magic, _crc, _attrs, delta = _PREFIX.unpack_from(data, pos)
-        out.append([base, base + delta, epoch])
-        pos += _LOG_OVERHEAD + length
-    return out
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.capitalize() for w in rest)
-
-
-def _json(value: object) -> JsonValue:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, ReplicaKey):
-        return int(value.id)
-    if isinstance(value, OffsetAndEpoch):
-        return [int(value.offset), int(value.epoch)]
-    if isinstance(value, Enum):
-        v = value.value
-        return v if isinstance(v, int | str) else str(v)
-    if isinstance(value, bytes | memoryview):
-        return summarize_batches(value)
-    if isinstance(value, tuple | list):
-        return [_json(v) for v in value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return {_camel(f.name): _json(getattr(value, f.name)) for f in fields(value)}
-    return str(value)
-
-
-def message_json(message: object, src: int, dst: int) -> JsonObject:
-    out: JsonObject = {"type": type(message).__name__, "src": src, "dst": dst}
-    if is_dataclass(message) and not isinstance(message, type):
-        for f in fields(message):
-            value = getattr(message, f.name)
-            if f.name == "records":
-                out["batches"] = summarize_batches(value)
-            else:
-                out[_camel(f.name)] = _json(value)
-    return out
-
-
-def state_json(v: ReplicaView) -> JsonObject:
-    return {
-        "state": v.state.value,
-        "epoch": int(v.epoch),
-        "votedFor": None if v.voted_for is None else int(v.voted_for.id),
-        "leader": None if v.leader_id is None else int(v.leader_id),
-        "endOffset": int(v.end_offset),
-        "lastEpoch": int(v.last_epoch),
-        "hwm": None if v.high_watermark is None else int(v.high_watermark),
-        "logStartOffset": int(v.log_start_offset),
-    }
 
 
 class TraceFile:

@@ -17,6 +17,7 @@ from refinement.tlc import (
     check_model,
     config_constants,
     find_tla_jar,
+    load_model,
     load_models,
     main,
     parse_tlc_output,
@@ -97,6 +98,27 @@ def test_registry_has_the_kraft_models_and_mutants() -> None:
         "KRaftMutantHwmNoEpochCheck": "LeaderCompleteness",
         "KRaftMutantVotedForNotPersisted": "ElectionSafety",
     }
+
+
+def test_model_metadata_comes_from_the_first_config_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "M.cfg"
+    cfg.write_text(
+        "\\* model: spec=KRaft.tla kind=mutant expect=LogMatching timeout=60\n"
+        "CONSTANTS\n  MaxEpoch = 2\nINIT Init\nNEXT Next\n"
+    )
+    model = load_model(cfg)
+    assert model is not None
+    assert (model.name, model.spec.name, model.kind) == ("M", "KRaft.tla", ModelKind.MUTANT)
+    assert (model.expect, model.timeout_s, model.constants) == (
+        "LogMatching",
+        60.0,
+        (("MaxEpoch", "2"),),
+    )
+    cfg.write_text("CONSTANTS\n  MaxEpoch = 2\n")
+    assert load_model(cfg) is None  # not a model: no metadata line
+    cfg.write_text("\\* model: spec=KRaft.tla kind=mutant\n")
+    with pytest.raises(ValueError, match="expect"):
+        load_model(cfg)
 
 
 def test_parser_reads_a_captured_invariant_violation() -> None:

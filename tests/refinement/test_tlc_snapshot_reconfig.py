@@ -11,7 +11,7 @@ import pytest
 
 from refinement.tlc import ErrorKind, Model, ModelKind, check_model, load_models
 
-SPECS = ("KRaftSnapshot.tla", "KRaftReconfig.tla")
+SPECS = ("KRaftSnapshot.tla", "KRaftReconfig.tla", "MCKRaftReconfigScripted.tla")
 OURS = [m for m in load_models() if m.spec.name in SPECS]
 MUST_PASS = [m for m in OURS if m.kind in (ModelKind.CI, ModelKind.LIVENESS)]
 MUTANTS = [m for m in OURS if m.kind is ModelKind.MUTANT]
@@ -85,9 +85,7 @@ def test_model_passes(model: Model) -> None:
 def test_mutant_violates_expected_name(model: Model) -> None:
     result = check_model(model)
     assert not result.ok
-    expected_kind = (
-        ErrorKind.PROPERTY if model.expect in ACTION_PROPERTIES else ErrorKind.INVARIANT
-    )
+    expected_kind = ErrorKind.PROPERTY if model.expect in ACTION_PROPERTIES else ErrorKind.INVARIANT
     assert result.error_kind is expected_kind
     assert result.violated == model.expect
     assert result.counterexample_actions[0] == "Initial predicate"

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import heapq
 import random
-import uuid
 from dataclasses import dataclass, field
+
+from fake_log import MemLog, key
 
 from kraft.core.effects import (
     AppendResult,
@@ -32,75 +33,13 @@ from kraft.core.messages import (
     Request,
     VoteRequest,
 )
-from kraft.core.replica import LogState, Replica, ReplicaConfig
+from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
-from kraft.records import iter_batches, iter_values
+from kraft.ids import ClusterId, NodeId
 
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
             FetchSnapshotRequest)  # fmt: skip
 CLUSTER = ClusterId("scenario-cluster")
-
-
-def key(i: int) -> ReplicaKey:
-    return ReplicaKey(NodeId(i), DirectoryId(uuid.UUID(int=i + 1)))
-
-
-class MemLog:
-    """A log of encoded batches (one bytes object per batch, split with iter_batches)."""
-
-    def __init__(self) -> None:
-        self.batches_: list[tuple[int, int, int, bytes]] = []  # (base, next, epoch, bytes)
-        self.flushed = 0
-
-    @property
-    def end_offset(self) -> int:
-        return self.batches_[-1][1] if self.batches_ else 0
-
-    def append(self, first: int, data: bytes | memoryview) -> None:
-        assert first == self.end_offset, (first, self.end_offset)
-        raw = bytes(data)
-        for pos, h in iter_batches(raw):
-            chunk = raw[pos : pos + h.size_in_bytes]
-            self.batches_.append((h.base_offset, h.next_offset, h.partition_leader_epoch, chunk))
-
-    def truncate(self, offset: int) -> None:
-        self.batches_ = [b for b in self.batches_ if b[0] < offset]
-        assert not self.batches_ or self.batches_[-1][1] <= offset, "truncation inside a batch"
-
-    def read(self, offset: Offset, max_bytes: int) -> bytes:
-        out = bytearray()
-        for _base, nxt, _, raw in self.batches_:
-            if nxt <= offset:
-                continue
-            if out and len(out) + len(raw) > max_bytes:
-                break
-            out += raw
-        return bytes(out)
-
-    def log_state(self) -> LogState:
-        epochs: list[tuple[Epoch, Offset]] = []
-        for base, _, epoch, _ in self.batches_:
-            if not epochs or epochs[-1][0] != epoch:
-                epochs.append((Epoch(epoch), Offset(base)))
-        return LogState(Offset(0), Offset(self.end_offset), tuple(epochs))
-
-    def batches(self) -> list[tuple[int, int, int]]:
-        """(base offset, next offset, epoch) per batch."""
-        return [(b[0], b[1], b[2]) for b in self.batches_]
-
-    def values(self) -> list[bytes]:
-        """The values of the data (non-control) records, in order."""
-        out: list[bytes] = []
-        for _, _, _, raw in self.batches_:
-            h = next(iter_batches(raw))[1]
-            if not h.is_control:
-                out.extend(v for _, v in iter_values(raw, 0, h) if v is not None)
-        return out
-
-    def entries(self) -> list[tuple[int, int]]:
-        """(offset, epoch) of every record."""
-        return [(o, b[2]) for b in self.batches_ for o in range(b[0], b[1])]
 
 
 @dataclass

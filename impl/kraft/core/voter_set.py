@@ -35,7 +35,7 @@ class VoterSet:
         if mine is None:
             return False
         theirs = key.directory_id
-        return mine is theirs or mine == NO_DIRECTORY or theirs == NO_DIRECTORY or mine == theirs
+        return mine is theirs or NO_DIRECTORY in (mine, theirs) or mine == theirs
 
     def contains_id(self, node: NodeId) -> bool:
         return node in self._by_id

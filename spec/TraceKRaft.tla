@@ -1,0 +1,243 @@
+----------------------------- MODULE TraceKRaft -----------------------------
+(***************************************************************************)
+(* Trace validation of the implementation against KRaft.tla.               *)
+(*                                                                         *)
+(* refinement/traces.py turns an ndjson trace into the module TraceData:   *)
+(* `Trace` is a sequence of events, each a sequence `ops` of spec steps    *)
+(* (a KRaft action with its parameters fixed by the event, or one of the  *)
+(* few bridging steps below) and the acting node's logged state after the *)
+(* event.  TraceNext takes op k of event l; after an event's last op the  *)
+(* logged state must match.  A behaviour that consumes every event is a   *)
+(* behaviour of KRaft (plus the bridging steps) that the implementation   *)
+(* produced.                                                               *)
+(*                                                                         *)
+(* Every event has a fixed number of ops, so all states at one BFS depth  *)
+(* are at the same (l, k): TLC's depth tells whether the whole trace was  *)
+(* consumed, or else the first event no behaviour of the spec can match.  *)
+(***************************************************************************)
+EXTENDS KRaft, Integers, TraceData
+
+VARIABLES
+    l,      \* the event to match next (1-based)
+    k,      \* the op of that event to take next
+    sent,   \* every message that was ever in the bag (history, for re-delivery)
+    cur     \* the message the event is about, chosen by its "Recv" op
+
+traceVars == <<l, k, sent, cur>>
+
+NoMessage == [type |-> "none"]
+
+\* Nil for trace runs (the config substitutes it): traces write a missing node id as -1.
+NilValue == -1
+
+N(x) == IF x = -1 THEN Nil ELSE x
+
+TraceInit ==
+    /\ Init
+    /\ l = 1
+    /\ k = 1
+    /\ sent = {}
+    /\ cur = NoMessage
+
+-----------------------------------------------------------------------------
+(* Matching a logged message to a spec message *)
+
+\* Requests and most responses carry every spec field, so traces.py writes the spec message
+\* itself (`exact`).  A FetchResponse does not say which fetch it answers (the spec message
+\* does), and its records are summarised as batches <<base, last, epoch>>.
+FetchMatches(r, p) ==
+    /\ r.type = "FetchResponse"
+    /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    /\ r.kind = p.kind
+    \* An error answer carries the responder's HWM in the implementation, none in KRaft.
+    /\ p.kind # "error" => r.hwm = p.hwm
+    \* At offset 0 the epoch names nothing; the implementation echoes the fetch epoch there.
+    /\ p.kind = "diverging" => r.divEnd = p.divEnd /\ (p.divEnd > 0 => r.divEpoch = p.divEpoch)
+    /\ Len(r.entries) = p.count
+    /\ p.count > 0 => r.fetchOffset = p.batches[1][1] - 1
+    /\ \A b \in 1..Len(p.batches) :
+          \A o \in p.batches[b][1]..p.batches[b][2] :
+             r.entries[o - p.batches[1][1] + 1].epoch = p.batches[b][3]
+
+Matches(r, op) == IF op.exact THEN r = op.m ELSE FetchMatches(r, op.m)
+
+\* Re-delivery: a message sent earlier arrives again.  The implementation retransmits
+\* identical requests (retries, a parked fetch answered later) and the network duplicates;
+\* in KRaft that is DuplicateMessage taken while the message was in the bag.
+Recv(op) ==
+    \E r \in sent :
+        /\ Matches(r, op)
+        /\ cur' = r
+        /\ IF r \in DOMAIN messages THEN UNCHANGED messages ELSE messages' = Add(messages, r)
+        /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
+Drop(op) ==
+    IF \E r \in DOMAIN messages : Matches(r, op)
+    THEN \E r \in DOMAIN messages : Matches(r, op) /\ DropMessage(r)
+    ELSE UNCHANGED vars  \* the lost copy was a retransmission
+
+-----------------------------------------------------------------------------
+(* Bridging steps: what the implementation legitimately does that KRaft leaves out *)
+
+\* Like Apache Kafka, a replica that knows the leader of its epoch refuses every vote in it
+\* (KRaft lets a follower that has not voted grant one; fewer grants are always safe).
+RejectVoteKnowingLeader(m) ==
+    LET s == m.dst IN
+    /\ alive[s]
+    /\ Reply([type |-> "VoteResponse", src |-> s, dst |-> m.src, epoch |-> currentEpoch[s],
+              granted |-> FALSE], m)
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
+TraceHandleVoteRequest(m) ==
+    IF m.epoch = currentEpoch[m.dst] /\ leader[m.dst] # Nil
+    THEN RejectVoteKnowingLeader(m)
+    ELSE HandleVoteRequest(m)
+
+\* A response that names the leader of the receiver's epoch teaches it the leader (the
+\* implementation reads the leader from every response, as Kafka does).  Only a real leader
+\* of that epoch can be learned.
+LearnLeader(s, ldr, e) ==
+    IF /\ alive[s] /\ e = currentEpoch[s] /\ leader[s] = Nil /\ ldr \notin {Nil, s}
+    THEN /\ <<e, ldr>> \in elected
+         /\ state' = [state EXCEPT ![s] = "Follower"]
+         /\ leader' = [leader EXCEPT ![s] = ldr]
+         /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
+         /\ UNCHANGED <<currentEpoch, votedFor, alive, endOffset, endorsed, logVars, messages,
+                        ghostVars>>
+    ELSE UNCHANGED vars
+
+\* The implementation starts a new fetch while an old one may still be in the network (after
+\* a fetch timeout, or at once on learning a new leader); KRaft's one-fetch-in-flight guard is
+\* an abstraction of its connection handling, so it is left out here.
+TraceSendFetchRequest(s) ==
+    /\ alive[s]
+    /\ \/ s \in Voters /\ state[s] = "Follower"
+       \/ s \in Observers
+    /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE Voters) \ {s} :
+          messages' = Add(messages,
+             [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
+              fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])])
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
+\* The implementation's fetch size limit is far above any simulated log: a response carries
+\* every record after the fetch offset (KRaft allows any non-empty prefix).
+NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
+
+TraceHandleFetchRequest(m) ==
+    /\ HandleFetchRequest(m)
+    /\ \A r \in DOMAIN messages' :
+          (NewIn(r) /\ r.type = "FetchResponse" /\ r.kind = "ok")
+             => Len(r.entries) = Len(log[m.dst]) - m.fetchOffset
+
+\* The leader advanced its HWM while handling the fetch and answers with the new one: the
+\* response just sent by HandleFetchRequest leaves after AdvanceHighWatermark.
+RefreshHwm(m) ==
+    LET ld == m.dst IN
+    \E r \in DOMAIN messages :
+        /\ r.type = "FetchResponse" /\ r.src = ld /\ r.dst = m.src
+        /\ r.fetchOffset = m.fetchOffset /\ r.lastFetchedEpoch = m.lastFetchedEpoch
+        /\ r.epoch = currentEpoch[ld] /\ r.kind # "error"
+        /\ r.hwm <= highWatermark[ld]
+        /\ messages' = Add(Remove(messages, r), [r EXCEPT !.hwm = highWatermark[ld]])
+        /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
+\* A follower that truncated on a diverging answer also takes the leader's HWM (capped by its
+\* log end, never lowered), as it does for records; KRaft takes it only with records.
+RaiseHwm(f, h) ==
+    LET hwm1 == Max(highWatermark[f], Min(h, Len(log[f]))) IN
+    \/ UNCHANGED vars
+    \/ /\ alive[f] /\ state[f] = "Follower"
+       /\ highWatermark' = [highWatermark EXCEPT ![f] = hwm1]
+       /\ Commit(log[f], hwm1, currentEpoch[f])
+       /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
+
+-----------------------------------------------------------------------------
+(* One op *)
+
+DoOp(op) ==
+    CASE op.a = "Skip" -> UNCHANGED vars
+      [] op.a = "Recv" -> Recv(op)
+      [] op.a = "Drop" -> Drop(op)
+      [] op.a = "HandleVoteRequest" -> TraceHandleVoteRequest(cur)
+      [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
+      [] op.a = "HandleBeginQuorumEpochRequest" -> HandleBeginQuorumEpochRequest(cur)
+      [] op.a = "HandleBeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(cur)
+      [] op.a = "HandleEndQuorumEpochRequest" -> HandleEndQuorumEpochRequest(cur)
+      [] op.a = "HandleFetchRequest" -> TraceHandleFetchRequest(cur)
+      [] op.a = "HandleFetchResponse" -> HandleFetchResponse(cur)
+      [] op.a = "RefreshHwm" -> RefreshHwm(cur)
+      [] op.a = "RaiseHwm" -> RaiseHwm(op.n, op.x)
+      [] op.a = "LearnLeader" -> LearnLeader(op.n, op.x, op.e)
+      [] op.a = "ElectionTimeout" -> ElectionTimeout(op.n)
+      [] op.a = "BecomeLeader" -> BecomeLeader(op.n)
+      [] op.a = "Resign" -> Resign(op.n)
+      [] op.a = "ClientAppend" -> ClientAppend(op.n, "v")
+      [] op.a = "SendFetchRequest" -> TraceSendFetchRequest(op.n)
+      [] op.a = "AdvanceHighWatermark" -> AdvanceHighWatermark(op.n)
+      [] op.a = "Crash" -> Crash(op.n)
+      [] op.a = "Restart" -> Restart(op.n)
+      [] OTHER -> FALSE
+
+\* The logged state of the acting node after the event (primed: checked on the new state).
+\* The implementation stores no vote once it knows a leader (Kafka's quorum-state), so the
+\* vote is compared only in Unattached, Voted and Candidate; a null HWM is 0.
+StateMatches(e) ==
+    LET s == e.node
+        st == e.st
+    IN
+    \/ ~e.check
+    \/ /\ e.check /\ st.state = "Down"
+       /\ ~alive'[s]
+       /\ currentEpoch'[s] = st.epoch
+    \/ /\ e.check /\ st.state # "Down"
+       /\ alive'[s]
+       /\ state'[s] = st.state
+       /\ currentEpoch'[s] = st.epoch
+       /\ leader'[s] = N(st.leader)
+       /\ st.state \in {"Unattached", "Voted", "Candidate"} => votedFor'[s] = N(st.votedFor)
+       /\ Len(log'[s]) = st.endOffset
+       /\ LastEpoch(log'[s]) = st.lastEpoch
+       /\ highWatermark'[s] = st.hwm
+
+\* KRaft's safety invariants, required after every event (with CheckSafety): the bridging
+\* steps must not make an unsafe behaviour look acceptable.  LogMatching is left out: it is
+\* quadratic in the log length, and every log is held to the trace anyway.
+SafetyOK ==
+    CheckSafety =>
+        /\ ElectionSafety
+        /\ LeaderCompleteness
+        /\ CommittedNeverLost
+        /\ MajorityReachedHighWatermark
+
+\* The spec state a report shows: per server, and the messages in flight.
+ServerView(s) ==
+    [alive |-> alive[s], state |-> state[s], epoch |-> currentEpoch[s],
+     votedFor |-> votedFor[s], leader |-> leader[s], endOffset |-> Len(log[s]),
+     lastEpoch |-> LastEpoch(log[s]), hwm |-> highWatermark[s],
+     logEpochs |-> [i \in 1..Len(log[s]) |-> log[s][i].epoch],
+     fetchOffsets |-> endOffset[s], votesGranted |-> votesGranted[s]]
+
+Report == <<"TRACE-STATE", l, [s \in Server |-> ServerView(s)], messages>>
+
+TraceNext ==
+    LET e == Trace[l] IN
+    /\ l <= Len(Trace)
+    /\ DoOp(e.ops[k])
+    /\ sent' = sent \cup DOMAIN messages'
+    /\ IF e.ops[k].a = "Recv" THEN TRUE ELSE UNCHANGED cur
+    /\ IF k = Len(e.ops)
+       THEN /\ StateMatches(e)
+            /\ SafetyOK'
+            /\ l' = l + 1
+            /\ k' = 1
+       ELSE /\ l' = l
+            /\ k' = k + 1
+    \* A rejection is reported by a second run that prints the states before event Target.
+    /\ (l' = Target /\ k' = 1) => PrintT(Report')
+
+TraceSpec == TraceInit /\ [][TraceNext]_<<vars, traceVars>>
+
+\* The trace is accepted when TLC reaches depth 1 + (the number of ops of all events): every
+\* event has a fixed number of ops, so the depth TLC reaches names the first event no
+\* behaviour of the spec can match.
+=============================================================================
