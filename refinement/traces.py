@@ -4,11 +4,11 @@ against spec/KRaft.tla through spec/TraceKRaft.tla.
 Each trace event becomes a sequence of spec steps ("ops") with parameters fixed by the event,
 and the acting node's logged state is compared after the last one. The events are written as
 the generated module TraceData.tla into a temporary directory, next to a copy of
-TraceKRaft.tla and a generated config; KRaft.tla is found through TLC's library path. TLC
-reports the invariant `TraceNotConsumed` violated when some behaviour matched every event.
-Otherwise every event has a fixed number of ops, so the depth TLC reached names the first
-event that no behaviour can match, and a second run stops just before it to print the spec
-state there. The mapping is documented in spec/README.md ("Trace validation").
+TraceKRaft.tla and a generated config; KRaft.tla is found through TLC's library path. Every
+event has a fixed number of ops, so the BFS depth TLC reaches says whether some behaviour
+matched every event (depth 1 + all ops) or else names the first event that no behaviour can
+match; a second run then prints (PrintT) the spec state just before it. The mapping is
+documented in spec/README.md ("Trace validation").
 
 CLI:
     python -m refinement.traces validate TRACE.ndjson
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from refinement.tlc import SPEC_DIR, TlcError, TlcResult, run_tlc
-from refinement.trace import JsonObject, JsonValue, TraceEvent, dumps, read_trace
+from refinement.trace import JsonObject, TraceEvent, dumps, read_trace
 
 TRACE_SPEC = SPEC_DIR / "TraceKRaft.tla"
 NIL = -1
@@ -138,8 +138,9 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
         batches: list[tuple[int, int, int]] = []
         if isinstance(raw, list):
             for b in raw:
-                if isinstance(b, list) and len(b) == 3 and all(isinstance(x, int) for x in b):
-                    base_off, last, epoch = (int(x) for x in b)
+                nums = [x for x in b if isinstance(x, int)] if isinstance(b, list) else []
+                if len(nums) == 3:
+                    base_off, last, epoch = nums
                     # Spec offsets are 1-based positions: record o is entry o + 1.
                     batches.append((base_off + 1, last + 1, epoch))
         diverging = msg.get("divergingEpoch")
@@ -394,6 +395,7 @@ def trace_config(mapped: MappedTrace, voters: Iterable[int] | None = None) -> st
             "    MaxMessages = 1000000",
             f"    MaxRestarts = {mapped.crashes + 1}",
             "    Nil <- NilValue",
+            "    Commit <- TraceCommit",
             '    Mutant = "none"',
             "INIT TraceInit",
             "NEXT TraceNext",
@@ -502,7 +504,7 @@ def _format_report(text: str) -> str:
     body = text.strip()
     body = body.removeprefix(_REPORT).strip().removeprefix(",").strip()
     body = body.removesuffix(">>").rstrip()
-    return "servers (in Server order) and the messages in flight (message :> copies):\n" + body
+    return "servers: per node id in order; inFlight: message :> copies\n" + body
 
 
 def validate_trace(
@@ -674,11 +676,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {time.monotonic() - start:.0f}s"
     )
     return 1 if rejected else 0
-
-
-def events_json(events: Iterable[TraceEvent]) -> list[JsonValue]:
-    """The events as JSON objects (for tests that edit a trace)."""
-    return [ev.to_json() for ev in events]
 
 
 if __name__ == "__main__":

@@ -384,6 +384,14 @@ DropMessage(m) ==
                    endOffsetOf, committed>>
 
 ----------------------------------------------------------------------------
+\* One disjunct per message handler, so that TLC names each step after its handler.
+ReceiveHandleVoteRequest == \E m \in messages : HandleVoteRequest(m)
+ReceiveHandleVoteResponse == \E m \in messages : HandleVoteResponse(m)
+ReceiveHandleBeginQuorumEpochRequest == \E m \in messages : HandleBeginQuorumEpochRequest(m)
+ReceiveHandleFetchRequest == \E m \in messages : HandleFetchRequest(m)
+ReceiveHandleFetchResponse == \E m \in messages : HandleFetchResponse(m)
+ReceiveDropMessage == \E m \in messages : DropMessage(m)
+
 Next ==
     \/ \E s \in Server : ElectionTimeout(s)
     \/ \E s \in Server : BecomeLeader(s)
@@ -395,12 +403,12 @@ Next ==
     \/ \E s \in Server : DiskLoss(s)
     \/ \E s, t \in Server : AddVoter(s, t)
     \/ \E s \in Server, k \in Keys : RemoveVoter(s, k)
-    \/ \E m \in messages : HandleVoteRequest(m)
-    \/ \E m \in messages : HandleVoteResponse(m)
-    \/ \E m \in messages : HandleBeginQuorumEpochRequest(m)
-    \/ \E m \in messages : HandleFetchRequest(m)
-    \/ \E m \in messages : HandleFetchResponse(m)
-    \/ \E m \in messages : DropMessage(m)
+    \/ ReceiveHandleVoteRequest
+    \/ ReceiveHandleVoteResponse
+    \/ ReceiveHandleBeginQuorumEpochRequest
+    \/ ReceiveHandleFetchRequest
+    \/ ReceiveHandleFetchResponse
+    \/ ReceiveDropMessage
 
 Spec == Init /\ [][Next]_vars
 

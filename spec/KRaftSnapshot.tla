@@ -445,6 +445,16 @@ DropMessage(m) ==
                    votesGranted, endOffsetOf, fetching, committed>>
 
 ----------------------------------------------------------------------------
+\* One disjunct per message handler, so that TLC names each step after its handler.
+ReceiveHandleVoteRequest == \E m \in messages : HandleVoteRequest(m)
+ReceiveHandleVoteResponse == \E m \in messages : HandleVoteResponse(m)
+ReceiveHandleBeginQuorumEpochRequest == \E m \in messages : HandleBeginQuorumEpochRequest(m)
+ReceiveHandleFetchRequest == \E m \in messages : HandleFetchRequest(m)
+ReceiveHandleFetchResponse == \E m \in messages : HandleFetchResponse(m)
+ReceiveHandleFetchSnapshotRequest == \E m \in messages : HandleFetchSnapshotRequest(m)
+ReceiveHandleFetchSnapshotResponse == \E m \in messages : HandleFetchSnapshotResponse(m)
+ReceiveDropMessage == \E m \in messages : DropMessage(m)
+
 Next ==
     \/ \E s \in Server : ElectionTimeout(s)
     \/ \E s \in Server : BecomeLeader(s)
@@ -455,14 +465,14 @@ Next ==
     \/ \E s \in Server : AdvanceLogStartOffset(s)
     \/ \E s \in Server : SendFetchSnapshotRequest(s)
     \/ \E s \in Server : Restart(s)
-    \/ \E m \in messages : HandleVoteRequest(m)
-    \/ \E m \in messages : HandleVoteResponse(m)
-    \/ \E m \in messages : HandleBeginQuorumEpochRequest(m)
-    \/ \E m \in messages : HandleFetchRequest(m)
-    \/ \E m \in messages : HandleFetchResponse(m)
-    \/ \E m \in messages : HandleFetchSnapshotRequest(m)
-    \/ \E m \in messages : HandleFetchSnapshotResponse(m)
-    \/ \E m \in messages : DropMessage(m)
+    \/ ReceiveHandleVoteRequest
+    \/ ReceiveHandleVoteResponse
+    \/ ReceiveHandleBeginQuorumEpochRequest
+    \/ ReceiveHandleFetchRequest
+    \/ ReceiveHandleFetchResponse
+    \/ ReceiveHandleFetchSnapshotRequest
+    \/ ReceiveHandleFetchSnapshotResponse
+    \/ ReceiveDropMessage
 
 Spec == Init /\ [][Next]_vars
 

@@ -65,7 +65,7 @@ Matches(r, op) == IF op.exact THEN r = op.m ELSE FetchMatches(r, op.m)
 \* identical requests (retries, a parked fetch answered later) and the network duplicates;
 \* in KRaft that is DuplicateMessage taken while the message was in the bag.
 Recv(op) ==
-    \E r \in sent :
+    \E r \in (IF op.exact THEN {op.m} \cap sent ELSE sent) :
         /\ Matches(r, op)
         /\ cur' = r
         /\ IF r \in DOMAIN messages THEN UNCHANGED messages ELSE messages' = Add(messages, r)
@@ -151,6 +151,12 @@ RaiseHwm(f, h) ==
        /\ Commit(log[f], hwm1, currentEpoch[f])
        /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
 
+\* KRaft's Commit, evaluated faster (the config substitutes it): "no record of `committed` is
+\* <<j, l[j]>>" tested by membership for each epoch instead of by a scan of `committed`.
+TraceCommit(lg, n, e) ==
+    committed' = committed \cup
+        {<<i, lg[i], e>> : i \in {j \in 1..n : \A x \in 0..MaxEpoch : <<j, lg[j], x>> \notin committed}}
+
 -----------------------------------------------------------------------------
 (* One op *)
 
@@ -217,7 +223,7 @@ ServerView(s) ==
      logEpochs |-> [i \in 1..Len(log[s]) |-> log[s][i].epoch],
      fetchOffsets |-> endOffset[s], votesGranted |-> votesGranted[s]]
 
-Report == <<"TRACE-STATE", l, [s \in Server |-> ServerView(s)], messages>>
+Report == <<"TRACE-STATE", [servers |-> [s \in Server |-> ServerView(s)], inFlight |-> messages]>>
 
 TraceNext ==
     LET e == Trace[l] IN

@@ -214,11 +214,32 @@ def find_validator() -> tuple[Validator | None, str]:
 
 
 def verdict(outcome: object) -> str:
-    """A validator's answer as a word (bool, an object with .ok, or its text)."""
-    ok = outcome if isinstance(outcome, bool) else getattr(outcome, "ok", None)
-    if isinstance(ok, bool):
-        return "valid" if ok else f"invalid: {str(outcome)[:300]}"
+    """A validator's answer as deterministic text: no timings, so that a campaign's aggregates
+    do not depend on how fast the executors were."""
+    from refinement.traces import TraceValidation
+
+    if isinstance(outcome, TraceValidation):
+        if outcome.accepted:
+            return (
+                f"accepted by TLC: {outcome.events} events, "
+                f"{outcome.distinct_states} distinct states"
+            )
+        return f"REJECTED by TLC at event {outcome.first_unmatched}: {outcome.event}"[:300]
+    if isinstance(outcome, bool):
+        return "valid" if outcome else "invalid"
     return f"validated: {str(outcome)[:300]}"
+
+
+def validate_on_executor(path: str) -> str:
+    """Run on a Spark executor: TLC trace validation of one earmarked trace (the trace file
+    must be on storage the executors share with the driver, as --out already requires)."""
+    validator, why_not = find_validator()
+    if validator is None:
+        return why_not
+    try:
+        return verdict(validator(Path(path)))
+    except Exception as exc:
+        return f"validator raised {type(exc).__name__}: {exc}"[:300]
 
 
 def choose_samples(
@@ -256,23 +277,23 @@ def _trace_samples(
     traces = out / "traces"
     shutil.rmtree(traces, ignore_errors=True)
     traces.mkdir(parents=True)
-    validator, why_not = find_validator() if config.validate else (None, "not validated")
     spec = config.run_spec()
-    samples: list[TraceSample] = []
-    for (profile, seed), names in choose_samples(
-        _coverage_classes(spark, agg_dir), config.trace_samples
-    ):
+    chosen = choose_samples(_coverage_classes(spark, agg_dir), config.trace_samples)
+    paths: list[Path] = []
+    for (profile, seed), _names in chosen:
         path = traces / f"{profile}-seed{seed}.ndjson"
         write_trace(Unit(profile, seed), spec, str(path))
-        if validator is None:
-            result = why_not
-        else:
-            try:
-                result = verdict(validator(path))
-            except Exception as exc:
-                result = f"validator raised {type(exc).__name__}: {exc}"[:300]
-        samples.append(TraceSample(profile, seed, names, str(path.relative_to(out)), result))
-    return samples
+        paths.append(path)
+    if config.validate and paths:
+        # One TLC run per trace, spread over the executors.
+        rdd = spark.sparkContext.parallelize([str(p) for p in paths], len(paths))
+        results: list[str] = rdd.map(validate_on_executor).collect()
+    else:
+        results = ["not validated"] * len(paths)
+    return [
+        TraceSample(profile, seed, names, str(path.relative_to(out)), result)
+        for ((profile, seed), names), path, result in zip(chosen, paths, results, strict=True)
+    ]
 
 
 def _write_samples(spark: SparkSession, samples: list[TraceSample], agg_dir: Path) -> None:

@@ -20,9 +20,9 @@ MUTANTS = [m for m in OURS if m.kind is ModelKind.MUTANT]
 # is the floor, so tuning the spec is free but a vacuous spec is caught.
 FLOOR = {
     "KRaftSnapshot": 100_000,
-    "KRaftSnapshotFaults": 20_000,
+    "KRaftSnapshotFaults": 80_000,
     "KRaftReconfig": 30_000,
-    "KRaftReconfigDiskLoss": 20_000,
+    "KRaftReconfigDiskLoss": 70_000,
     "KRaftReconfigLiveness": 5_000,
 }
 

@@ -1,0 +1,268 @@
+"""Trace validation: simulator traces checked by TLC against spec/KRaft.tla through
+spec/TraceKRaft.tla ("Validating Traces of Distributed Programs Against TLA+ Specifications":
+the trace must be a behaviour of the spec, event by event).
+
+Accepted: many seeds across fault profiles. Rejected at the right event: hand-corrupted traces
+(a second vote in an epoch, a HWM that goes back, a committed record truncated, a leader
+without a majority) and the traces of an implementation mutant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kraft.core import quorum_math as qm
+from kraft.core.effects import ActionTaken
+from kraft.core.replica import Replica
+from kraft.core.vocabulary import Action
+from kraft.ids import Offset
+from refinement.trace import TraceEvent, read_trace
+from refinement.traces import (
+    TraceValidation,
+    conformance,
+    map_trace,
+    simulate_trace,
+    validate_trace,
+)
+
+# --------------------------------------------------------------------------- mapping (no TLC)
+
+
+def _event(index: int, action: str, actions: tuple[str, ...], **kw: object) -> TraceEvent:
+    state = {
+        "state": "Leader",
+        "epoch": 1,
+        "votedFor": None,
+        "leader": 1,
+        "endOffset": 1,
+        "lastEpoch": 1,
+        "hwm": None,
+        "logStartOffset": 0,
+    }
+    message = kw.get("message")
+    return TraceEvent(
+        index=index,
+        time=int(str(kw.get("time", 0))),
+        node=1,
+        action=action,
+        actions=actions,
+        message=message if isinstance(message, dict) else None,
+        state=state,
+    )
+
+
+def _op_names(events: list[TraceEvent]) -> list[list[str]]:
+    mapped = map_trace(events)
+    return [[str(op["a"]) for op in r["ops"]] for r in mapped.records]  # type: ignore[union-attr]
+
+
+def test_client_append_of_k_records_is_k_spec_steps():
+    ev = _event(0, "ClientAppend", ("ClientAppend",), message={"type": "ClientAppend",
+                                                                 "records": 3})  # fmt: skip
+    assert _op_names([ev]) == [["ClientAppend"] * 3]
+
+
+def test_refused_client_append_is_a_stutter_step():
+    ev = _event(0, "ClientAppend", (), message={"type": "ClientAppend", "records": 2})
+    assert _op_names([ev]) == [["Skip"]]
+
+
+def test_several_actions_of_one_step_are_spec_steps_in_order():
+    vote = {"type": "VoteResponse", "src": 2, "dst": 1, "error": 0, "leaderEpoch": 1,
+            "leaderId": -1, "voteGranted": True}  # fmt: skip
+    ev = _event(0, "HandleVoteResponse", ("HandleVoteResponse", "BecomeLeader"), message=vote)
+    assert _op_names([ev]) == [["Recv", "HandleVoteResponse", "BecomeLeader"]]
+
+
+def test_a_held_fetch_is_answered_again_when_released():
+    # KIP-595 long polling: the leader holds a fetch it has nothing for, answers it later.
+    fetch = {"type": "FetchRequest", "src": 2, "dst": 1, "replicaEpoch": 1, "fetchOffset": 1,
+             "lastFetchedEpoch": 1, "maxWaitMs": 500, "clusterId": "c"}  # fmt: skip
+    held = _event(0, "HandleFetchRequest", ("HandleFetchRequest",), message=fetch)
+    release = _event(1, "HandleFetchRequest", ("HandleFetchRequest",), time=10)
+    names = _op_names([held, release])
+    assert names == [["Recv", "HandleFetchRequest"], ["Recv", "HandleFetchRequest"]]
+    second = map_trace([held, release]).records[1]["ops"]
+    assert second[0]["m"]["fetchOffset"] == 1  # type: ignore[index]
+
+
+# --------------------------------------------------------------------------- TLC runs
+
+
+@pytest.fixture(scope="module")
+def base_trace(tmp_path_factory: pytest.TempPathFactory) -> list[TraceEvent]:
+    """A lossy run with an election in epoch 2 and a moving HWM."""
+    path = tmp_path_factory.mktemp("traces") / "lossy-1.ndjson"
+    simulate_trace(1, "lossy", 300, path)
+    return read_trace(path)
+
+
+def _edit_state(ev: TraceEvent, **changes: object) -> TraceEvent:
+    assert ev.state is not None
+    state = dict(ev.state)
+    state.update(changes)  # type: ignore[arg-type]
+    return replace(ev, state=state)
+
+
+def _rejected_at(trace: list[TraceEvent], index: int) -> TraceValidation:
+    res = validate_trace(trace)
+    assert not res.accepted
+    assert res.first_unmatched == index, res.summary()
+    assert res.event is not None and f'"index":{index},' in res.event
+    assert res.state_before is not None
+    return res
+
+
+def _first(trace: list[TraceEvent], pred: Callable[[TraceEvent], bool]) -> int:
+    return next(i for i, ev in enumerate(trace) if pred(ev))
+
+
+@pytest.mark.tlc
+def test_base_trace_is_accepted(base_trace: list[TraceEvent]):
+    res = validate_trace(base_trace)
+    assert res.accepted, res.summary()
+    assert res.events == len(base_trace) and res.first_unmatched is None
+
+
+@pytest.mark.tlc
+def test_conformance_many_seeds_all_profiles_accepted():
+    # 12 seeds, 3 of each fault profile (lossy, crashes, partitions, mixed).
+    runs = conformance(range(12), events=250)
+    bad = [
+        f"seed={r.seed} {r.profile}: {r.result.summary()}" for r in runs if not r.result.accepted
+    ]
+    assert not bad, "\n".join(bad)
+    assert {r.profile for r in runs} == {"lossy", "crashes", "partitions", "mixed"}
+    assert sum(r.events for r in runs) > 3000
+
+
+@pytest.mark.tlc
+def test_second_vote_in_one_epoch_is_rejected_at_that_event(base_trace: list[TraceEvent]):
+    # KIP-595: a voter grants at most one vote per epoch.
+    i = _first(
+        base_trace,
+        lambda ev: (
+            ev.action == "HandleVoteRequest"
+            and ev.state is not None
+            and ev.state.get("state") == "Voted"
+        ),
+    )
+    ev = base_trace[i]
+    assert ev.state is not None and ev.message is not None
+    other = next(n for n in (1, 2, 3) if n not in (ev.state["votedFor"], ev.node))
+    trace = list(base_trace)
+    trace[i] = _edit_state(ev, votedFor=other)
+    _rejected_at(trace, ev.index)
+
+
+@pytest.mark.tlc
+def test_high_watermark_going_back_is_rejected_at_that_event(base_trace: list[TraceEvent]):
+    hwm: dict[int, int] = {}
+    target = None
+    for i, ev in enumerate(base_trace):
+        st = ev.state
+        if ev.node is None or st is None or st.get("state") == "Down":
+            continue
+        h = st.get("hwm")
+        if isinstance(h, int) and hwm.get(ev.node, 0) >= 2 and h >= hwm[ev.node]:
+            target = i
+            break
+        if isinstance(h, int):
+            hwm[ev.node] = h
+    assert target is not None
+    ev = base_trace[target]
+    trace = list(base_trace)
+    trace[target] = _edit_state(ev, hwm=hwm[ev.node or 0] - 1)
+    _rejected_at(trace, ev.index)
+
+
+@pytest.mark.tlc
+def test_truncated_committed_record_is_rejected_at_that_event(base_trace: list[TraceEvent]):
+    # A follower that drops a record below its HWM (a committed record) from its log.
+    i = _first(
+        base_trace,
+        lambda ev: (
+            ev.action == "HandleFetchResponse"
+            and ev.state is not None
+            and isinstance(ev.state.get("hwm"), int)
+            and int(str(ev.state["hwm"])) >= 2
+        ),
+    )
+    ev = base_trace[i]
+    assert ev.state is not None
+    trace = list(base_trace)
+    trace[i] = _edit_state(ev, endOffset=int(str(ev.state["hwm"])) - 1)
+    _rejected_at(trace, ev.index)
+
+
+@pytest.mark.tlc
+def test_leader_without_majority_is_rejected_at_that_event(base_trace: list[TraceEvent]):
+    # The granting vote response is removed: the candidate has only its own vote of three.
+    i = _first(base_trace, lambda ev: ev.actions[:2] == ("HandleVoteResponse", "BecomeLeader"))
+    ev = base_trace[i]
+    trace = list(base_trace)
+    trace[i] = replace(ev, action="BecomeLeader", actions=ev.actions[1:], message=None)
+    res = _rejected_at(trace, ev.index)
+    assert "votesGranted" in (res.state_before or "")
+
+
+def _hwm_without_epoch_check(self: Replica) -> None:
+    """Replica._maybe_advance_hwm without KIP-595's rule that the HWM only moves to an offset
+    in the leader's own epoch (the LeaderChange record must be replicated first)."""
+    ld = self._leader
+    if ld is None:
+        return
+    ends = [-1 if p.end_offset is None else p.end_offset for p in ld.voters.values()]
+    if self.is_voter:
+        ends.append(self._log.end_offset)
+    k = self._voters.majority
+    if len(ends) < k:
+        return
+    candidate = Offset(qm.high_watermark_fast(ends, k))
+    if candidate <= 0:
+        return
+    if self._raise_hwm(candidate):
+        self._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
+        if ld.parked:
+            ld.complete_parked_at = self._now
+
+
+@pytest.mark.tlc
+def test_implementation_mutant_hwm_without_epoch_check_is_rejected(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setattr(Replica, "_maybe_advance_hwm", _hwm_without_epoch_check)
+    # Runs where a new leader finds records of an earlier epoch it could commit early.
+    for seed, profile in ((2, "mixed"), (2, "lossy")):
+        path = tmp_path / f"{profile}-{seed}.ndjson"
+        simulate_trace(seed, profile, 400, path)
+        trace = read_trace(path)
+        res = validate_trace(trace)
+        assert not res.accepted, f"mutant trace accepted: seed {seed} {profile}"
+        bad = next(ev for ev in trace if ev.index == res.first_unmatched)
+        assert "AdvanceHighWatermark" in bad.actions, res.summary()
+        # The leader moved its HWM onto a record of an earlier epoch.
+        assert bad.state is not None and bad.state["lastEpoch"] == bad.state["epoch"]
+
+
+@pytest.mark.tlc
+def test_validation_speed_of_a_2000_event_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "mixed-7.ndjson"
+    simulate_trace(7, "mixed", 1900, path)
+    trace = read_trace(path)
+    assert len(trace) >= 1900
+    start = time.monotonic()
+    res = validate_trace(trace)
+    wall = time.monotonic() - start
+    assert res.accepted, res.summary()
+    with capsys.disabled():
+        print(
+            f"\n[trace validation] {len(trace)} events in {wall:.1f}s"
+            f" ({len(trace) / wall:.0f} events/s, {res.distinct_states} distinct states)"
+        )
+    assert wall < 60
