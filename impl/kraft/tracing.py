@@ -1,15 +1,19 @@
 """ndjson traces of a real node, in the simulator's trace shape (see refinement.trace).
 
 One line per step of the replica that took a spec action or changed state:
-{"index", "time", "node", "action", "actions", "message", "state"}, keys sorted, no spaces.
+{"index", "time", "node", "action", "actions", "message", "state", "ns"}, keys sorted, no spaces.
 `message` is the message received ({"type", "src", "dst", fields in camelCase, record data as
 "batches": [[base offset, last offset, epoch], ...]}); `state` is the node's state after the
-step. This module must not import `refinement`: a node carries no verification code.
+step. `ns` is time.monotonic_ns() when the line is written: one clock for every process of a
+machine, finer than `time`, so the traces of several local nodes merge in causal order (the
+line is written before the step's sends leave). This module must not import `refinement`: a
+node carries no verification code.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import IO
 
@@ -80,6 +84,7 @@ class TraceFile:
             "actions": list[JsonValue](actions),
             "message": message,
             "state": state_json(view),
+            "ns": time.monotonic_ns(),
         }
         self._out.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
         self._out.flush()
