@@ -25,7 +25,7 @@ from typing import Final
 
 from kraft.protocol.codec import CompiledMessage, _Compiler
 from kraft.protocol.errors import MalformedRequestError, MalformedResponseError
-from kraft.protocol.header import RequestHeader
+from kraft.protocol.header import RequestHeader, skip_tagged
 from kraft.protocol.schema import (
     ApiSpec,
     ArrayOf,
@@ -149,7 +149,7 @@ def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
         if n >= 0:
             client_id = str(view[pos : pos + n], "utf-8")
             pos += n
-        pos = _skip_tagged(view, pos)
+        pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError, UnicodeDecodeError) as e:
         raise MalformedRequestError(f"request header: {e}") from None
     header = RequestHeader(key, version, correlation_id, client_id)
@@ -193,8 +193,8 @@ def decode_append_request(payload: bytes) -> tuple[RequestHeader, int, tuple[byt
             if stop > end:
                 raise WireFormatError("a record value runs past the end")
             add(payload[pos:stop])
-            pos = stop + 1 if payload[stop] == 0 else _skip_tagged(view, stop)
-        pos = _skip_tagged(view, pos)
+            pos = stop + 1 if payload[stop] == 0 else skip_tagged(view, stop)
+        pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedRequestError(f"KraftAppend request: {e}") from None
     if pos != end:
@@ -213,18 +213,7 @@ def decode_client_response(api_key: int, payload: bytes | memoryview) -> tuple[i
     view = memoryview(payload)
     try:
         (correlation_id,) = _SIZE.unpack_from(view, 0)
-        pos = _skip_tagged(view, 4)
+        pos = skip_tagged(view, 4)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedResponseError(f"response header: {e}") from None
     return correlation_id, client_codec(Direction.RESPONSE, api_key).decode(view[pos:])
-
-
-def _skip_tagged(view: memoryview, pos: int) -> int:
-    count, pos = read_uvarint(view, pos)
-    for _ in range(count):
-        _tag, pos = read_uvarint(view, pos)
-        size, pos = read_uvarint(view, pos)
-        pos += size
-        if pos > len(view):
-            raise WireFormatError("tagged header field runs past the end")
-    return pos

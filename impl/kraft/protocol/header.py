@@ -77,7 +77,7 @@ def decode_request_header(buf: bytes | bytearray | memoryview) -> tuple[RequestH
         elif n != -1:
             raise WireFormatError("negative client_id length")
         if version >= 2:
-            pos = _skip_tagged(view, pos)
+            pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError, UnicodeDecodeError) as e:
         raise MalformedRequestError(f"request header: {e}") from None
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
@@ -98,13 +98,13 @@ def decode_response_header(
         (correlation_id,) = _CORRELATION.unpack_from(view, 0)
         pos = 4
         if version >= 1:
-            pos = _skip_tagged(view, pos)
+            pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedResponseError(f"response header: {e}") from None
     return correlation_id, pos
 
 
-def _skip_tagged(view: memoryview, pos: int) -> int:
+def skip_tagged(view: memoryview, pos: int) -> int:
     """Headers define no tags we use; skip them all, checking each stays inside the buffer."""
     count, pos = read_uvarint(view, pos)
     for _ in range(count):
