@@ -174,22 +174,10 @@ class NodeSetup:
 ReplicaFactory = Callable[[NodeSetup], SimReplica]
 
 
-class _LogReader:
-    """The core's LogReader over a MemoryLog: whole batches from `offset`."""
-
-    __slots__ = ("_log",)
-
-    def __init__(self, log: MemoryLog) -> None:
-        self._log = log
-
-    def read(self, offset: Offset, max_bytes: int) -> memoryview:
-        return self._log.read(offset, max_bytes).data
-
-
 def core_replica_factory(setup: NodeSetup) -> SimReplica:
     """Build the real replica core (imported here so stubs can run without it)."""
-    from kraft.core.log_mirror import LogState
     from kraft.core.replica import Replica, ReplicaConfig
+    from kraft.log_adapter import BatchReader, log_state_of
 
     t = setup.timing
     config = ReplicaConfig(
@@ -204,13 +192,11 @@ def core_replica_factory(setup: NodeSetup) -> SimReplica:
         fetch_max_bytes=t.fetch_max_bytes,
         append_linger_ms=t.append_linger_ms,
     )
-    log = setup.log
-    state = LogState(log.start_offset, log.end_offset, log.epoch_entries())
     replica: SimReplica = Replica(
         config,
         election_state=setup.election_state,
-        log_state=state,
-        reader=_LogReader(log),
+        log_state=log_state_of(setup.log),
+        reader=BatchReader(setup.log),
         rng=setup.rng,
         now_ms=setup.now_ms,
     )

@@ -24,13 +24,13 @@ from kraft.core.messages import (
     EndQuorumEpochRequest,
     FetchRequest,
     FetchSnapshotRequest,
-    Records,
     VoteRequest,
 )
-from kraft.core.replica import LogState, Replica, ReplicaConfig
+from kraft.core.replica import Replica, ReplicaConfig
 from kraft.errors import KraftError
-from kraft.ids import NodeId, Offset, ReplicaKey
+from kraft.ids import NodeId, ReplicaKey
 from kraft.log import LOG_DIR_NAME, SegmentedLog
+from kraft.log_adapter import BatchReader, log_state_of
 from kraft.meta_properties import MetaProperties, read_meta_properties
 from kraft.quorum_state import FILE_NAME as QUORUM_STATE_FILE
 from kraft.quorum_state import read_quorum_state
@@ -64,16 +64,6 @@ def wall_anchored_clock() -> Clock:
     wall0 = time.time_ns() // 1_000_000
     mono0 = time.monotonic_ns()
     return lambda: wall0 + (time.monotonic_ns() - mono0) // 1_000_000
-
-
-class _LogReader:
-    """The replica's LogReader: whole batches as a zero-copy view of the log."""
-
-    def __init__(self, log_: SegmentedLog) -> None:
-        self._log = log_
-
-    def read(self, offset: Offset, max_bytes: int) -> Records:
-        return self._log.read(offset, max_bytes).data
 
 
 class _Transport:
@@ -183,8 +173,8 @@ class Node:
                 fetch_max_wait_ms=config.fetch_max_wait_ms,
             ),
             election_state=election,
-            log_state=LogState(log_.start_offset, log_.end_offset, log_.epoch_entries()),
-            reader=_LogReader(log_),
+            log_state=log_state_of(log_),
+            reader=BatchReader(log_),
             rng=random.Random(os.urandom(16)),
             now_ms=now,
         )
