@@ -14,9 +14,9 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 export TLA_JAR_PATH := $(abspath $(TLA_JAR))
 
-.PHONY: setup venv tla lint test check check-deep tlc tlc-deep spec-table conformance bench run clean
+.PHONY: setup venv tla compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench run clean
 
-setup: venv tla
+setup: venv tla compiled
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -24,6 +24,11 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
+
+# The simulator's hot modules compiled with mypyc into build/compiled (kraft simulate and
+# kraft campaign use it while it matches the sources; see refinement/accel.py).
+compiled: venv
+	$(PY) -m refinement.accel build --if-stale
 
 # The TLA+ tools from Maven Central (TLC 2.18 packaged by de.hhu.stups; org.lamport is not
 # published there). The checksum of the jar we tested with is committed; a mismatch stops.
@@ -64,6 +69,13 @@ spec-table: setup
 SEEDS ?= 50
 conformance: setup
 	$(PY) -m refinement.traces conformance --seeds $(SEEDS)
+
+# A verification campaign on Spark (local[*]); the issue's scale run is
+# make campaign SEEDS=1000 EVENTS=10000
+EVENTS ?= 2000
+PROFILE ?= mixed
+campaign: setup
+	$(VENV)/bin/kraft campaign --seeds $(SEEDS) --events $(EVENTS) --profile $(PROFILE)
 
 bench: setup
 	$(PY) -m benchmarks.run --out BENCHMARKS.md

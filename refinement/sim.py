@@ -308,6 +308,7 @@ class _Node:
         "snap",
         "stop_requested",
         "tick_at",
+        "view",
     )
 
     def __init__(self, node_id: NodeId, is_voter: bool) -> None:
@@ -322,6 +323,7 @@ class _Node:
         self.shutting_down = False
         self.tick_at = -1
         self.stop_requested = False
+        self.view: object = None  # the replica view `snap` was made from
         self.snap = NodeState(
             node_id=node_id,
             incarnation=0,
@@ -380,6 +382,7 @@ class Simulator:
         self._leaders: dict[Epoch, frozenset[NodeId]] = {}
         self._acked: list[AckedRange] = []
         self._acked_t: tuple[AckedRange, ...] = ()
+        self._cluster_cache: ClusterState | None = None
         # Last offsets of _acked, ascending (the committed log is one line of offsets).
         self._acked_lasts: list[int] = []
         # Network state.
@@ -583,6 +586,7 @@ class Simulator:
         self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
     ) -> None:
         actions = self._actions
+        tracing = self._trace is not None
         log = node.log
         for e in effects:
             t = type(e)
@@ -591,7 +595,8 @@ class Simulator:
                 self._send(node, e.dst, e.message, answering, src_id)
             elif t is ActionTaken:
                 assert isinstance(e, ActionTaken)
-                actions.append(e.action.value)
+                if tracing:
+                    actions.append(e.action.value)
                 if e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
             elif t is AppendToLog:
@@ -694,7 +699,7 @@ class Simulator:
             self._actions.clear()
         old = node.snap
         new = self._snapshot(node)
-        if new != old:
+        if new is not old and new != old:
             node.snap = new
             self._snaps[node.id] = new
             if self._check:
@@ -733,6 +738,15 @@ class Simulator:
                 epochs=epochs,
             )
         v = replica.view()
+        if (
+            v is node.view
+            and old.incarnation == node.inc
+            and log.end_offset == old.log_end_offset
+            and log.flushed_offset == old.flushed_offset
+            and epochs is old.epochs
+        ):
+            return old  # a replica that keeps its view object unchanged changed nothing
+        node.view = v
         hwm = v.high_watermark
         top = old.max_high_watermark if old.incarnation == node.inc else None
         if hwm is not None and (top is None or hwm > top):
@@ -755,7 +769,13 @@ class Simulator:
         )
 
     def _cluster(self) -> ClusterState:
-        return ClusterState(self._snaps, self._voter_set, self._leaders, self._acked_t)
+        # The snapshot and leader maps are updated in place; only a new acknowledgement
+        # tuple needs a new ClusterState.
+        cluster = self._cluster_cache
+        if cluster is None or cluster.acknowledged is not self._acked_t:
+            cluster = ClusterState(self._snaps, self._voter_set, self._leaders, self._acked_t)
+            self._cluster_cache = cluster
+        return cluster
 
     def _check_node(self, old: NodeState, new: NodeState) -> None:
         """Run, focused on the node, each invariant whose inputs about it changed in a way

@@ -528,9 +528,20 @@ def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+# Commands that run the simulator: they use the mypyc-compiled copy while it is fresh.
+_COMPILED_COMMANDS = ("simulate", "campaign")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if argv is None and args.command in _COMPILED_COMMANDS:
+        # Only from the command line: a caller passing argv keeps its own process.
+        from refinement import accel
+
+        accel.reexec_compiled(sys.argv[1:])
+        if accel.running_compiled():
+            print(f"kraft: {args.command} runs the mypyc-compiled simulator", file=sys.stderr)
     handler: Handler = args.handler
     return handler(args)
 

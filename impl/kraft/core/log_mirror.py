@@ -23,7 +23,7 @@ class LogState:
 
 
 class LogMirror:
-    __slots__ = ("_end", "_epochs", "_start", "_starts")
+    __slots__ = ("_end", "_epochs", "_start", "_starts", "version")
 
     def __init__(self, state: LogState) -> None:
         if not 0 <= state.start_offset <= state.end_offset:
@@ -32,6 +32,8 @@ class LogMirror:
         self._end = state.end_offset
         self._epochs: list[Epoch] = []
         self._starts: list[Offset] = []
+        # Bumped on every change, so that a reader can tell cheaply that nothing changed.
+        self.version = 0
         for epoch, start in state.epochs:
             if start < state.end_offset:
                 self._assign(epoch, start)
@@ -69,12 +71,14 @@ class LogMirror:
             return
         self._epochs.append(epoch)
         self._starts.append(start)
+        self.version += 1
 
     def append(self, batches: list[tuple[Epoch, Offset]], next_offset: Offset) -> None:
         """Record appended batches given as (epoch, base offset), ending before next_offset."""
         for epoch, base in batches:
             self._assign(epoch, base)
         self._end = next_offset
+        self.version += 1
 
     def truncate(self, offset: Offset) -> None:
         """Forget everything at or after `offset`."""
@@ -84,6 +88,7 @@ class LogMirror:
             self._starts.pop()
             self._epochs.pop()
         self._end = max(offset, self._start)
+        self.version += 1
 
     def end_offset_for_epoch(self, epoch: Epoch) -> OffsetAndEpoch:
         """The largest epoch <= `epoch` in this log and the offset where it ends (Kafka's

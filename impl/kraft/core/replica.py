@@ -159,6 +159,7 @@ class Replica:
         self._cfg = config
         self._me = config.node
         self._voters = VoterSet(config.voters)
+        self._is_voter = self._voters.contains(self._me)
         self._log = LogMirror(log_state)
         self._reader = reader
         self._rng = rng
@@ -190,12 +191,14 @@ class Replica:
         self._shutdown_done = False
         self._shutdown_deadline: int | None = None
         self._end_pending: set[NodeId] = set()
+        self._view: ReplicaView | None = None
+        self._view_key: tuple[object, ...] = ()
 
     # ------------------------------------------------------------------ public API
 
     @property
     def is_voter(self) -> bool:
-        return self._voters.contains(self._me)
+        return self._is_voter
 
     def start(self) -> list[Effect]:
         """Enter the initial state from the stored election state (Kafka's restart rules)."""
@@ -248,44 +251,64 @@ class Replica:
         return self._take()
 
     def next_deadline_ms(self) -> int:
-        times = [
-            t
-            for t in (
-                self._election_deadline,
-                self._backoff_until,
-                self._fetch_deadline,
-                self._fetch_send_at,
-                self._fetch_in_flight_until,
-                self._shutdown_deadline,
-            )
-            if t is not None
-        ]
-        if self._backoff_until is None:
-            times.extend(self._retry.values())
-        if self._leader is not None:
-            times.extend(d for _, _, d in self._leader.parked)
-            if self._leader.complete_parked_at is not None:
-                times.append(self._leader.complete_parked_at)
-            if self._leader.linger_until is not None:
-                times.append(self._leader.linger_until)
-        if not times:
+        # Called after every event by its driver: a plain running minimum, no temporaries.
+        soonest: int | None = None
+        for t in (
+            self._election_deadline,
+            self._backoff_until,
+            self._fetch_deadline,
+            self._fetch_send_at,
+            self._fetch_in_flight_until,
+            self._shutdown_deadline,
+        ):
+            if t is not None and (soonest is None or t < soonest):
+                soonest = t
+        if self._backoff_until is None and self._retry:
+            t = min(self._retry.values())
+            if soonest is None or t < soonest:
+                soonest = t
+        ld = self._leader
+        if ld is not None:
+            for t in (ld.complete_parked_at, ld.linger_until):
+                if t is not None and (soonest is None or t < soonest):
+                    soonest = t
+            for _, _, t in ld.parked:
+                if soonest is None or t < soonest:
+                    soonest = t
+        if soonest is None:
             return self._now + self._cfg.election_timeout_ms
-        return max(self._now, min(times))
+        return soonest if soonest > self._now else self._now
 
     def view(self) -> ReplicaView:
-        return ReplicaView(
+        """The replica as checkers and traces see it. Drivers ask after every event, and most
+        events change none of it, so the last view is kept and rebuilt only on a change."""
+        log = self._log
+        key = (
+            self._state,
+            self._epoch,
+            self._leader_id,
+            self._voted_for,
+            self._hwm,
+            log.version,
+            self._voters,
+        )
+        if key == self._view_key and self._view is not None:
+            return self._view
+        self._view_key = key
+        self._view = ReplicaView(
             node_id=self._me.id,
             state=self._state,
             epoch=self._epoch,
             leader_id=self._leader_id,
             voted_for=self._voted_for,
             is_voter=self.is_voter,
-            end_offset=self._log.end_offset,
-            last_epoch=self._log.last_epoch,
+            end_offset=log.end_offset,
+            last_epoch=log.last_epoch,
             high_watermark=self._hwm,
-            log_start_offset=self._log.start_offset,
+            log_start_offset=log.start_offset,
             voters=self._voters.ids,
         )
+        return self._view
 
     def describe_quorum(self) -> QuorumDescription | None:
         ld = self._leader

@@ -20,6 +20,7 @@ class VoterSet:
     # Derived once: membership is asked on every message, on the hot path.
     _by_id: dict[NodeId, DirectoryId] = field(init=False, repr=False, compare=False)
     ids: tuple[NodeId, ...] = field(init=False, repr=False, compare=False)
+    majority: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_id = {v.id: v.directory_id for v in self.voters}
@@ -27,6 +28,8 @@ class VoterSet:
             raise ValueError(f"duplicate voter ids in {self.voters}")
         object.__setattr__(self, "_by_id", by_id)
         object.__setattr__(self, "ids", tuple(v.id for v in self.voters))
+        # The smallest number of voters that is more than half of them.
+        object.__setattr__(self, "majority", qm.majority_size(PY, len(self.voters)))
 
     def contains(self, key: ReplicaKey) -> bool:
         """True if `key` is a voter. A directory id on either side that is unknown (all-zero)
@@ -39,11 +42,6 @@ class VoterSet:
 
     def contains_id(self, node: NodeId) -> bool:
         return node in self._by_id
-
-    @property
-    def majority(self) -> int:
-        """The smallest number of voters that is more than half of them."""
-        return qm.majority_size(PY, len(self.voters))
 
     def is_majority(self, ids: Iterable[NodeId]) -> bool:
         return len({i for i in ids if self.contains_id(i)}) >= self.majority
