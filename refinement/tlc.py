@@ -42,7 +42,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from refinement.accel import checkout_root
+
+# The checkout, also when this module runs from the compiled tree (refinement.accel).
+REPO_ROOT = checkout_root() or Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO_ROOT / "spec"
 MODEL_DIRS = (SPEC_DIR / "models", SPEC_DIR / "mutants")
 
@@ -185,6 +188,8 @@ def run_tlc(
             _java(),
             "-XX:+UseParallelGC",
             f"-XX:MaxRAMPercentage={heap}",
+            # Long traces (thousands of steps) recurse deeply in TLC's evaluator.
+            "-Xss64m",
             f"-DTLA-Library={SPEC_DIR}",
             "-cp",
             str(jar),

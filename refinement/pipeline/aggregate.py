@@ -63,13 +63,17 @@ def profiles(seeds: DataFrame) -> DataFrame:
 def _coverage(
     spark: SparkSession, counts: DataFrame, keys: list[str], universe: list[tuple[str, str]]
 ) -> DataFrame:
-    """Counts per key over the campaign, every key of the universe present (0 if never seen)."""
+    """Counts per key over the campaign, every key of the universe present (0 if never seen).
+
+    first_*: the first covering run in (profile, seed) order; earliest_*: the run whose trace
+    reaches the key soonest (smallest line index `first`, ties by profile, seed)."""
     from pyspark.sql import functions as sf
 
     seen = counts.groupBy(*keys).agg(
         sf.sum("n").alias("events"),
         sf.count("*").alias("seeds"),
-        sf.min(sf.struct("profile", "seed")).alias("first"),
+        sf.min(sf.struct("profile", "seed")).alias("first_run"),
+        sf.min(sf.struct("first", "profile", "seed")).alias("earliest"),
     )
     known = spark.createDataFrame(universe, keys)
     joined = known.join(seen, on=keys, how="full_outer")
@@ -77,8 +81,11 @@ def _coverage(
         *keys,
         sf.coalesce("events", sf.lit(0)).cast("long").alias("events"),
         sf.coalesce("seeds", sf.lit(0)).cast("long").alias("seeds"),
-        sf.col("first.profile").alias("first_profile"),
-        sf.col("first.seed").alias("first_seed"),
+        sf.col("first_run.profile").alias("first_profile"),
+        sf.col("first_run.seed").alias("first_seed"),
+        sf.col("earliest.profile").alias("earliest_profile"),
+        sf.col("earliest.seed").alias("earliest_seed"),
+        sf.col("earliest.first").alias("earliest_index"),
         (sf.coalesce("events", sf.lit(0)) > 0).alias("covered"),
     )
 
@@ -87,7 +94,12 @@ def action_coverage(spark: SparkSession, seeds: DataFrame) -> DataFrame:
     from pyspark.sql import functions as sf
 
     counts = seeds.select("profile", "seed", sf.explode("action_counts").alias("c")).select(
-        "profile", "seed", sf.col("c.kind").alias("kind"), sf.col("c.name").alias("name"), "c.n"
+        "profile",
+        "seed",
+        sf.col("c.kind").alias("kind"),
+        sf.col("c.name").alias("name"),
+        "c.n",
+        "c.first",
     )
     universe = [(KIND_SPEC, a) for a in SPEC_ACTIONS] + [(KIND_SIM, a) for a in SIM_ACTIONS]
     return _coverage(spark, counts, ["kind", "name"], universe)
@@ -102,6 +114,7 @@ def pair_coverage(spark: SparkSession, seeds: DataFrame) -> DataFrame:
         sf.col("c.state").alias("state"),
         sf.col("c.action").alias("action"),
         "c.n",
+        "c.first",
     )
     universe = [(s, a) for s in PAIR_STATES for a in PAIR_ACTIONS]
     return _coverage(spark, counts, ["state", "action"], universe)

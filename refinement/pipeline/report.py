@@ -158,9 +158,19 @@ def build_report(out: Path) -> Path:
         + "</p></details>"
     )
 
-    parts.append("<h2>Traces earmarked for TLC trace validation</h2>")
+    parts.append(
+        "<h2>Traces earmarked for TLC trace validation</h2><p>Each trace is validated up to"
+        " the last event its coverage classes first occur at (events_validated): a prefix of"
+        f" a behaviour is a behaviour. Events validated: {int(samples['events_validated'].sum()):,}"
+        ".</p>"
+    )
     shown = samples.assign(classes=samples["classes"].map(lambda c: f"{len(c)} classes"))
     parts.append(_frame_html(shown))
+    left_out = _classes_left_out(actions, pairs, samples)
+    parts.append(
+        f"<p>Covered classes in no earmarked trace (--trace-samples {cfg['trace_samples']}):"
+        f" <b>{len(left_out)}</b>{': ' + e(', '.join(left_out)) if left_out else ''}</p>"
+    )
 
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:1200px}"
@@ -174,6 +184,24 @@ def build_report(out: Path) -> Path:
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _classes_left_out(
+    actions: pd.DataFrame, pairs: pd.DataFrame, samples: pd.DataFrame
+) -> list[str]:
+    """Covered coverage classes (named as in the trace_samples table) that no sample has."""
+    covered = {
+        f"action:{n}"
+        for n, kind, c in zip(actions["name"], actions["kind"], actions["covered"], strict=True)
+        if c and kind != "noop"
+    }
+    covered |= {
+        f"pair:{s}/{a}"
+        for s, a, c in zip(pairs["state"], pairs["action"], pairs["covered"], strict=True)
+        if c
+    }
+    sampled = {str(name) for names in samples["classes"] for name in names}
+    return sorted(covered - sampled)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

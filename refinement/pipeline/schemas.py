@@ -60,7 +60,13 @@ def seeds_schema() -> StructType:
                 "action_counts",
                 ArrayType(
                     StructType(
-                        [f("name", StringType()), f("kind", StringType()), f("n", LongType())]
+                        [
+                            f("name", StringType()),
+                            f("kind", StringType()),
+                            f("n", LongType()),
+                            # the index of the trace line the class first occurs on
+                            f("first", LongType()),
+                        ]
                     ),
                     containsNull=False,
                 ),
@@ -69,7 +75,12 @@ def seeds_schema() -> StructType:
                 "pair_counts",
                 ArrayType(
                     StructType(
-                        [f("state", StringType()), f("action", StringType()), f("n", LongType())]
+                        [
+                            f("state", StringType()),
+                            f("action", StringType()),
+                            f("n", LongType()),
+                            f("first", LongType()),
+                        ]
                     ),
                     containsNull=False,
                 ),

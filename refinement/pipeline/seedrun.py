@@ -23,7 +23,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
+from typing import IO, TYPE_CHECKING, Protocol, TypeAlias, cast
 
 from kraft.core.vocabulary import Action, ReplicaState
 from refinement.faults import PROFILES
@@ -105,6 +105,9 @@ class TraceDigest(io.StringIO):
         self.lines = 0
         self.counts: Counter[tuple[str, str]] = Counter()  # (kind, name) -> events
         self.pairs: Counter[tuple[str, str]] = Counter()  # (pre-state, action) -> events
+        # The index of the line each class first occurs on: a trace's prefix up to it covers it.
+        self.first: dict[tuple[str, str], int] = {}  # (kind, name) -> line index
+        self.pair_first: dict[tuple[str, str], int] = {}  # (pre-state, action) -> line index
         self._state: dict[int, str] = {}
         self.first_leader_ms: int | None = None
         self.election_ms: list[int] = []
@@ -156,20 +159,27 @@ class TraceDigest(io.StringIO):
     ) -> None:
         self.lines += 1
         counts = self.counts
+        first = self.first
         if actions:
             names: Iterable[str] = actions
         elif action in NOOP_EVENTS:
             names = ()
-            counts[(KIND_NOOP, action)] += 1
+            key = (KIND_NOOP, action)
+            counts[key] += 1
+            first.setdefault(key, index)
         elif action == "Violation":
             names = ()
         else:
             names = (action,)
         pre = DOWN if node is None else self._state.get(node, DOWN)
         for name in names:
-            counts[(_KIND_OF.get(name, KIND_SIM), name)] += 1
+            key = (_KIND_OF.get(name, KIND_SIM), name)
+            counts[key] += 1
+            first.setdefault(key, index)
             if node is not None and name in _PAIR_ACTIONS:
-                self.pairs[(pre, name)] += 1
+                pair = (pre, name)
+                self.pairs[pair] += 1
+                self.pair_first.setdefault(pair, index)
                 if name in _STARTS and state is not None:
                     # What a (re)start does next, it does in the state it started in.
                     started_in = state["state"]
@@ -343,8 +353,11 @@ def seed_row(
     unit: Unit, spec: RunSpec, result: SimResult, digest: TraceDigest, wall_ms: int
 ) -> SeedRow:
     lat = sorted(digest.commit_latency_ms)
-    counts = sorted((name, kind, n) for (kind, name), n in digest.counts.items())
-    covered = sorted({name for name, kind, _n in counts if kind != KIND_NOOP})
+    first, pair_first = digest.first, digest.pair_first
+    counts = sorted(
+        (name, kind, n, first[(kind, name)]) for (kind, name), n in digest.counts.items()
+    )
+    covered = sorted({c[0] for c in counts if c[1] != KIND_NOOP})
     return (
         unit.seed,
         unit.profile,
@@ -372,7 +385,7 @@ def seed_row(
         replay_command(unit, spec, result),
         covered,
         [list(r) for r in counts],
-        [[s, a, n] for (s, a), n in sorted(digest.pairs.items())],
+        [[s, a, n, pair_first[(s, a)]] for (s, a), n in sorted(digest.pairs.items())],
         wall_ms,
     )
 
@@ -417,10 +430,37 @@ def run_unit(unit: Unit, spec: RunSpec) -> tuple[SeedRow, bytes | None]:
     return seed_row(unit, spec, result, digest, wall_ms), events
 
 
-def write_trace(unit: Unit, spec: RunSpec, path: str) -> SimResult:
-    """Re-run one unit with its ndjson trace written to `path` (the same bytes every time)."""
+class _FirstLines(io.TextIOBase):
+    """A text stream passing the first `limit` lines on to `out` and dropping the rest."""
+
+    def __init__(self, out: IO[str], limit: int) -> None:
+        super().__init__()
+        self._out = out
+        self._left = limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        if self._left > 0:
+            cut = 0
+            while self._left > 0:
+                nl = s.find("\n", cut)
+                if nl < 0:
+                    cut = len(s)
+                    break
+                cut = nl + 1
+                self._left -= 1
+            self._out.write(s[:cut])
+        return len(s)
+
+
+def write_trace(unit: Unit, spec: RunSpec, path: str, *, lines: int | None = None) -> SimResult:
+    """Re-run one unit with its ndjson trace written to `path` (the same bytes every time);
+    with `lines`, only the trace's first that many lines (the run itself is not cut short)."""
     with open(path, "w", encoding="utf-8") as out:
-        return simulate(spec.config(unit), replica_factory=spec.factory(), trace=out)
+        trace: IO[str] = out if lines is None else cast(IO[str], _FirstLines(out, lines))
+        return simulate(spec.config(unit), replica_factory=spec.factory(), trace=trace)
 
 
 class Progress(Protocol):

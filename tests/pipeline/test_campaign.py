@@ -95,6 +95,39 @@ def test_aggregates_do_not_depend_on_the_partitioning(two_runs):
     pd.testing.assert_frame_equal(seeds_a, seeds_b, check_exact=True)
 
 
+def test_earmarked_traces_are_prefixes_that_reach_their_classes(two_runs):
+    # Each sample is validated up to the last line where one of its classes first occurs.
+    result = two_runs[2]
+    out = result.out
+    samples = read(out / "aggregates" / "trace_samples")
+    seeds = read(out / "seeds").set_index(["profile", "seed"])
+    assert 0 < len(samples) <= SMALL["trace_samples"]
+    sampled: set[str] = set()
+    for row in samples.itertuples():
+        lines = (out / row.trace_path).read_text().splitlines()
+        assert len(lines) == row.events_validated
+        run = seeds.loc[(row.profile, row.seed)]
+        first = {
+            f"action:{c['name']}": c["first"] for c in run["action_counts"] if c["kind"] != "noop"
+        }
+        first |= {f"pair:{c['state']}/{c['action']}": c["first"] for c in run["pair_counts"]}
+        assert row.events_validated == max(first[c] for c in row.classes) + 1
+        assert row.events_validated < run["trace_events"]
+        assert row.validation.startswith(f"accepted by TLC: {row.events_validated} events")
+        sampled |= set(row.classes)
+    # Every covered class is in a sample or named as left out (the limit of 2 runs).
+    actions = read(out / "aggregates" / "action_coverage")
+    pairs = read(out / "aggregates" / "pair_coverage")
+    covered = {
+        f"action:{n}" for n in actions[actions["covered"] & (actions["kind"] != "noop")].name
+    }
+    covered |= {f"pair:{r.state}/{r.action}" for r in pairs[pairs["covered"]].itertuples()}
+    assert sampled.isdisjoint(result.left_out)
+    assert sampled | set(result.left_out) == covered
+    if result.left_out:
+        assert "covered classes in no earmarked trace (--trace-samples 2)" in result.summary()
+
+
 def test_a_seeded_bug_is_found_grouped_and_reported(spark, tmp_path):
     config = CampaignConfig(
         seeds=3,

@@ -77,6 +77,14 @@ def test_coverage_counts_actions_under_the_state_before_the_step():
     assert digest.counts[("noop", "Tick")] == 1
     assert digest.counts[("sim", "DropMessage")] == 1
     assert digest.lines == 4
+    # Where each class first occurs: the index of its line (a campaign validates up to it).
+    assert digest.first == {
+        ("sim", "Start"): 0,
+        ("spec", "ElectionTimeout"): 1,
+        ("noop", "Tick"): 2,
+        ("sim", "DropMessage"): 3,
+    }
+    assert digest.pair_first == {("Down", "Start"): 0, ("Unattached", "ElectionTimeout"): 1}
 
 
 def test_the_mutant_is_caught_and_its_replay_names_it():
