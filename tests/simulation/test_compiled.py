@@ -130,3 +130,19 @@ def test_kraft_simulate_runs_compiled_from_the_command_line() -> None:
     )
     assert "compiled" not in slow.stderr
     assert fast.stdout == slow.stdout  # the same run, whichever build did it
+
+
+def test_the_compiled_tree_finds_the_specs_of_the_checkout() -> None:
+    # Its modules live under build/compiled; TLC's specs and jar stay in the checkout.
+    tree = accel.build(quiet=True)
+    probe = "from refinement import tlc; print(tlc.SPEC_DIR)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=accel.compiled_env(tree),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    root = accel.checkout_root()
+    assert root is not None
+    assert Path(out.strip()) == root / "spec"
