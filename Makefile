@@ -84,4 +84,4 @@ run: setup
 	$(VENV)/bin/kraft demo
 
 clean:
-	rm -rf $(VENV) tools/*.jar .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build tools/*.jar .mypy_cache .ruff_cache .pytest_cache .hypothesis

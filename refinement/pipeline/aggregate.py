@@ -90,32 +90,24 @@ def _coverage(
     )
 
 
-def action_coverage(spark: SparkSession, seeds: DataFrame) -> DataFrame:
+def _counts(seeds: DataFrame, column: str, keys: list[str]) -> DataFrame:
+    """One row per (run, key) of a per-seed count array: profile, seed, keys, n, first."""
     from pyspark.sql import functions as sf
 
-    counts = seeds.select("profile", "seed", sf.explode("action_counts").alias("c")).select(
-        "profile",
-        "seed",
-        sf.col("c.kind").alias("kind"),
-        sf.col("c.name").alias("name"),
-        "c.n",
-        "c.first",
+    exploded = seeds.select("profile", "seed", sf.explode(column).alias("c"))
+    return exploded.select(
+        "profile", "seed", *(sf.col(f"c.{k}").alias(k) for k in keys), "c.n", "c.first"
     )
+
+
+def action_coverage(spark: SparkSession, seeds: DataFrame) -> DataFrame:
+    counts = _counts(seeds, "action_counts", ["kind", "name"])
     universe = [(KIND_SPEC, a) for a in SPEC_ACTIONS] + [(KIND_SIM, a) for a in SIM_ACTIONS]
     return _coverage(spark, counts, ["kind", "name"], universe)
 
 
 def pair_coverage(spark: SparkSession, seeds: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as sf
-
-    counts = seeds.select("profile", "seed", sf.explode("pair_counts").alias("c")).select(
-        "profile",
-        "seed",
-        sf.col("c.state").alias("state"),
-        sf.col("c.action").alias("action"),
-        "c.n",
-        "c.first",
-    )
+    counts = _counts(seeds, "pair_counts", ["state", "action"])
     universe = [(s, a) for s in PAIR_STATES for a in PAIR_ACTIONS]
     return _coverage(spark, counts, ["state", "action"], universe)
 

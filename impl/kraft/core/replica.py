@@ -159,6 +159,7 @@ class Replica:
         self._cfg = config
         self._me = config.node
         self._voters = VoterSet(config.voters)
+        # Asked on every message; recompute wherever the voter set changes (KIP-856).
         self._is_voter = self._voters.contains(self._me)
         self._log = LogMirror(log_state)
         self._reader = reader
