@@ -64,8 +64,16 @@ class AccelError(Exception):
     """The compiled tree could not be built."""
 
 
+# Names the checkout to code that runs from a copy (a Spark executor's shipped zip).
+CHECKOUT_ENV = "KRAFT_CHECKOUT"
+
+
 def checkout_root(start: Path | None = None) -> Path | None:
-    """The source checkout this module belongs to (None for an installed copy)."""
+    """The source checkout this module belongs to, or the one $KRAFT_CHECKOUT names (None
+    for an installed copy)."""
+    named = os.environ.get(CHECKOUT_ENV)
+    if start is None and named:
+        return Path(named)
     here = (start or Path(__file__)).resolve()
     for d in here.parents:
         if (d / "pyproject.toml").is_file() and (d / "impl" / "kraft" / "__init__.py").is_file():

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from refinement.accel import CHECKOUT_ENV, checkout_root
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -88,6 +90,13 @@ def session(
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
+    # Executors running a shipped zip find the specs and the TLA+ jar (for trace validation)
+    # in this checkout, on storage they share with the driver as --out already requires.
+    root = checkout_root()
+    if root is not None:
+        builder = builder.config(f"spark.executorEnv.{CHECKOUT_ENV}", str(root))
+        jar = os.environ.get("TLA_JAR_PATH") or str(root / "tools" / "tla2tools.jar")
+        builder = builder.config("spark.executorEnv.TLA_JAR_PATH", jar)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -35,7 +35,7 @@ def test_campaign_on_a_standalone_cluster(tmp_path):
             [sys.executable, "-m", "kraft.cli", "campaign", "--master", cluster.master_url,
              "--ship-code", "yes", "--seeds", "3", "--events", "300", "--profile", "crashes",
              "--partitions", "2", "--out", str(out), "--no-progress", "--no-report",
-             "--trace-samples", "0"],
+             "--trace-samples", "1"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=240, check=False,
         )  # fmt: skip
         workers = list((tmp_path / "logs" / "work").glob("app-*"))
@@ -49,5 +49,10 @@ def test_campaign_on_a_standalone_cluster(tmp_path):
     assert seeds["crashes"].sum() > 0
     events = pd.read_parquet(out / "events")
     assert len(events) == seeds["trace_events"].sum()
+    # The earmarked trace was validated by TLC on the executor, which ran the shipped zip
+    # and found the specs and the jar in the checkout.
+    samples = pd.read_parquet(out / "aggregates" / "trace_samples")
+    assert len(samples) == 1
+    assert samples["validation"][0].startswith("accepted by TLC"), samples["validation"][0]
     # Every cluster process was stopped on leaving the context.
     assert all(p.poll() is not None for p in cluster.processes)
