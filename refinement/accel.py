@@ -112,11 +112,15 @@ def fresh_tree(root: Path | None = None) -> Path | None:
     if root is None:
         return None
     tree = tree_dir(root)
+    recorded = _recorded_digest(tree)
+    return tree if recorded == source_digest(source_dirs(root)) else None
+
+
+def _recorded_digest(tree: Path) -> str | None:
     try:
-        recorded = (tree / DIGEST_FILE).read_text(encoding="utf-8").strip()
+        return (tree / DIGEST_FILE).read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    return tree if recorded == source_digest(source_dirs(root)) else None
 
 
 def running_compiled() -> bool:
@@ -126,9 +130,12 @@ def running_compiled() -> bool:
     return not (refinement.sim.__file__ or "").endswith(".py")
 
 
-def build(root: Path | None = None, *, jobs: int = 2, quiet: bool = False) -> Path:
+def build(
+    root: Path | None = None, *, jobs: int = 2, quiet: bool = False, force: bool = False
+) -> Path:
     """Copy the sources to build/compiled and compile the hot modules there (about half a
-    minute). Returns the tree; raises AccelError with the compiler's output on failure."""
+    minute), unless a tree built from these sources is there and not `force`. Returns the
+    tree; raises AccelError with the compiler's output on failure."""
     root = root or checkout_root()
     if root is None:
         raise AccelError("not a source checkout: nothing to compile")
@@ -137,15 +144,16 @@ def build(root: Path | None = None, *, jobs: int = 2, quiet: bool = False) -> Pa
     # One build at a time (parallel test workers, make -j); a waiter reuses the result.
     with open(tree.with_name("compiled.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        fresh = fresh_tree(root)
-        if fresh is not None:
-            return fresh
-        return _build_locked(root, tree, jobs=jobs, quiet=quiet)
+        dirs = source_dirs(root)
+        digest = source_digest(dirs)
+        if not force and _recorded_digest(tree) == digest:
+            return tree
+        return _build_locked(dirs, digest, tree, jobs=jobs, quiet=quiet)
 
 
-def _build_locked(root: Path, tree: Path, *, jobs: int, quiet: bool) -> Path:
-    dirs = source_dirs(root)
-    digest = source_digest(dirs)
+def _build_locked(
+    dirs: dict[str, Path], digest: str, tree: Path, *, jobs: int, quiet: bool
+) -> Path:
     staging = tree.with_name(tree.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     for name, pkg_dir in dirs.items():
@@ -227,15 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         print(status())
         return 0
-    if not args.if_stale:
-        root = checkout_root()
-        if root is not None:  # forget the old build, so that build() makes a new one
-            (tree_dir(root) / DIGEST_FILE).unlink(missing_ok=True)
-    elif fresh_tree() is not None:
+    if args.if_stale and fresh_tree() is not None:
         print(status())
         return 0
     try:
-        build(jobs=args.jobs)
+        build(jobs=args.jobs, force=not args.if_stale)
     except AccelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

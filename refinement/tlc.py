@@ -190,6 +190,10 @@ def run_tlc(
             f"-XX:MaxRAMPercentage={heap}",
             # Long traces (thousands of steps) recurse deeply in TLC's evaluator.
             "-Xss64m",
+            # TLC unpacks its standard modules (Integers.tla, ...) into the temp dir and
+            # deletes them on exit: concurrent runs sharing /tmp read each other's half-written
+            # or deleted copies ("Lexical error"). Each run gets its own.
+            f"-Djava.io.tmpdir={meta}",
             f"-DTLA-Library={SPEC_DIR}",
             "-cp",
             str(jar),

@@ -390,20 +390,20 @@ def _class_sites(
 def sample_on_executor(spec: RunSpec, task: tuple[str, int, str, int | None]) -> tuple[int, str]:
     """Run on a Spark executor: rerun one earmarked unit with the first `lines` lines of its
     trace (None: all) written to `path`, then validate that with TLC; (lines written, verdict)."""
+    return _write_sample(spec, task), validate_on_executor(task[2])
+
+
+def _write_sample(spec: RunSpec, task: tuple[str, int, str, int | None]) -> int:
+    """Rerun one earmarked unit, its trace (or the first `lines` of it) written to `path`."""
     from refinement.pipeline.seedrun import Unit, write_trace
 
     profile, seed, path, lines = task
-    write_trace(Unit(profile, seed), spec, path, lines=lines)
-    with open(path, "rb") as f:
-        written = sum(1 for _ in f)
-    return written, validate_on_executor(path)
+    return write_trace(Unit(profile, seed), spec, path, lines=lines)
 
 
 def _trace_samples(
     spark: SparkSession, config: CampaignConfig, out: Path
 ) -> tuple[list[TraceSample], list[str]]:
-    from refinement.pipeline.seedrun import Unit, write_trace
-
     traces = out / "traces"
     shutil.rmtree(traces, ignore_errors=True)
     traces.mkdir(parents=True)
@@ -424,11 +424,7 @@ def _trace_samples(
         answers = dict(zip(order, done, strict=True))
         outcomes = [answers[i] for i in range(len(tasks))]
     else:
-        outcomes = []
-        for profile, seed, path_text, keep in tasks:
-            write_trace(Unit(profile, seed), spec, path_text, lines=keep)
-            with open(path_text, "rb") as f:
-                outcomes.append((sum(1 for _ in f), "not validated"))
+        outcomes = [(_write_sample(spec, t), "not validated") for t in tasks]
     samples = [
         TraceSample(
             m.profile, m.seed, list(m.classes), str(Path(t[2]).relative_to(out)), n, verdict

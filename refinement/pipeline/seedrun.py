@@ -431,36 +431,41 @@ def run_unit(unit: Unit, spec: RunSpec) -> tuple[SeedRow, bytes | None]:
 
 
 class _FirstLines(io.TextIOBase):
-    """A text stream passing the first `limit` lines on to `out` and dropping the rest."""
+    """A text stream passing the first `limit` lines (None: all) on to `out`, dropping the
+    rest, and counting the lines it passed."""
 
-    def __init__(self, out: IO[str], limit: int) -> None:
+    def __init__(self, out: IO[str], limit: int | None) -> None:
         super().__init__()
         self._out = out
-        self._left = limit
+        self._limit = limit
+        self.written = 0
 
     def writable(self) -> bool:
         return True
 
     def write(self, s: str) -> int:
-        if self._left > 0:
-            cut = 0
-            while self._left > 0:
-                nl = s.find("\n", cut)
-                if nl < 0:
-                    cut = len(s)
-                    break
-                cut = nl + 1
-                self._left -= 1
+        limit = self._limit
+        cut = 0
+        while limit is None or self.written < limit:
+            nl = s.find("\n", cut)
+            if nl < 0:
+                cut = len(s)
+                break
+            cut = nl + 1
+            self.written += 1
+        if cut:
             self._out.write(s[:cut])
         return len(s)
 
 
-def write_trace(unit: Unit, spec: RunSpec, path: str, *, lines: int | None = None) -> SimResult:
+def write_trace(unit: Unit, spec: RunSpec, path: str, *, lines: int | None = None) -> int:
     """Re-run one unit with its ndjson trace written to `path` (the same bytes every time);
-    with `lines`, only the trace's first that many lines (the run itself is not cut short)."""
+    with `lines`, only the trace's first that many lines (the run itself is not cut short).
+    Returns the number of lines written."""
     with open(path, "w", encoding="utf-8") as out:
-        trace: IO[str] = out if lines is None else cast(IO[str], _FirstLines(out, lines))
-        return simulate(spec.config(unit), replica_factory=spec.factory(), trace=trace)
+        first = _FirstLines(out, lines)
+        simulate(spec.config(unit), replica_factory=spec.factory(), trace=cast(IO[str], first))
+        return first.written
 
 
 class Progress(Protocol):

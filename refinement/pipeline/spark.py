@@ -95,7 +95,8 @@ def session(
     root = checkout_root()
     if root is not None:
         builder = builder.config(f"spark.executorEnv.{CHECKOUT_ENV}", str(root))
-        jar = os.environ.get("TLA_JAR_PATH") or str(root / "tools" / "tla2tools.jar")
+    jar = os.environ.get("TLA_JAR_PATH")  # else refinement.tlc finds it in the checkout
+    if jar:
         builder = builder.config("spark.executorEnv.TLA_JAR_PATH", jar)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -139,6 +140,23 @@ def test_conformance_many_seeds_all_profiles_accepted():
     assert not bad, "\n".join(bad)
     assert {r.profile for r in runs} == {"lossy", "crashes", "partitions", "mixed"}
     assert sum(r.events for r in runs) > 3000
+
+
+@pytest.mark.tlc
+def test_concurrent_validations_do_not_share_tlcs_unpacked_modules(tmp_path: Path):
+    # TLC unpacks Integers.tla & co. into the JVM's temp dir and deletes them on exit; runs
+    # sharing one temp dir (campaign executors, test workers) read each other's half-written
+    # or deleted copies and fail with a lexical error. Every run must be accepted.
+    paths = []
+    for seed in range(6):
+        path = tmp_path / f"seed{seed}.ndjson"
+        simulate_trace(seed, "mixed", 120, path)
+        paths.append(path)
+    with ThreadPoolExecutor(len(paths)) as pool:
+        results = list(pool.map(validate_trace, paths * 2))
+    assert [r.accepted for r in results] == [True] * len(results), [
+        r.summary() for r in results if not r.accepted
+    ]
 
 
 @pytest.mark.tlc

@@ -32,7 +32,7 @@ class LogMirror:
         self._end = state.end_offset
         self._epochs: list[Epoch] = []
         self._starts: list[Offset] = []
-        # Bumped on every change, so that a reader can tell cheaply that nothing changed.
+        # Bumped by append and truncate, so that a reader can tell cheaply that nothing changed.
         self.version = 0
         for epoch, start in state.epochs:
             if start < state.end_offset:
@@ -71,7 +71,6 @@ class LogMirror:
             return
         self._epochs.append(epoch)
         self._starts.append(start)
-        self.version += 1
 
     def append(self, batches: list[tuple[Epoch, Offset]], next_offset: Offset) -> None:
         """Record appended batches given as (epoch, base offset), ending before next_offset."""
