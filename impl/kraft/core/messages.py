@@ -33,6 +33,8 @@ class VoteRequest:
     last_end_offset: Offset
     # KIP-853: the replica the candidate believes it is asking; a mismatch is rejected.
     voter: ReplicaKey | None = None
+    # KIP-996: a pre-vote asks "would you vote for me?" and changes no epoch or vote anywhere.
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True, slots=True)
