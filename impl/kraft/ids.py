@@ -13,6 +13,11 @@ ClusterId = NewType("ClusterId", str)
 # KIP-856 names it the storage UUID; Apache Kafka's KIP-853 calls it the directory id.
 DirectoryId = NewType("DirectoryId", uuid.UUID)
 
+# The wire and quorum-state carry epochs and node ids as int32, offsets as int64.
+MAX_EPOCH = Epoch(2**31 - 1)
+MAX_NODE_ID = NodeId(2**31 - 1)
+MAX_OFFSET = Offset(2**63 - 2)  # an end offset one past the last record must fit too
+
 NO_NODE = NodeId(-1)
 NO_EPOCH = Epoch(-1)
 # Kafka encodes "no directory id" as the all-zero UUID.

@@ -22,7 +22,15 @@ from pathlib import Path
 from kraft.core.effects import ElectionState
 from kraft.durable import atomic_write
 from kraft.errors import KraftError
-from kraft.ids import NO_DIRECTORY, DirectoryId, Epoch, NodeId, ReplicaKey
+from kraft.ids import (
+    MAX_EPOCH,
+    MAX_NODE_ID,
+    NO_DIRECTORY,
+    DirectoryId,
+    Epoch,
+    NodeId,
+    ReplicaKey,
+)
 
 FILE_NAME = "quorum-state"
 DATA_VERSION = "data_version"
@@ -57,7 +65,11 @@ def encode_quorum_state(
     cluster_id: str = "",
     voters: Iterable[NodeId] = (),
 ) -> str:
-    """The one-line JSON Kafka writes for `state` (no trailing newline)."""
+    """The one-line JSON Kafka writes for `state` (no trailing newline).
+
+    A state outside what Kafka can read back (int32 epoch and ids) raises QuorumStateError, so
+    that it is never written: a node must always be able to start from its own file."""
+    _check_bounds(state)
     leader = _NONE if state.leader_id is None else int(state.leader_id)
     voted = _NONE if state.voted_for is None else int(state.voted_for.id)
     doc: dict[str, object]
@@ -82,6 +94,13 @@ def encode_quorum_state(
         raise ValueError(f"quorum state version {version} is not supported")
     doc[DATA_VERSION] = version
     return json.dumps(doc, separators=(",", ":"))
+
+
+def _check_bounds(state: ElectionState) -> None:
+    voted = None if state.voted_for is None else state.voted_for.id
+    ids = [i for i in (state.leader_id, voted) if i is not None]
+    if not 0 <= state.epoch <= MAX_EPOCH or any(not 0 <= i <= MAX_NODE_ID for i in ids):
+        raise QuorumStateError(f"election state {state} cannot be stored (int32 epoch and ids)")
 
 
 def _int(doc: dict[str, object], name: str) -> int:
@@ -128,6 +147,8 @@ def decode_quorum_state(text: str) -> ElectionState:
         directory = DirectoryId(decode_uuid(text_id))
     if epoch < 0 or leader < _NONE or voted < _NONE:
         raise QuorumStateError(f"quorum state has negative ids or epoch: {line}")
+    if epoch > MAX_EPOCH or leader > MAX_NODE_ID or voted > MAX_NODE_ID:
+        raise QuorumStateError(f"quorum state has an epoch or id beyond int32: {line}")
     return ElectionState(
         epoch=Epoch(epoch),
         leader_id=None if leader == _NONE else NodeId(leader),

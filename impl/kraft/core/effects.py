@@ -95,6 +95,24 @@ class ShutdownComplete:
     """The replica finished its graceful shutdown; the driver may stop it."""
 
 
+@dataclass(frozen=True, slots=True)
+class MessageRefused:
+    """A message from `src` carried a value this replica must not adopt (kraft.core.bounds);
+    it was answered with INVALID_REQUEST (requests) or dropped (responses). For the log."""
+
+    src: NodeId
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionsExhausted:
+    """This replica holds the largest encodable epoch and so can no longer stand for election
+    (it still votes and follows). For the log: an operator must intervene."""
+
+    epoch: Epoch
+
+
 Effect = (
     PersistElectionState
     | AppendToLog
@@ -106,4 +124,6 @@ Effect = (
     | StateChanged
     | ActionTaken
     | ShutdownComplete
+    | MessageRefused
+    | ElectionsExhausted
 )

@@ -14,14 +14,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kraft.core import quorum_math as qm
+from kraft.core.bounds import out_of_bounds
 from kraft.core.effects import (
     ActionTaken,
     AppendResult,
     AppendToLog,
     Effect,
+    ElectionsExhausted,
     ElectionState,
     FlushLog,
     HighWatermarkMoved,
+    MessageRefused,
     PersistElectionState,
     Send,
     ShutdownComplete,
@@ -51,7 +54,16 @@ from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.ids import (
+    MAX_EPOCH,
+    NO_NODE,
+    ClusterId,
+    Epoch,
+    NodeId,
+    Offset,
+    OffsetAndEpoch,
+    ReplicaKey,
+)
 from kraft.records import (
     CorruptRecordError,
     LeaderChangeMessage,
@@ -491,6 +503,11 @@ class Replica:
 
     def _become_candidate(self) -> None:
         """ElectionTimeout: bump the epoch, vote for ourselves (persisted first), ask for votes."""
+        if self._epoch >= MAX_EPOCH:
+            # No larger epoch can be encoded or persisted: stand no more (still vote, follow).
+            self._election_deadline = self._backoff_until = self._fetch_deadline = None
+            self._out.append(ElectionsExhausted(self._epoch))
+            return
         self._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
         self._transition(C, Epoch(self._epoch + 1))
         self._maybe_become_leader()
@@ -592,6 +609,10 @@ class Replica:
     def _on_receive(self, ev: Receive) -> None:
         msg = ev.message
         src = ev.src
+        problem = out_of_bounds(msg)
+        if problem is not None:
+            self._refuse_out_of_bounds(src, msg, problem)
+            return
         if isinstance(msg, VoteRequest):
             self._handle_vote_request(src, msg)
         elif isinstance(msg, VoteResponse):
@@ -622,6 +643,24 @@ class Replica:
                 ),
             )
         # FetchSnapshotResponse: nothing asks for snapshots yet; ignored.
+
+    def _refuse_out_of_bounds(self, src: NodeId, msg: Message, reason: str) -> None:
+        """Answer a request carrying an unrepresentable value with INVALID_REQUEST, before it
+        touches any state; drop such a response (the request it answers is retried)."""
+        self._out.append(MessageRefused(src, type(msg).__name__, reason))
+        err = ErrorCode.INVALID_REQUEST
+        leader, epoch = self._leader_or_none(), self._epoch
+        if isinstance(msg, VoteRequest):
+            self._send(src, self._vote_response(err, False))
+        elif isinstance(msg, FetchRequest):
+            self._send(src, self._fetch_response(err))
+        elif isinstance(msg, BeginQuorumEpochRequest):
+            self._send(src, BeginQuorumEpochResponse(err, leader, epoch))
+        elif isinstance(msg, EndQuorumEpochRequest):
+            self._send(src, EndQuorumEpochResponse(err, leader, epoch))
+        elif isinstance(msg, FetchSnapshotRequest):
+            unknown = OffsetAndEpoch(Epoch(-1), Offset(-1))
+            self._send(src, FetchSnapshotResponse(err, leader, epoch, unknown, 0, 0))
 
     def _leader_or_none(self) -> NodeId:
         return NO_NODE if self._leader_id is None else self._leader_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import KraftError
-from kraft.ids import Epoch
+from kraft.ids import MAX_EPOCH, Epoch
 
 U = ReplicaState.UNATTACHED
 V = ReplicaState.VOTED
@@ -61,6 +61,8 @@ def check_transition(
     if (old, new) not in TRANSITIONS[is_voter]:
         kind = "voter" if is_voter else "observer"
         raise IllegalTransitionError(f"{kind}: {old.value} -> {new.value} is not allowed")
+    if new_epoch > MAX_EPOCH:
+        raise IllegalTransitionError(f"epoch {new_epoch} cannot be encoded (max {MAX_EPOCH})")
     if new_epoch < old_epoch:
         raise IllegalTransitionError(
             f"{old.value}@{old_epoch} -> {new.value}@{new_epoch}: epoch went backwards"

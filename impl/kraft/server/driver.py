@@ -46,8 +46,10 @@ from kraft.core.effects import (
     AppendResult,
     AppendToLog,
     Effect,
+    ElectionsExhausted,
     FlushLog,
     HighWatermarkMoved,
+    MessageRefused,
     PersistElectionState,
     Send,
     ShutdownComplete,
@@ -272,6 +274,14 @@ class Driver:
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
             elif isinstance(e, ShutdownComplete):
                 self._emit(self._shutdown_done.set)
+            elif isinstance(e, MessageRefused):
+                log.warning("refused a %s from node %d: %s", e.kind, e.src, e.reason)
+            elif isinstance(e, ElectionsExhausted):
+                log.error(
+                    "epoch %d is the largest that can be encoded: this node can no longer "
+                    "stand for election (it still votes and follows)",
+                    e.epoch,
+                )
             # ActionTaken: only for traces.
 
     # ------------------------------------------------------------------ client appends
