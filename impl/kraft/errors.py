@@ -15,6 +15,8 @@ class ErrorCode(IntEnum):
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
     UNSUPPORTED_VERSION = 35
+    # Kafka's answer when the log cannot be read (a damaged segment).
+    KAFKA_STORAGE_ERROR = 56
     INVALID_REQUEST = 42
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75

@@ -45,6 +45,7 @@ from kraft.records import (
     CorruptRecordError,
     encode_batch,
     encode_control_batch,
+    iter_batches,
     parse_batch_header,
     verify_crc,
 )
@@ -181,7 +182,7 @@ class ReplicatedLog(Protocol):
         self, record: ControlRecord, epoch: Epoch, *, timestamp_ms: int
     ) -> AppendInfo: ...
     def append_as_follower(self, data: bytes | memoryview) -> AppendInfo: ...
-    def read(self, offset: Offset, max_bytes: int) -> LogReadResult: ...
+    def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult: ...
     def truncate_to(self, offset: Offset) -> None: ...
     def truncate_fully_and_start_at(self, offset: Offset) -> None: ...
     def advance_start_offset(self, offset: Offset) -> None: ...
@@ -264,6 +265,17 @@ def info_of(batches: Sequence[ValidatedBatch]) -> AppendInfo:
 
 
 # --------------------------------------------------------------------------- segments
+
+
+def verify_batches(data: memoryview | bytes, path: Path, position: int) -> None:
+    """Check every batch of `data` (read from `path` at byte `position`): CorruptLogError at
+    the first one whose header or CRC is bad."""
+    good = 0
+    try:
+        for pos, header in iter_batches(data):
+            good = pos + header.length + LOG_OVERHEAD
+    except CorruptRecordError as e:
+        raise CorruptLogError(path, position + good, f"batch fails validation: {e}") from None
 
 
 def segment_name(base_offset: int) -> str:
@@ -791,17 +803,28 @@ class SegmentedLog:
             seg = self._segments[i]
         return seg
 
-    def read(self, offset: Offset, max_bytes: int) -> LogReadResult:
+    def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult:
         """Whole batches from the one holding `offset`, as a zero-copy view of the mmapped file.
 
-        The view is valid until the log is truncated or closed.
+        The view is valid until the log is truncated or closed. With `verify`, every batch read
+        is checked (header and CRC) first: a damaged batch raises CorruptLogError naming the
+        segment file and the byte position, so that nobody is ever served it (only the last
+        segment is fully checked when the log opens; bits rot in older ones too).
         """
         self._check_open()
         seg = self._segment_for(offset)
         if seg is None:
             return LogReadResult(self.end_offset, self.end_offset, memoryview(b""))
-        start, end, first, nxt = seg.locate(offset, max_bytes)
-        return LogReadResult(Offset(first), Offset(nxt), seg.view()[start:end])
+        try:
+            start, end, first, nxt = seg.locate(offset, max_bytes)
+        except (struct.error, IndexError):
+            raise CorruptLogError(
+                seg.path, 0, f"the batch headers leading to offset {offset} are damaged"
+            ) from None
+        data = seg.view()[start:end]
+        if verify:
+            verify_batches(data, seg.path, start)
+        return LogReadResult(Offset(first), Offset(nxt), data)
 
     def read_region(self, offset: Offset, max_bytes: int) -> RegionReadResult:
         """Like `read`, as file regions for os.sendfile (no bytes pass through Python)."""

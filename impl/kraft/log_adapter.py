@@ -10,15 +10,20 @@ from kraft.log import ReplicatedLog
 
 class BatchReader:
     """The core's LogReader over any ReplicatedLog: whole batches from `offset`, as a
-    zero-copy view (of an mmap for the on-disk log: valid until the next truncation)."""
+    zero-copy view (of an mmap for the on-disk log: valid until the next truncation).
 
-    __slots__ = ("_log",)
+    With `verify` (the real node), every batch is checked before it is handed out, and a
+    damaged one raises CorruptLogError (file and position) instead of being served: the node
+    must not lead on a log it cannot serve. The simulator's logs are never damaged."""
 
-    def __init__(self, log: ReplicatedLog) -> None:
+    __slots__ = ("_log", "_verify")
+
+    def __init__(self, log: ReplicatedLog, *, verify: bool = False) -> None:
         self._log = log
+        self._verify = verify
 
     def read(self, offset: Offset, max_bytes: int) -> memoryview:
-        return self._log.read(offset, max_bytes).data
+        return self._log.read(offset, max_bytes, verify=self._verify).data
 
 
 def log_state_of(log: ReplicatedLog) -> LogState:

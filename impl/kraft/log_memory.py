@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from pathlib import Path
 
 from kraft.epoch_cache import LeaderEpochCache
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
@@ -25,6 +26,7 @@ from kraft.log import (
     check_leader_epoch,
     info_of,
     validate_follower_data,
+    verify_batches,
 )
 from kraft.records import ControlRecord, encode_batch, encode_control_batch
 
@@ -120,7 +122,7 @@ class MemoryLog:
 
     # ---- reads
 
-    def read(self, offset: Offset, max_bytes: int) -> LogReadResult:
+    def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult:
         end = self.end_offset
         if offset < self._start or offset > end:
             raise LogOffsetOutOfRangeError(f"offset {offset} outside [{self._start}, {end}]")
@@ -146,6 +148,9 @@ class MemoryLog:
                     for i in range(first, last)
                 )
             )
+        if verify:
+            # Batches were validated on the way in; this is for parity with the on-disk log.
+            verify_batches(view, Path("<memory>"), 0)
         return LogReadResult(Offset(self._bases[first]), Offset(self._nexts[last - 1]), view)
 
     # ---- truncation and start offset

@@ -60,7 +60,7 @@ from kraft.core.events import ClientAppend, Event, Shutdown, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.log import SegmentedLog
+from kraft.log import CorruptLogError, SegmentedLog
 from kraft.quorum_state import write_quorum_state
 from kraft.tracing import TraceFile
 
@@ -134,6 +134,9 @@ class Driver:
         self.high_watermark: Offset | None = None
         self.batches = 0
         self.fsyncs = 0
+        # Set when the log turns out to be unservable; the node stops gracefully, exit 1.
+        self.fatal: CorruptLogError | None = None
+        self.on_fatal: Callable[[], None] = self.stop
 
     @property
     def clock(self) -> Clock:
@@ -221,10 +224,25 @@ class Driver:
             self._step(Tick(now))
 
     def _step(self, event: Event) -> None:
-        effects = self.replica.step(event)
+        try:
+            effects = self.replica.step(event)
+        except CorruptLogError as e:
+            self.unservable(e)
+            return
         if self._trace is not None:
             self._trace.step(event.now_ms, event, effects, self.replica.view())
         self._perform(effects)
+
+    def unservable(self, e: CorruptLogError) -> None:
+        """The log holds a batch that fails validation where it is read for sending. Leading
+        on, every follower would stall at that batch; so resign (EndQuorumEpoch lets the
+        others elect at once) and stop, exit status 1. When the read was inside a step, that
+        step's effects are dropped: at most a high-watermark move goes unannounced, which
+        only delays acknowledgements (nothing is appended or persisted before the read)."""
+        if self.fatal is None:
+            self.fatal = e
+            log.error("cannot serve the log: %s; resigning and stopping this node", e)
+            self.on_fatal()
 
     def _flush(self) -> None:
         self.log.flush()

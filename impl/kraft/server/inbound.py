@@ -38,6 +38,7 @@ from kraft.core.messages import (
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset
+from kraft.log import CorruptLogError
 from kraft.protocol import (
     METADATA_PARTITION,
     METADATA_TOPIC_NAME,
@@ -316,8 +317,12 @@ class RequestServer:
         if req.fetch_offset < lso or req.fetch_offset > drv.log.end_offset:
             err = ErrorCode.OFFSET_OUT_OF_RANGE
         elif hwm is not None and req.fetch_offset < hwm:
-            got = drv.log.read(req.fetch_offset, max(req.max_bytes, 1)).data
-            data = got[: _committed_prefix(got, hwm)]
+            try:
+                got = drv.log.read(req.fetch_offset, max(req.max_bytes, 1), verify=True).data
+                data = got[: _committed_prefix(got, hwm)]
+            except CorruptLogError as e:
+                err = ErrorCode.KAFKA_STORAGE_ERROR
+                drv.unservable(e)
         resp = FetchResponse(
             error=err,
             leader_id=NO_NODE if view.leader_id is None else view.leader_id,

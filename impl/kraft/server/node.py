@@ -174,7 +174,7 @@ class Node:
             ),
             election_state=election,
             log_state=log_state_of(log_),
-            reader=BatchReader(log_),
+            reader=BatchReader(log_, verify=True),
             rng=random.Random(os.urandom(16)),
             now_ms=now,
         )
@@ -225,6 +225,7 @@ class Node:
             *node.address,
             "none" if election is None else election,
         )
+        driver.on_fatal = node.request_stop
         driver.start()
         node._task = asyncio.create_task(driver.run())
         return node
@@ -294,5 +295,10 @@ async def _run_node(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)
     await node.run_until_stopped()
+    if node.driver.fatal is not None:
+        log.error(
+            "node %d stopped: its log cannot be served: %s", config.node_id, node.driver.fatal
+        )
+        return 1
     log.info("node %d stopped", config.node_id)
     return 0
