@@ -56,6 +56,9 @@ class FlushLog:
 class Send:
     dst: NodeId
     message: Message
+    # For a response: the `reply_to` token of the request it answers (None in the simulator).
+    # The node routes the answer by it, never by the node id the request claimed.
+    reply_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,9 @@ class Receive:
     src: NodeId
     message: Message
     in_reply_to: Request | None = None
+    # For a request: an opaque token the driver chose (its connection and correlation id);
+    # the core hands it back on the Send that answers this request, however much later.
+    reply_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

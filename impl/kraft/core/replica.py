@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -89,6 +90,13 @@ F = ReplicaState.FOLLOWER
 R = ReplicaState.RESIGNED
 
 LEADER_CHANGE_VERSION = 0
+_RESPONSES = (
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +158,8 @@ class _LeaderData:
     observers: dict[ReplicaKey, _Peer] = field(default_factory=dict)
     endorsed: set[NodeId] = field(default_factory=set)
     # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
-    parked: list[tuple[NodeId, FetchRequest, int]] = field(default_factory=list)
+    # (sender, request, deadline, reply token)
+    parked: list[tuple[NodeId, FetchRequest, int, int | None]] = field(default_factory=list)
     complete_parked_at: int | None = None
     # Client appends lingering for append_linger_ms, written together as one batch.
     lingering: list[tuple[int, tuple[bytes, ...]]] = field(default_factory=list)
@@ -206,6 +215,8 @@ class Replica:
         self._end_pending: set[NodeId] = set()
         self._view: ReplicaView | None = None
         self._view_key: tuple[object, ...] = ()
+        # The reply token of the request being answered (Receive.reply_to), for Send.
+        self._reply_to: int | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -285,7 +296,7 @@ class Replica:
             for t in (ld.complete_parked_at, ld.linger_until):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
-            for _, _, t in ld.parked:
+            for _, _, t, _ in ld.parked:
                 if soonest is None or t < soonest:
                     soonest = t
         if soonest is None:
@@ -396,8 +407,8 @@ class Replica:
         for request_id, _ in lingering:
             self._refuse_append(request_id)
         # Fetches held by a leader that stepped down get the new epoch and leader at once.
-        for src, req, _ in parked:
-            self._handle_fetch_request(src, req)
+        for src, req, _, token in parked:
+            self._answering(token, self._handle_fetch_request, src, req)
 
     def _enter(
         self,
@@ -466,7 +477,7 @@ class Replica:
             if ld.complete_parked_at is not None and ld.complete_parked_at <= now:
                 ld.complete_parked_at = None
                 self._complete_parked(all_of_them=True)
-            elif any(d <= now for _, _, d in ld.parked):
+            elif any(d <= now for _, _, d, _ in ld.parked):
                 self._complete_parked(all_of_them=False)
         if self._fetch_in_flight_until is not None and self._fetch_in_flight_until <= now:
             self._fetch_in_flight_until = None
@@ -515,7 +526,18 @@ class Replica:
     # ------------------------------------------------------------------ sending
 
     def _send(self, dst: NodeId, msg: Message) -> None:
-        self._out.append(Send(dst, msg))
+        reply_to = self._reply_to if isinstance(msg, _RESPONSES) else None
+        self._out.append(Send(dst, msg, reply_to))
+
+    def _answering(
+        self, token: int | None, handle: Callable[..., None], *args: object, **kw: bool
+    ) -> None:
+        """Handle a held request again, its answer routed by the token it arrived with."""
+        outer, self._reply_to = self._reply_to, token
+        try:
+            handle(*args, **kw)
+        finally:
+            self._reply_to = outer
 
     def _send_due(self) -> None:
         now = self._now
@@ -607,6 +629,13 @@ class Replica:
     # ------------------------------------------------------------------ receiving
 
     def _on_receive(self, ev: Receive) -> None:
+        self._reply_to = ev.reply_to
+        try:
+            self._dispatch(ev)
+        finally:
+            self._reply_to = None
+
+    def _dispatch(self, ev: Receive) -> None:
         msg = ev.message
         src = ev.src
         problem = out_of_bounds(msg)
@@ -958,7 +987,7 @@ class Replica:
             self._send(src, self._fetch_response(ErrorCode.NONE, records=data))
         elif park and req.max_wait_ms > 0 and self._hwm == hwm_before:
             # Nothing new for the fetcher (a HWM it moved itself is news: answer at once).
-            ld.parked.append((src, req, self._now + req.max_wait_ms))
+            ld.parked.append((src, req, self._now + req.max_wait_ms, self._reply_to))
         else:
             self._send(src, self._fetch_response(ErrorCode.NONE))
 
@@ -1018,8 +1047,8 @@ class Replica:
         now = self._now
         due = [p for p in ld.parked if all_of_them or p[2] <= now]
         ld.parked = [p for p in ld.parked if p not in due]
-        for src, req, _ in due:
-            self._handle_fetch_request(src, req, park=False)
+        for src, req, _, token in due:
+            self._answering(token, self._handle_fetch_request, src, req, park=False)
 
     # --- Fetch (follower / observer side)
 

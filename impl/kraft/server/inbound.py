@@ -4,9 +4,11 @@
 - DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER).
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
   released high watermark, as Kafka serves consumers; the core never sees it.
-- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot: a Receive event. The core's
-  answer is a Send(dst=sender, response); `prepare_response` matches it to the oldest pending
-  request of that API from that sender and replies on its connection with its correlation id.
+- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot: a Receive event carrying a
+  fresh reply token; the core hands the token back on the Send that answers it, and
+  `prepare_response` replies on that request's own connection with its correlation id. The
+  node id a request claims never routes an answer. A connection keeps the replica id its first
+  request claimed: a later request there claiming another id closes it.
 - KraftAppend / KraftNodeInfo (kraft.protocol.client_api): the private client API.
 
 Bad input: an oversized or negative frame size, an undecodable header, an unknown API key or
@@ -18,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import struct
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -91,6 +93,8 @@ class _Connection:
     writer: asyncio.StreamWriter
     peer: str
     closed: bool = False
+    # The replica id the first replica request on this connection claimed.
+    claimed: NodeId | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def write(self, data: bytes) -> None:
@@ -108,6 +112,7 @@ class _Pending:
     conn: _Connection
     correlation_id: int
     version: int
+    api_key: int
 
 
 def _sender(req: Request) -> NodeId:
@@ -127,7 +132,9 @@ class RequestServer:
         self._directory_id = directory_id
         self._driver = driver
         self._clock: Callable[[], int] = driver.clock
-        self._pending: dict[tuple[NodeId, int], deque[_Pending]] = {}
+        # Requests the core has not answered yet, by the reply token given with them.
+        self._pending: dict[int, _Pending] = {}
+        self._tokens = itertools.count(1)
         self._conns: set[_Connection] = set()
         self._server: asyncio.Server | None = None
         self.requests = 0
@@ -177,9 +184,8 @@ class RequestServer:
             self._forget(conn)
 
     def _forget(self, conn: _Connection) -> None:
-        for q in self._pending.values():
-            for p in [p for p in q if p.conn is conn]:
-                q.remove(p)
+        for token in [t for t, p in self._pending.items() if p.conn is conn]:
+            del self._pending[token]
 
     def _refuse(self, conn: _Connection, why: str) -> None:
         log.warning("closing connection from %s: %s", conn.peer, why)
@@ -241,8 +247,14 @@ class RequestServer:
             self._consumer_fetch(conn, version, corr, req)
             return
         src = _sender(req)
-        self._pending.setdefault((src, api_key), deque()).append(_Pending(conn, corr, version))
-        self._driver.submit(Receive(self._clock(), src, req))
+        if conn.claimed is None:
+            conn.claimed = src
+        elif conn.claimed != src:
+            self._refuse(conn, f"a request claims node {src} on node {conn.claimed}'s connection")
+            return
+        token = next(self._tokens)
+        self._pending[token] = _Pending(conn, corr, version, api_key)
+        self._driver.submit(Receive(self._clock(), src, req, reply_to=token))
 
     def _reply(
         self, conn: _Connection, api_key: int, version: int, corr: int, body: MessageDict
@@ -259,11 +271,11 @@ class RequestServer:
         msg = send.message
         assert isinstance(msg, Response)
         api_key = api_key_of(msg)
-        q = self._pending.get((send.dst, api_key))
-        if not q:
-            log.debug("no pending %s from node %d to answer", ApiKey(api_key).name, send.dst)
+        p = None if send.reply_to is None else self._pending.pop(send.reply_to, None)
+        if p is None or p.api_key != api_key:
+            # Its connection closed (or a core without the token): nobody to answer.
+            log.debug("no pending %s to answer for node %d", ApiKey(api_key).name, send.dst)
             return _nothing
-        p = q.popleft()
         body = response_to_wire(
             msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)
         )
