@@ -63,6 +63,11 @@ class NodeConfig:
     # waits that long after a client append before stepping, for fewer fsyncs at low load.
     append_linger_ms: int = DEFAULT_APPEND_LINGER_MS
     max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE
+    # Kafka's listener limits: bytes held in partly received requests over all connections,
+    # how long a connection may go without a whole request, how many connections at once.
+    queued_max_request_bytes: int = 64 * 1024 * 1024
+    connections_max_idle_ms: int = 600_000
+    max_connections: int = 4096
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     shutdown_timeout_ms: int = 5000
     trace_path: Path | None = None
@@ -144,10 +149,24 @@ _INT_KEYS: Final[dict[str, str]] = {
     "quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
     "quorum.append.linger.ms": "append_linger_ms",
     "socket.request.max.bytes": "max_frame_bytes",
+    "queued.max.request.bytes": "queued_max_request_bytes",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "max.connections": "max_connections",
     "metadata.log.segment.bytes": "segment_bytes",
     "log.segment.bytes": "segment_bytes",
     "shutdown.timeout.ms": "shutdown_timeout_ms",
 }
+
+
+_POSITIVE: Final = frozenset(
+    {
+        "max_frame_bytes",
+        "segment_bytes",
+        "queued_max_request_bytes",
+        "connections_max_idle_ms",
+        "max_connections",
+    }
+)
 
 
 def _int(props: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
@@ -201,7 +220,7 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         raise ConfigError(f"node {node_id} is not a voter: `listeners` is required")
     ints: dict[str, int] = {}
     for key, attr in _INT_KEYS.items():
-        n = _int(props, key, minimum=1 if attr in ("max_frame_bytes", "segment_bytes") else 0)
+        n = _int(props, key, minimum=1 if attr in _POSITIVE else 0)
         if n is not None:
             ints[attr] = n
     trace = props.get("kraft.trace.file")

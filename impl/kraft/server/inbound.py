@@ -136,6 +136,8 @@ class RequestServer:
         self._pending: dict[int, _Pending] = {}
         self._tokens = itertools.count(1)
         self._conns: set[_Connection] = set()
+        # Bytes of partly received requests, over every connection (queued.max.request.bytes).
+        self._buffered = 0
         self._server: asyncio.Server | None = None
         self.requests = 0
 
@@ -164,14 +166,43 @@ class RequestServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = str(writer.get_extra_info("peername"))
         conn = _Connection(writer, peer)
+        cfg = self._cfg
+        if len(self._conns) >= cfg.max_connections:
+            self._refuse(conn, f"max.connections ({cfg.max_connections}) reached")
+            return
         self._conns.add(conn)
-        decoder = FrameDecoder(self._cfg.max_frame_bytes)
+        decoder = FrameDecoder(cfg.max_frame_bytes)
+        idle_s = cfg.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        # A connection must deliver a whole request within connections.max.idle.ms: this
+        # closes silent ones and those that trickle a request a byte at a time alike.
+        last_request = loop.time()
+        counted = 0  # this connection's share of self._buffered
         try:
             while not conn.closed:
-                chunk = await reader.read(1 << 16)
+                left = last_request + idle_s - loop.time()
+                if left <= 0:
+                    self._refuse(conn, f"no whole request in {cfg.connections_max_idle_ms} ms")
+                    break
+                try:
+                    chunk = await asyncio.wait_for(reader.read(1 << 16), left)
+                except TimeoutError:
+                    continue
                 if not chunk:
                     break
-                for payload in decoder.feed(chunk):
+                frames = decoder.feed(chunk)
+                self._buffered += decoder.buffered - counted
+                counted = decoder.buffered
+                if self._buffered > cfg.queued_max_request_bytes:
+                    self._refuse(
+                        conn,
+                        f"queued.max.request.bytes ({cfg.queued_max_request_bytes}) exceeded by "
+                        "partly received requests",
+                    )
+                    break
+                if frames:
+                    last_request = loop.time()
+                for payload in frames:
                     if not self._on_frame(conn, payload):
                         break
         except ProtocolError as e:
@@ -179,6 +210,7 @@ class RequestServer:
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._buffered -= counted
             conn.close()
             self._conns.discard(conn)
             self._forget(conn)
