@@ -10,6 +10,8 @@ NodeId = NewType("NodeId", int)
 Epoch = NewType("Epoch", int)
 Offset = NewType("Offset", int)
 ClusterId = NewType("ClusterId", str)
+# An idempotent client (Kafka's producer id): it numbers its records, the leader deduplicates.
+ProducerId = NewType("ProducerId", int)
 # KIP-856 names it the storage UUID; Apache Kafka's KIP-853 calls it the directory id.
 DirectoryId = NewType("DirectoryId", uuid.UUID)
 
@@ -19,6 +21,7 @@ MAX_NODE_ID = NodeId(2**31 - 1)
 MAX_OFFSET = Offset(2**63 - 2)  # an end offset one past the last record must fit too
 
 NO_NODE = NodeId(-1)
+NO_PRODUCER = ProducerId(-1)
 NO_EPOCH = Epoch(-1)
 # Kafka encodes "no directory id" as the all-zero UUID.
 NO_DIRECTORY = DirectoryId(uuid.UUID(int=0))
