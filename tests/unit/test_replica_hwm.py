@@ -7,7 +7,7 @@ leader would otherwise get a lower one ("Non-monotonic update of high watermark"
 
 from __future__ import annotations
 
-from replica_harness import CLUSTER, Harness, build_log, key, sent
+from replica_harness import CLUSTER, Harness, build_log, key, sent, stand
 
 from kraft.core.effects import ElectionState
 from kraft.core.events import Tick
@@ -21,14 +21,10 @@ S = ReplicaState
 
 def elect(h: Harness, voters: tuple[int, ...] = (2, 3)) -> None:
     """Drive node 1 through its election (pre-vote and vote) by granting every request."""
-    h.tick()
-    for _ in range(4):
-        if h.view.state is S.LEADER:
-            return
-        epoch = h.view.epoch
-        for v in voters:
-            if h.view.state in (S.PROSPECTIVE, S.CANDIDATE):
-                h.recv(v, VoteResponse(ErrorCode.NONE, NodeId(-1), epoch, True))
+    stand(h)
+    for v in voters:
+        if h.view.state is S.CANDIDATE:
+            h.recv(v, VoteResponse(ErrorCode.NONE, NodeId(-1), h.view.epoch, True))
     assert h.view.state is S.LEADER
 
 
@@ -52,7 +48,8 @@ def new_leader_with_stale_hwm() -> Harness:
     )
     h.recv(2, FetchResponse(ErrorCode.NONE, NodeId(2), Epoch(2), Offset(3), Offset(0)))
     assert h.view.high_watermark == 3
-    h.step(Tick(h.now + 60_000))  # leader 2 went silent
+    h.now += 60_000
+    h.step(Tick(h.now))  # leader 2 went silent
     elect(h)
     assert h.view.epoch == 3
     return h
