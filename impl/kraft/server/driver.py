@@ -51,6 +51,7 @@ from kraft.core.effects import (
     PersistElectionState,
     Send,
     ShutdownComplete,
+    SnapshotRequired,
     StateChanged,
     TruncateLog,
 )
@@ -272,6 +273,16 @@ class Driver:
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
             elif isinstance(e, ShutdownComplete):
                 self._emit(self._shutdown_done.set)
+            elif isinstance(e, SnapshotRequired):
+                log.warning(
+                    "leader %d answered our Fetch with snapshot %d-%d: its log starts after a"
+                    " snapshot and this replica cannot fetch snapshots yet (KIP-630 is not"
+                    " implemented), so it cannot catch up and will not progress; it keeps"
+                    " fetching slowly to stay in touch with the leader",
+                    e.leader_id,
+                    e.snapshot_id.offset,
+                    e.snapshot_id.epoch,
+                )
             # ActionTaken: only for traces.
 
     # ------------------------------------------------------------------ client appends
