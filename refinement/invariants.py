@@ -32,6 +32,7 @@ EpochCache = tuple[tuple[Epoch, Offset], ...]
 ELECTION_SAFETY = "ElectionSafety"
 EPOCH_MONOTONIC = "EpochMonotonic"
 HIGH_WATERMARK_MONOTONIC = "HighWatermarkMonotonic"
+FETCHED_HIGH_WATERMARK_MONOTONIC = "FetchedHighWatermarkMonotonic"
 MAJORITY_REACHED_HIGH_WATERMARK = "MajorityReachedHighWatermark"
 LOG_MATCHING = "LogMatching"
 COMMITTED_NEVER_LOST = "CommittedNeverLost"
@@ -235,6 +236,43 @@ def high_watermark_monotonic(
                 f"node {new.node_id} exposed HWM {new.high_watermark} after {floor}"
                 f" (state {_state_name(new)}, epoch {new.epoch})",
             )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedHighWatermark:
+    """A Fetch answer as it is delivered: from `src` to `dst`, naming `leader_id` as leader
+    of `leader_epoch`, carrying `high_watermark` (-1: none), successful (`ok`) or not."""
+
+    src: NodeId
+    dst: NodeId
+    leader_id: NodeId
+    leader_epoch: Epoch
+    high_watermark: Offset
+    ok: bool = True
+
+
+def fetched_high_watermark_monotonic(
+    receiver: NodeState, fetched: FetchedHighWatermark
+) -> Violation | None:
+    """No replica receives, in a successful Fetch answer from the leader of its current epoch,
+    a HWM (>= 0) below the HWM it holds. A Kafka follower dies on such an answer ("Non-monotonic
+    update of high watermark"): a new leader must not report a HWM it kept from its follower
+    days before its own epoch's HWM passed it."""
+    if not fetched.ok or fetched.high_watermark < 0 or receiver.state is None:
+        return None
+    if not (
+        receiver.epoch == fetched.leader_epoch
+        and receiver.leader_id == fetched.leader_id == fetched.src
+    ):
+        return None
+    held = receiver.high_watermark
+    if held is not None and fetched.high_watermark < held:
+        return Violation(
+            FETCHED_HIGH_WATERMARK_MONOTONIC,
+            f"node {receiver.node_id} holding HWM {held} got HWM {fetched.high_watermark}"
+            f" from leader {fetched.leader_id} of epoch {fetched.leader_epoch}",
+        )
     return None
 
 

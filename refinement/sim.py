@@ -522,6 +522,21 @@ class Simulator:
         else:
             answering = None
         message = cast(Message, msg)
+        if mtype is FetchResponse and self._check:
+            assert isinstance(msg, FetchResponse)
+            found = inv.fetched_high_watermark_monotonic(
+                dst.snap,
+                inv.FetchedHighWatermark(
+                    NodeId(src_id),
+                    dst.id,
+                    msg.leader_id,
+                    msg.leader_epoch,
+                    msg.high_watermark,
+                    msg.error is ErrorCode.NONE,
+                ),
+            )
+            if found is not None:
+                self._violation(found.name, found.detail)
         event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to))
         self._step(dst, event, answering, src_id, message)
 

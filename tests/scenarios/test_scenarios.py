@@ -55,7 +55,9 @@ def elect(c: Cluster, skip: tuple[int, ...] = ()) -> int:
 
 def test_split_vote_then_a_later_epoch_elects_one_leader() -> None:
     """ "with an even number of voters active, it is possible that a vote ends up split"; the
-    candidates time out, back off and a later epoch elects a single leader."""
+    candidates time out, go back to pre-voting (Prospective) and a later epoch elects a single
+    leader. Both win their pre-votes at the same moment (a Prospective grants a pre-vote), so
+    both stand in epoch 1, where candidates refuse each other."""
     slow = {"election_timeout_ms": 5000}
     c = Cluster(4, seed=3, overrides={3: slow, 4: slow})
     # 3 only hears 1 and 4 only hears 2: each candidate gets two of four votes.
@@ -64,8 +66,9 @@ def test_split_vote_then_a_later_epoch_elects_one_leader() -> None:
     c.now = 1999
     for i in (1, 2):
         c.step(i, Tick(c.now))
-    assert {c.view(i).state for i in (1, 2)} == {S.CANDIDATE}
+    assert {c.view(i).state for i in (1, 2)} == {S.PROSPECTIVE}
     c.run(c.now + 50)
+    assert {(c.view(i).state, c.view(i).epoch) for i in (1, 2)} == {(S.CANDIDATE, 1)}
     assert c.view(3).voted_for is not None and c.view(3).voted_for.id == 1
     assert c.view(4).voted_for is not None and c.view(4).voted_for.id == 2
     assert c.leaders() == []
@@ -83,14 +86,20 @@ def test_zombie_leader_cannot_advance_its_high_watermark() -> None:
     c.run(c.now + 100)
     hwm_before = c.view(old).high_watermark
     assert hwm_before is not None and hwm_before >= 2
+    old_epoch = c.view(old).epoch
     c.isolate(old)
     c.append(old, b"zombie-1")
     c.append(old, b"zombie-2")
-    c.run(c.now + 5000)
-    # the others elected a new leader; the zombie still thinks it leads an older epoch
+    c.run(c.now + 2900)
+    # Within the check-quorum timeout (1.5 fetch timeouts) the zombie still thinks it leads.
     assert c.view(old).state is S.LEADER
+    c.run(c.now + 2100)
+    # The others elected a new leader; the zombie resigned, no Fetch from a majority
+    # (Kafka's check-quorum), and never advanced its HWM.
+    assert (S.RESIGNED, old_epoch) in c.nodes[old].states
+    assert c.view(old).state is not S.LEADER
     new = next(i for i in c.leaders() if i != old)
-    assert c.view(new).epoch > c.view(old).epoch
+    assert c.view(new).epoch > old_epoch
     assert c.view(old).high_watermark == hwm_before
     assert c.view(old).end_offset == hwm_before + 2
     c.append(new, b"real")

@@ -128,6 +128,37 @@ def test_high_watermark_monotonic_allows_unknown_and_a_fresh_incarnation() -> No
     assert inv.high_watermark_monotonic(before, restarted) is None
 
 
+# --------------------------------------------------------------------------- FetchedHWM
+
+
+def fetched(hwm: int, *, src: int = 2, leader: int = 2, epoch: int = 3, ok: bool = True):  # type: ignore[no-untyped-def]
+    return inv.FetchedHighWatermark(
+        NodeId(src), NodeId(1), NodeId(leader), Epoch(epoch), Offset(hwm), ok
+    )
+
+
+def test_fetched_hwm_monotonic_fires_on_a_lower_hwm_from_the_current_leader() -> None:
+    """A follower holding HWM 54 gets 53 from the leader of its epoch: Kafka's follower dies
+    ("Non-monotonic update of high watermark from 54 to 53")."""
+    receiver = node(1, epoch=3, leader=2, hwm=54)
+    v = inv.fetched_high_watermark_monotonic(receiver, fetched(53))
+    assert v is not None and v.name == "FetchedHighWatermarkMonotonic"
+    assert "54" in v.detail and "53" in v.detail
+
+
+def test_fetched_hwm_monotonic_passes_what_a_follower_may_receive() -> None:
+    receiver = node(1, epoch=3, leader=2, hwm=54)
+    check = inv.fetched_high_watermark_monotonic
+    assert check(receiver, fetched(54)) is None
+    assert check(receiver, fetched(60)) is None
+    assert check(receiver, fetched(-1)) is None  # a new leader with no HWM yet
+    assert check(receiver, fetched(53, ok=False)) is None  # an error answer
+    assert check(receiver, fetched(53, epoch=2)) is None  # another epoch's leader
+    assert check(receiver, fetched(53, src=3, leader=3)) is None  # not our leader
+    assert check(node(1, epoch=3, leader=2, hwm=None), fetched(0)) is None
+    assert check(node(1, state=None, epoch=3, leader=2, hwm=54), fetched(53)) is None
+
+
 # --------------------------------------------------------------------------- MajorityReachedHWM
 
 

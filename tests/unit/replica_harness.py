@@ -19,9 +19,11 @@ from kraft.core.effects import (
     TruncateLog,
 )
 from kraft.core.events import Event, Receive, Tick
-from kraft.core.messages import Message, Request
+from kraft.core.messages import Message, Request, VoteResponse
 from kraft.core.replica import Replica, ReplicaConfig
-from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.core.vocabulary import ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset
 
 CLUSTER = ClusterId("unit-cluster")
 T = TypeVar("T")
@@ -85,6 +87,29 @@ class Harness:
         return self.replica.view()
 
 
+def grant(epoch: int, leader: int = NO_NODE) -> VoteResponse:
+    """A granted vote (or pre-vote) answer in `epoch`."""
+    return VoteResponse(ErrorCode.NONE, NodeId(leader), Epoch(epoch), True)
+
+
+def stand(h: Harness) -> list[Effect]:
+    """Make the replica a Candidate: its election (or fetch) timeout makes it Prospective,
+    then the other voters grant its pre-vote one by one until it has a majority. Returns the
+    effects of the step in which it became Candidate (with its Vote requests)."""
+    effects: list[Effect] = []
+    if h.view.state is not ReplicaState.PROSPECTIVE:
+        effects = h.tick()
+    epoch = int(h.view.epoch)
+    me = int(h.view.node_id)
+    for v in h.config.voters:
+        if h.view.state is not ReplicaState.PROSPECTIVE:
+            break
+        if int(v.id) != me:
+            effects = h.recv(int(v.id), grant(epoch))
+    assert h.view.state in (ReplicaState.CANDIDATE, ReplicaState.LEADER), h.view
+    return effects
+
+
 def of(effects: Sequence[Effect], cls: type[T]) -> list[T]:
     return [e for e in effects if isinstance(e, cls)]
 
@@ -109,8 +134,10 @@ __all__ = [
     "MemLog",
     "Offset",
     "build_log",
+    "grant",
     "index",
     "key",
     "of",
     "sent",
+    "stand",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replica_harness import CLUSTER, Harness, key, of, sent
+from replica_harness import CLUSTER, Harness, of, sent
 from test_replica_leader import fetch, leader
 
 from kraft.core.effects import (
@@ -81,17 +81,22 @@ def follower_of_2(node: int = 1, **cfg) -> Harness:
     )
 
 
-def test_first_successor_becomes_candidate_immediately() -> None:
+def test_first_successor_stands_at_once() -> None:
     """ "If the node's priority is highest, it will become candidate immediately instead of
-    waiting for next poll.\" Before collecting votes it updates the quorum-state file."""
+    waiting for next poll." Kafka 4.x sets the first successor's fetch timer to zero: its very
+    next tick is the ElectionTimeout that makes it Prospective (pre-vote first)."""
     h = follower_of_2()
     effects = h.recv(2, end_request((1, 3, 4)))
-    assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 3)
     assert ActionTaken(Action.HANDLE_END_QUORUM_EPOCH_REQUEST) in effects
-    assert h.stored == ElectionState(Epoch(3), None, key(1))
-    assert len(sent(effects, VoteRequest)) == 3
     [(_, resp)] = sent(effects, EndQuorumEpochResponse)
     assert resp.error is ErrorCode.NONE
+    assert h.replica.next_deadline_ms() == h.now
+    effects = h.tick()
+    assert (h.view.state, h.view.epoch) == (S.PROSPECTIVE, 2)
+    assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+    assert h.stored == ElectionState(Epoch(2), NodeId(2), None)  # nothing new persisted
+    assert {r.pre_vote for _, r in sent(effects, VoteRequest)} == {True}
+    assert len(sent(effects, VoteRequest)) == 3
 
 
 def test_later_successors_wait_exponential_backoff() -> None:
@@ -114,7 +119,7 @@ def test_later_successors_wait_exponential_backoff() -> None:
         h.step(Tick(10 + wait - 1))
         assert h.view.state is S.FOLLOWER
         h.step(Tick(10 + wait))
-        assert h.view.state is S.CANDIDATE, n
+        assert h.view.state is S.PROSPECTIVE, n
 
 
 def test_not_in_successors_is_inconsistent_voter_set() -> None:

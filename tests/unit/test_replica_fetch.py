@@ -135,8 +135,9 @@ def test_voter_follower_fetch_timeout_starts_election() -> None:
     h.step(Tick(3998))
     assert h.view.state is S.FOLLOWER
     effects = h.step(Tick(1999 + 2000 + 499))
-    assert h.view.state is S.CANDIDATE and h.view.epoch == 3
+    assert h.view.state is S.PROSPECTIVE and h.view.epoch == 2 and h.view.leader_id == 2
     assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+    assert {r.pre_vote for _, r in sent(effects, VoteRequest)} == {True}
     assert len(sent(effects, VoteRequest)) == 2
 
 
@@ -146,7 +147,7 @@ def _fetch_timeout_of(seed: int) -> int:
     lo, hi = 2000, 2000 + 500
     for t in range(lo - 1, hi + 1):
         h.step(Tick(t))
-        if h.view.state is S.CANDIDATE:
+        if h.view.state is S.PROSPECTIVE:
             return t
     raise AssertionError("no election within the jittered fetch timeout")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replica_harness import CLUSTER, Harness, build_log, key, of, sent
+from replica_harness import CLUSTER, Harness, build_log, key, of, sent, stand
 
 from kraft.core.effects import (
     ActionTaken,
@@ -33,7 +33,7 @@ def leader(voters=(1, 2, 3), log=((1, 2),), epoch: int = 1, **cfg) -> Harness:
     h = Harness(
         voters=voters, log=build_log(list(log)), election=ElectionState(Epoch(epoch)), **cfg
     )
-    h.tick()
+    stand(h)
     for v in voters[1:]:
         if h.view.state is S.CANDIDATE:
             h.recv(v, VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(epoch + 1), True))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replica_harness import Harness, build_log, key, of, sent
+from replica_harness import Harness, build_log, key, of, sent, stand
 
 from kraft.core.effects import ElectionState, PersistElectionState, StateChanged
 from kraft.core.messages import FetchRequest, VoteRequest
@@ -23,8 +23,11 @@ def test_leader_restarts_resigned_in_its_epoch() -> None:
     h = Harness(election=ElectionState(Epoch(4), leader_id=NodeId(1)), log=build_log([(4, 1)]))
     assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.RESIGNED, 4, 1)
     assert not sent(h.start_effects, VoteRequest)
-    h.tick()  # its election timeout: a new election in the next epoch
-    assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 5)
+    h.tick()  # its election timeout: Unattached in the next epoch (Kafka pollResigned)
+    assert (h.view.state, h.view.epoch) == (S.UNATTACHED, 5)
+    assert h.replica.next_deadline_ms() == h.now  # no time left: it stands at once
+    stand(h)
+    assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 6)
 
 
 def test_candidate_restarts_as_candidate_in_the_same_epoch() -> None:

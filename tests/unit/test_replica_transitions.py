@@ -18,7 +18,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.ids import Epoch
 
 S = ReplicaState
-STATES = [s for s in S if s is not S.PROSPECTIVE]
+STATES = list(S)
 
 
 def test_table_is_keyed_by_voter_flag() -> None:
@@ -52,14 +52,43 @@ def test_epoch_never_goes_backwards() -> None:
 
 def test_new_candidacy_and_new_leader_need_a_new_epoch() -> None:
     for old, new in [
-        (S.FOLLOWER, S.CANDIDATE),
-        (S.CANDIDATE, S.CANDIDATE),
+        (S.PROSPECTIVE, S.CANDIDATE),
         (S.FOLLOWER, S.FOLLOWER),
     ]:
         with pytest.raises(IllegalTransitionError):
             check_transition(old, Epoch(5), new, Epoch(5), is_voter=True)
     check_transition(S.CANDIDATE, Epoch(5), S.LEADER, Epoch(5), is_voter=True)
     check_transition(S.LEADER, Epoch(5), S.RESIGNED, Epoch(5), is_voter=True)
+
+
+def test_only_a_prospective_becomes_candidate_and_in_the_next_epoch() -> None:
+    """KIP-996 as Kafka's QuorumState.transitionToCandidate: only Prospective may stand, and
+    a candidate takes exactly the next epoch."""
+    for old in S:
+        if old is not S.PROSPECTIVE:
+            with pytest.raises(IllegalTransitionError):
+                check_transition(old, Epoch(5), S.CANDIDATE, Epoch(6), is_voter=True)
+    check_transition(S.PROSPECTIVE, Epoch(5), S.CANDIDATE, Epoch(6), is_voter=True)
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.PROSPECTIVE, Epoch(5), S.CANDIDATE, Epoch(7), is_voter=True)
+
+
+def test_prospective_is_entered_and_left_in_the_same_epoch() -> None:
+    """Timeouts make Unattached, Voted, Follower and Candidate voters Prospective without an
+    epoch change; a lost pre-vote returns to Unattached, Voted or Follower in that epoch."""
+    for old in (S.UNATTACHED, S.VOTED, S.FOLLOWER, S.CANDIDATE):
+        check_transition(old, Epoch(5), S.PROSPECTIVE, Epoch(5), is_voter=True)
+    for new in (S.UNATTACHED, S.VOTED, S.FOLLOWER, S.PROSPECTIVE):
+        check_transition(S.PROSPECTIVE, Epoch(5), new, Epoch(5), is_voter=True)
+    for old in (S.LEADER, S.RESIGNED):
+        with pytest.raises(IllegalTransitionError):
+            check_transition(old, Epoch(5), S.PROSPECTIVE, Epoch(5), is_voter=True)
+
+
+def test_resigned_leaves_only_for_a_larger_epoch() -> None:
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.RESIGNED, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=True)
+    check_transition(S.RESIGNED, Epoch(5), S.UNATTACHED, Epoch(6), is_voter=True)
 
 
 def test_voter_cannot_forget_a_leader_in_the_same_epoch() -> None:

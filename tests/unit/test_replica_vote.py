@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replica_harness import CLUSTER, Harness, build_log, index, key, of, sent
+from replica_harness import CLUSTER, Harness, build_log, grant, index, key, of, sent, stand
 
 from kraft.core.effects import (
     ActionTaken,
@@ -109,7 +109,7 @@ def test_log_up_to_date_by_last_epoch_then_offset() -> None:
     cases = [((2, 5), True), ((2, 4), False), ((2, 9), True), ((1, 99), False), ((3, 1), True)]
     for (last_epoch, end), granted in cases:
         h = Harness(log=build_log(mine), election=ElectionState(Epoch(2)))
-        resp = answer(h.recv(2, vote(2, 3, last_epoch, end)))
+        resp = answer(h.recv(2, vote(2, 4, last_epoch, end)))
         assert resp.vote_granted is granted, (last_epoch, end)
 
 
@@ -138,8 +138,8 @@ def test_candidate_persists_self_vote_before_vote_requests() -> None:
     will also need to update the quorum-state file as "voting for myself" before sending out
     the vote requests.\""""
     h = Harness(log=build_log([(1, 3)]), election=ElectionState(Epoch(1)))
-    effects = h.tick()
-    assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+    effects = stand(h)
+    assert ActionTaken(Action.BECOME_CANDIDATE) in effects
     persisted = index(effects, lambda e: isinstance(e, PersistElectionState))
     assert effects[persisted] == PersistElectionState(ElectionState(Epoch(2), None, key(1)))
     requests = sent(effects, VoteRequest)
@@ -154,7 +154,7 @@ def test_candidate_persists_self_vote_before_vote_requests() -> None:
 
 
 def become_candidate(h: Harness) -> list:
-    effects = h.tick()
+    effects = stand(h)
     assert h.view.state is S.CANDIDATE
     return effects
 
@@ -196,35 +196,41 @@ def test_vote_response_ignored_when_no_longer_candidate() -> None:
     assert h.view.state is S.FOLLOWER
 
 
-def test_two_voter_candidate_backs_off_at_once_on_rejection() -> None:
-    """ "if there are only two voters and a candidate fails to get a vote from the other voter
-    ... then there is no need to wait for the election timeout. The candidate in this case can
-    immediately step down and backoff.\""""
-    h = Harness(voters=(1, 2), election_backoff_max_ms=300, election_timeout_ms=1000)
+def test_rejected_candidate_stops_asking_and_waits_out_its_election_timer() -> None:
+    """Kafka 4.x (maybeHandleElectionLoss): a candidate that can no longer win (two voters,
+    one refusal) stops sending Vote requests and waits the rest of its election timeout, then
+    becomes Prospective in its epoch. (KIP-595's immediate backoff is not what Kafka ships.)"""
+    h = Harness(voters=(1, 2), election_timeout_ms=1000, request_timeout_ms=100)
     become_candidate(h)
-    t0 = h.now
+    deadline = h.replica.next_deadline_ms()
+    assert deadline - h.now == 100  # the Vote request to node 2 is due again at first
     h.recv(2, VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(1), False))
-    assert 0 < h.replica.next_deadline_ms() - t0 <= 300
+    assert h.view.state is S.CANDIDATE
+    election_end = h.replica.next_deadline_ms()
+    assert 1000 <= election_end - h.now < 2000  # no resend: only the election timer is left
     effects = h.tick()
-    assert h.view.state is S.CANDIDATE and h.view.epoch == 2
+    assert h.now == election_end
+    assert (h.view.state, h.view.epoch) == (S.PROSPECTIVE, 1)
     assert ActionTaken(Action.ELECTION_TIMEOUT) in effects
+    [(_, pre)] = sent(effects, VoteRequest)
+    assert pre.pre_vote and pre.candidate_epoch == 1
 
 
-def test_failed_election_bumps_epoch_after_jittered_backoff() -> None:
-    """ "if a voter fails to get a majority of votes before quorum.election.timeout.ms, then
-    the vote is deemed to have failed, which will cause the candidate to bump the epoch, step
-    down, and backoff\""""
+def test_failed_election_goes_prospective_then_bumps_epoch() -> None:
+    """A candidate without a majority by its (randomized) election timeout becomes
+    Prospective in its epoch (Kafka pollCandidate), and stands again in the next epoch only
+    with a majority of pre-votes."""
     waits = set()
     for seed in range(20):
-        h = Harness(seed=seed, election_backoff_max_ms=500)
+        h = Harness(seed=seed, election_timeout_ms=1000, request_timeout_ms=5000)
         become_candidate(h)
-        h.tick()  # election timeout: start backing off, no new requests
-        assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 1)
-        backoff = h.replica.next_deadline_ms() - h.now
-        assert 0 < backoff <= 500
-        waits.add(backoff)
-        effects = h.tick()
-        assert h.view.epoch == 2
+        t0 = h.now
+        h.tick()  # election timeout
+        assert (h.view.state, h.view.epoch) == (S.PROSPECTIVE, 1)
+        waits.add(h.now - t0)
+        assert 1000 <= h.now - t0 < 2000
+        effects = h.recv(2, grant(1))
+        assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 2)
         assert len(sent(effects, VoteRequest)) == 2
     assert len(waits) > 5
 

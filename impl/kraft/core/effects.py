@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from kraft.core.messages import Message, Records
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,16 @@ class ActionTaken:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotRequired:
+    """The leader's log starts after a snapshot (its Fetch answer named `snapshot_id`): this
+    replica cannot catch up from the log and, until KIP-630 snapshot fetching exists, cannot
+    progress. Emitted once per distinct snapshot id; the replica keeps fetching slowly."""
+
+    leader_id: NodeId
+    snapshot_id: OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
 class ShutdownComplete:
     """The replica finished its graceful shutdown; the driver may stop it."""
 
@@ -126,6 +136,7 @@ Effect = (
     | AppendResult
     | StateChanged
     | ActionTaken
+    | SnapshotRequired
     | ShutdownComplete
     | MessageRefused
     | ElectionsExhausted

@@ -12,7 +12,7 @@ import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from kraft.core import quorum_math as qm
 from kraft.core.bounds import out_of_bounds
@@ -29,6 +29,7 @@ from kraft.core.effects import (
     PersistElectionState,
     Send,
     ShutdownComplete,
+    SnapshotRequired,
     StateChanged,
     TruncateLog,
 )
@@ -88,6 +89,7 @@ C = ReplicaState.CANDIDATE
 L = ReplicaState.LEADER
 F = ReplicaState.FOLLOWER
 R = ReplicaState.RESIGNED
+P = ReplicaState.PROSPECTIVE
 
 LEADER_CHANGE_VERSION = 0
 _RESPONSES = (
@@ -97,6 +99,13 @@ _RESPONSES = (
     FetchResponse,
     FetchSnapshotResponse,
 )
+# Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR: a leader that has not heard a Fetch from a
+# majority of voters (itself included) within fetch timeout x 1.5 resigns.
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+# A follower told to fetch a snapshot (not implemented yet) fetches again only after this many
+# retry backoffs, capped at half a fetch timeout so that it still hears of a new leader well
+# within the fetch timeout and never times out a live leader.
+SNAPSHOT_REFETCH_RETRIES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +164,13 @@ class _LeaderData:
     epoch_start: Offset
     granting: tuple[NodeId, ...]
     voters: dict[NodeId, _Peer]
+    # The HWM of this epoch, the one Fetch and DescribeQuorum report: None until a majority
+    # reached past epoch_start (Kafka's LeaderState.highWatermark starts empty).
+    hwm: Offset | None = None
+    # Check-quorum (Kafka LeaderState): voters heard from since the timer last restarted, and
+    # when the timer runs out (None: a single-voter quorum never resigns for want of fetches).
+    fetched: set[NodeId] = field(default_factory=set)
+    check_quorum_at: int | None = None
     observers: dict[ReplicaKey, _Peer] = field(default_factory=dict)
     endorsed: set[NodeId] = field(default_factory=set)
     # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
@@ -167,6 +183,11 @@ class _LeaderData:
 
 
 class Replica:
+    # KIP-996 pre-vote is always on. Tests may switch it off (monkeypatch) to show what it
+    # prevents; with it off a Prospective skips the pre-vote and stands at once, as Kafka does
+    # when a voter does not support pre-vote. Not part of any configuration.
+    pre_vote_enabled: ClassVar[bool] = True
+
     def __init__(
         self,
         config: ReplicaConfig,
@@ -197,8 +218,7 @@ class Replica:
         self._hwm: Offset | None = None
 
         # Timers: absolute times, None when not running.
-        self._election_deadline: int | None = None  # -> Candidate (voters)
-        self._backoff_until: int | None = None  # candidate backing off after a lost election
+        self._election_deadline: int | None = None  # -> Prospective (voters)
         self._fetch_deadline: int | None = None  # follower: leader silent too long
         self._fetch_send_at: int | None = None  # when to send the next Fetch
         self._fetch_in_flight_until: int | None = None  # resend if unanswered by then
@@ -208,6 +228,11 @@ class Replica:
         self._rejected: set[NodeId] = set()
         self._leader: _LeaderData | None = None
         self._discovery_next = 0
+        # Follower: a successful Fetch answer from the leader came in this epoch (Kafka's
+        # FollowerState.hasFetchedFromLeader); until then the follower may grant pre-votes.
+        self._has_fetched = False
+        # The last snapshot id a leader asked us to fetch (reported once per id).
+        self._snapshot_reported: OffsetAndEpoch | None = None
 
         self._shutting_down = False
         self._shutdown_done = False
@@ -251,7 +276,7 @@ class Replica:
             self._enter(U, es.epoch)
         self._out.append(StateChanged(U, self._state, self._epoch))
         if self._state is C:
-            self._maybe_become_leader()
+            self._maybe_win_election()
         self._send_due()
         return self._take()
 
@@ -279,7 +304,6 @@ class Replica:
         soonest: int | None = None
         for t in (
             self._election_deadline,
-            self._backoff_until,
             self._fetch_deadline,
             self._fetch_send_at,
             self._fetch_in_flight_until,
@@ -287,13 +311,13 @@ class Replica:
         ):
             if t is not None and (soonest is None or t < soonest):
                 soonest = t
-        if self._backoff_until is None and self._retry:
+        if self._retry:
             t = min(self._retry.values())
             if soonest is None or t < soonest:
                 soonest = t
         ld = self._leader
         if ld is not None:
-            for t in (ld.complete_parked_at, ld.linger_until):
+            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
             for _, _, t, _ in ld.parked:
@@ -352,7 +376,7 @@ class Replica:
         return QuorumDescription(
             leader_id=self._me.id,
             leader_epoch=self._epoch,
-            high_watermark=self._hwm,
+            high_watermark=ld.hwm,
             voters=tuple(voters),
             observers=tuple(desc(p) for p in ld.observers.values()),
         )
@@ -392,7 +416,8 @@ class Replica:
         leader: NodeId | None = None,
         voted: ReplicaKey | None = None,
     ) -> None:
-        """Move to `new` in `epoch` per the transition table; persist before any later Send."""
+        """Move to `new` in `epoch` per the transition table; persist before any later Send.
+        Entering Prospective persists nothing (Kafka: nothing stored changes)."""
         old, old_epoch = self._state, self._epoch
         check_transition(old, old_epoch, new, epoch, is_voter=self.is_voter)
         if new in (F, L, R):
@@ -402,13 +427,29 @@ class Replica:
         parked = self._leader.parked if self._leader is not None else []
         lingering = self._leader.lingering if self._leader is not None else []
         self._enter(new, epoch, leader=leader, voted=voted)
-        self._persist()
+        if new is not P or old is P:
+            self._persist()
         self._out.append(StateChanged(old, new, epoch))
         for request_id, _ in lingering:
             self._refuse_append(request_id)
         # Fetches held by a leader that stepped down get the new epoch and leader at once.
         for src, req, _, token in parked:
             self._answering(token, self._handle_fetch_request, src, req)
+
+    def _keeps_election_timer(self, new: ReplicaState) -> bool:
+        """Kafka's transitionToUnattached: moving to Unattached (or back to Voted) keeps the
+        time left on the election timer when coming from Unattached, Voted, Candidate,
+        Resigned, or a Prospective whose pre-vote a majority did not reject; so a candidate
+        with a stale log bumping epochs cannot keep postponing everyone else's election.
+        Casting a vote restarts the timer (Kafka: the candidate has at least our chances)."""
+        old = self._state
+        if not self._started or new not in (U, V) or self._election_deadline is None:
+            return False
+        if old is U and new is V:
+            return False  # a vote granted
+        if old is P:
+            return not self._voters.cannot_reach_majority(self._rejected)
+        return old in (U, V, C, R)
 
     def _enter(
         self,
@@ -421,32 +462,28 @@ class Replica:
         """Set the state's fields and start its timers (no checks, no effects)."""
         now = self._now
         granted = self._granted
-        # As Kafka: a candidate or an unattached/voted voter moving to Unattached in a new
-        # epoch keeps the time left on its election timer, so a candidate with a stale log
-        # bumping epochs cannot keep postponing everyone else's election.
-        kept = self._election_deadline
-        if self._state is C and kept is None:
-            kept = self._backoff_until
-        if not (self._started and self._state in (U, V, C)):
-            kept = None
+        kept = self._election_deadline if self._keeps_election_timer(new) else None
         self._state, self._epoch = new, epoch
         self._leader_id, self._voted_for = leader, voted
-        self._election_deadline = self._backoff_until = self._fetch_deadline = None
+        self._election_deadline = self._fetch_deadline = None
         self._fetch_send_at = self._fetch_in_flight_until = None
         self._retry = {}
         self._granted, self._rejected = set(), set()
         self._leader = None
+        self._has_fetched = False
         others = [v.id for v in self._voters if v.id != self._me.id]
         if new in (U, V):
             if self.is_voter:
-                if new is U and kept is not None:
+                if kept is not None:
                     self._election_deadline = kept
                 else:
                     self._election_deadline = now + self._random_election_timeout()
             else:
                 self._fetch_send_at = now  # an observer looks for the leader
-        elif new is C:
-            self._voted_for = self._me
+        elif new in (P, C):
+            # Both ask every other voter (pre-votes, then votes) and count themselves.
+            if new is C:
+                self._voted_for = self._me
             self._granted = {self._me.id}
             self._election_deadline = now + self._random_election_timeout()
             self._retry = dict.fromkeys(others, now)
@@ -455,10 +492,13 @@ class Replica:
             self._fetch_send_at = now
         elif new is L:
             self._leader_id = self._me.id
+            single = self.is_voter and len(self._voters) == 1
+            check_ms = int(self._cfg.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
             self._leader = _LeaderData(
                 epoch_start=self._log.end_offset,
                 granting=tuple(sorted(granted)),
                 voters={v.id: _Peer(v) for v in self._voters if v.id != self._me.id},
+                check_quorum_at=None if single else now + check_ms,
             )
             self._retry = dict.fromkeys(others, now)
         elif new is R:
@@ -479,49 +519,75 @@ class Replica:
                 self._complete_parked(all_of_them=True)
             elif any(d <= now for _, _, d, _ in ld.parked):
                 self._complete_parked(all_of_them=False)
+            if (
+                self._state is L
+                and ld.check_quorum_at is not None
+                and ld.check_quorum_at <= now
+                and not self._shutting_down
+            ):
+                # Check-quorum (Kafka pollLeader): no Fetch from a majority in time.
+                self._resign()
+                return
         if self._fetch_in_flight_until is not None and self._fetch_in_flight_until <= now:
             self._fetch_in_flight_until = None
             self._fetch_send_at = now
-        if st is C and self._backoff_until is not None:
-            if self._backoff_until <= now:
-                self._become_candidate()
-        elif st is C and self._election_deadline is not None:
-            if self._election_deadline <= now:
-                self._start_backoff()
-        elif st in (U, V, R) and self._election_deadline is not None:
+        if st in (U, V, P, C, R) and self._election_deadline is not None:
             if self._election_deadline <= now:
                 if self._shutting_down:
                     self._election_deadline = None  # a replica on its way out stands for nothing
                 else:
-                    self._become_candidate()
+                    self._election_timeout()
         elif st is F and self._fetch_deadline is not None and self._fetch_deadline <= now:
             if self.is_voter:
                 if self._shutting_down:
                     self._fetch_deadline = None
                 else:
-                    self._become_candidate()
+                    self._election_timeout()
             else:
                 # An observer forgets the silent leader and rediscovers (KIP-595 observers).
                 self._transition(U, self._epoch)
         if self._shutdown_deadline is not None and self._shutdown_deadline <= now:
             self._end_pending.clear()
 
-    def _start_backoff(self) -> None:
-        """A lost or timed-out election: wait a random backoff, then retry in a new epoch."""
-        self._election_deadline = None
-        lo, hi = qm.election_backoff_bounds(PY, self._cfg.election_backoff_max_ms)
-        self._backoff_until = self._now + self._rng.randint(lo, hi)
-
-    def _become_candidate(self) -> None:
-        """ElectionTimeout: bump the epoch, vote for ourselves (persisted first), ask for votes."""
-        if self._epoch >= MAX_EPOCH:
+    def _election_timeout(self) -> None:
+        """ElectionTimeout (Kafka 4.x poll*): Unattached, Voted, Follower (fetch timer) and
+        Candidate become Prospective in their epoch; a Prospective that got no majority in time
+        goes back; Resigned moves to Unattached in the next epoch."""
+        st = self._state
+        if st is not P and self._epoch >= MAX_EPOCH:
             # No larger epoch can be encoded or persisted: stand no more (still vote, follow).
-            self._election_deadline = self._backoff_until = self._fetch_deadline = None
+            self._election_deadline = self._fetch_deadline = None
             self._out.append(ElectionsExhausted(self._epoch))
             return
         self._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
+        if st is P:
+            self._prospective_lost()
+        elif st is R:
+            self._transition(U, Epoch(self._epoch + 1))
+        else:
+            leader = self._leader_id if st is F else None
+            self._transition(P, self._epoch, leader=leader)
+            if not self.pre_vote_enabled:
+                self._become_candidate()
+            else:
+                self._maybe_win_election()
+
+    def _prospective_lost(self) -> None:
+        """A lost or timed-out pre-vote: back to the leader we knew, else to Voted (a vote cast
+        in this epoch) or Unattached, in the same epoch (Kafka
+        prospectiveTransitionAfterElectionLoss)."""
+        if self._leader_id is not None:
+            self._transition(F, self._epoch, leader=self._leader_id)
+        elif self._voted_for is not None:
+            self._transition(V, self._epoch, voted=self._voted_for)
+        else:
+            self._transition(U, self._epoch)
+
+    def _become_candidate(self) -> None:
+        """BecomeCandidate: bump the epoch, vote for ourselves (persisted first), ask for votes."""
+        self._out.append(ActionTaken(Action.BECOME_CANDIDATE))
         self._transition(C, Epoch(self._epoch + 1))
-        self._maybe_become_leader()
+        self._maybe_win_election()
 
     # ------------------------------------------------------------------ sending
 
@@ -542,7 +608,8 @@ class Replica:
     def _send_due(self) -> None:
         now = self._now
         st = self._state
-        if st is C and self._backoff_until is None:
+        if st in (P, C):
+            # The retry map is emptied once a majority rejected: nothing more to ask.
             for dst, at in sorted(self._retry.items()):
                 if at <= now:
                     self._retry[dst] = now + self._cfg.request_timeout_ms
@@ -570,6 +637,8 @@ class Replica:
         return None
 
     def _vote_request(self, dst: NodeId) -> VoteRequest:
+        """A Candidate's vote request carries its new epoch; a Prospective's pre-vote carries
+        its current epoch, unchanged (Kafka buildVoteRequest: quorum.epoch() either way)."""
         return VoteRequest(
             cluster_id=self._cfg.cluster_id,
             candidate=self._me,
@@ -577,6 +646,7 @@ class Replica:
             last_epoch=self._log.last_epoch,
             last_end_offset=self._log.end_offset,
             voter=self._voter_key(dst),
+            pre_vote=self._state is P,
         )
 
     def _send_fetch(self) -> None:
@@ -645,7 +715,7 @@ class Replica:
         if isinstance(msg, VoteRequest):
             self._handle_vote_request(src, msg)
         elif isinstance(msg, VoteResponse):
-            self._handle_vote_response(src, msg)
+            self._handle_vote_response(src, msg, ev.in_reply_to)
         elif isinstance(msg, BeginQuorumEpochRequest):
             self._handle_begin_request(src, msg)
         elif isinstance(msg, BeginQuorumEpochResponse):
@@ -659,6 +729,14 @@ class Replica:
         elif isinstance(msg, FetchResponse):
             self._handle_fetch_response(src, msg, ev.in_reply_to)
         elif isinstance(msg, FetchSnapshotRequest):
+            # A voter fetching a snapshot from us in our epoch counts for check-quorum.
+            if (
+                self._state is L
+                and msg.replica_epoch == self._epoch
+                and self._voters.contains_id(src)
+                and self._request_error(msg.cluster_id) is None
+            ):
+                self._heard_from_voter(src)
             # KIP-630 is not implemented yet: no snapshot can be served.
             self._send(
                 src,
@@ -729,15 +807,22 @@ class Replica:
         return VoteResponse(error, self._leader_or_none(), self._epoch, granted)
 
     def _handle_vote_request(self, src: NodeId, req: VoteRequest) -> None:
-        """HandleVoteRequest, checks in KIP-595's order."""
+        """HandleVoteRequest, checks in Kafka's order (handleVoteRequest). A pre-vote is
+        answered like a vote but never records one."""
         self._out.append(ActionTaken(Action.HANDLE_VOTE_REQUEST))
         err = self._request_error(req.cluster_id)
-        if err is None and (req.last_epoch < 0 or req.last_end_offset < 0):
+        # A candidate bumped its epoch past its log's; a prospective did not (Kafka).
+        if req.pre_vote:
+            bad_epoch = req.last_epoch > req.candidate_epoch
+        else:
+            bad_epoch = req.last_epoch >= req.candidate_epoch
+        if err is None and (req.last_epoch < 0 or req.last_end_offset < 0 or bad_epoch):
             err = ErrorCode.INVALID_REQUEST
         if err is not None:
             self._send(src, self._vote_response(err, False))
             return
-        # 1. A larger epoch is known: reject. A larger candidate epoch moves us to it first.
+        # 1. A larger epoch is known: reject. A larger epoch moves us to it first, for a
+        #    pre-vote too (Kafka: the prospective's epoch is one a leader or candidate reached).
         if req.candidate_epoch < self._epoch:
             self._send(src, self._vote_response(ErrorCode.FENCED_LEADER_EPOCH, False))
             return
@@ -747,48 +832,86 @@ class Replica:
             self._send(src, self._vote_response(ErrorCode.INVALID_VOTER_KEY, False))
             return
         granted = self._can_grant(req)
-        if granted and self._state is U:
-            self._transition(V, self._epoch, voted=req.candidate)  # persisted before the Send
+        if granted and not req.pre_vote and self._voted_for is None:
+            if self._state is U:
+                self._transition(V, self._epoch, voted=req.candidate)  # persisted first
+            elif self._state is P:
+                self._transition(P, self._epoch, voted=req.candidate)  # persisted first
         self._send(src, self._vote_response(ErrorCode.NONE, granted))
 
     def _can_grant(self, req: VoteRequest) -> bool:
-        # 2. One vote per epoch: only the candidate already voted for gets it again.
-        if self._state is V:
-            return self._voted_for is not None and self._same_replica(
-                self._voted_for, req.candidate
-            )
-        if self._state is not U:
-            return False  # a leader, follower, candidate or resigned replica has chosen
-        # 3a. Voter membership.
+        """The granting rules of Kafka's EpochState.canGrantVote, per state."""
+        # Voter membership (KIP-595): the candidate must be a voter and so must we.
         if not self._may_vote_for(req.candidate):
             return False
-        # 3b. The candidate's log is at least as up-to-date: (last epoch, end offset).
+        # The candidate's log is at least as up-to-date: (last epoch, end offset).
         mine = self._log.end
-        return qm.log_up_to_date(PY, req.last_epoch, req.last_end_offset, mine.epoch, mine.offset)
+        up_to_date = qm.log_up_to_date(
+            PY, req.last_epoch, req.last_end_offset, mine.epoch, mine.offset
+        )
+        st = self._state
+        if st in (U, V, P):
+            if req.pre_vote:
+                return up_to_date  # a vote cast in this epoch does not bind a pre-vote
+            # One vote per epoch: only the candidate already voted for gets it again.
+            if self._voted_for is not None:
+                return self._same_replica(self._voted_for, req.candidate)
+            if self._leader_id is not None:
+                return False  # a Prospective that still knows its leader
+            return up_to_date
+        if st is F:
+            # A follower vouches for a pre-vote only until its leader answered a Fetch: a
+            # voter cut off from a live leader cannot disrupt it (KIP-996).
+            return req.pre_vote and not self._has_fetched and up_to_date
+        if st is C:
+            return req.pre_vote and up_to_date
+        return False  # a leader or resigned replica has chosen
 
-    def _handle_vote_response(self, src: NodeId, resp: VoteResponse) -> None:
+    def _handle_vote_response(
+        self, src: NodeId, resp: VoteResponse, in_reply_to: Request | None
+    ) -> None:
         self._out.append(ActionTaken(Action.HANDLE_VOTE_RESPONSE))
+        if resp.error is ErrorCode.UNSUPPORTED_VERSION and self._state is P:
+            # Kafka: a voter that does not know pre-vote; stand for election at once.
+            self._become_candidate()
+            return
         if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
-            if self._state is C and src in self._retry:
+            if self._state in (P, C) and src in self._retry:
                 self._retry[src] = self._now + self._cfg.retry_backoff_ms
             return
         self._learn(resp.leader_id, resp.leader_epoch)
-        if self._state is not C or resp.leader_epoch != self._epoch:
-            return  # no longer a candidate, or an answer from another election
-        self._retry.pop(src, None)
-        if resp.error is not ErrorCode.NONE:
+        st = self._state
+        if st not in (P, C) or resp.leader_epoch != self._epoch:
+            return  # no longer standing, or an answer from another election
+        if isinstance(in_reply_to, VoteRequest) and (
+            in_reply_to.pre_vote != (st is P) or in_reply_to.candidate_epoch != self._epoch
+        ):
+            return  # answers a request of another round (pre-vote vs vote)
+        if resp.error is not ErrorCode.NONE or src in self._granted or src in self._rejected:
+            self._retry.pop(src, None)
             return
+        if src not in self._voters.ids:
+            return
+        self._retry.pop(src, None)
         if resp.vote_granted:
             self._granted.add(src)
-            self._maybe_become_leader()
-        else:
-            self._rejected.add(src)
-            # e.g. two voters: one refusal and the election cannot be won; back off now.
-            if self._backoff_until is None and self._voters.cannot_reach_majority(self._rejected):
-                self._start_backoff()
+            self._maybe_win_election()
+            return
+        self._rejected.add(src)
+        if self._voters.cannot_reach_majority(self._rejected):
+            if st is P:
+                self._prospective_lost()
+            else:
+                # Kafka: a rejected candidate stops asking and waits out its election timer,
+                # then becomes Prospective (e.g. two voters: one refusal decides).
+                self._retry = {}
 
-    def _maybe_become_leader(self) -> None:
-        if self._state is C and self._voters.is_majority(self._granted):
+    def _maybe_win_election(self) -> None:
+        """A majority of pre-votes makes a Prospective a Candidate; a majority of votes makes
+        a Candidate the Leader (a single voter goes all the way in one step)."""
+        if self._state is P and self._voters.is_majority(self._granted):
+            self._become_candidate()
+        elif self._state is C and self._voters.is_majority(self._granted):
             self._become_leader()
 
     def _become_leader(self) -> None:
@@ -867,25 +990,32 @@ class Replica:
         if self._shutting_down:
             return
         self._shutting_down = True
-        ld = self._leader
-        if self._state is not L or ld is None:
+        if self._state is not L or self._leader is None:
             self._end_pending.clear()
             return
+        successors = self._resign()
+        self._end_pending = set(successors)
+        self._shutdown_deadline = self._now + self._cfg.request_timeout_ms
+
+    def _resign(self) -> tuple[NodeId, ...]:
+        """Resign (graceful shutdown, or check-quorum expiry as Kafka's pollLeader): become
+        Resigned in this epoch and send EndQuorumEpoch to the other voters, most caught-up
+        first, so that the best successor stands for election first."""
+        ld = self._leader
+        assert ld is not None
         self._out.append(ActionTaken(Action.RESIGN))
-        # Most caught-up first, so the best successor stands for election first.
         ranked = sorted(
             ld.voters.values(),
             key=lambda p: (-(p.end_offset if p.end_offset is not None else -1), p.key.id),
         )
         successors = tuple(p.key.id for p in ranked)
         self._transition(R, self._epoch, leader=self._me.id)
-        self._end_pending = set(successors)
-        self._shutdown_deadline = self._now + self._cfg.request_timeout_ms
         for dst in successors:
             self._send(
                 dst,
                 EndQuorumEpochRequest(self._cfg.cluster_id, self._me.id, self._epoch, successors),
             )
+        return successors
 
     def _check_shutdown(self) -> None:
         if self._shutting_down and not self._shutdown_done and not self._end_pending:
@@ -910,18 +1040,18 @@ class Replica:
             and req.leader_epoch == self._epoch
             and self._leader_id == req.leader_id
         ):
+            # The fetch timer runs out at once for the first successor (Kafka: its next poll
+            # makes it Prospective), after a backoff for the others.
             n = req.preferred_successors.index(self._me.id)
-            if n == 0:
-                if not self._shutting_down:
-                    self._become_candidate()
-            else:
+            delay = 0
+            if n > 0:
                 # KIP-595: MIN(backoff max, retry backoff * 2^(N-1)) for priority N > 0.
                 delay = qm.successor_backoff_ms(
                     PY, n, self._cfg.retry_backoff_ms, self._cfg.election_backoff_max_ms
                 )
-                deadline = self._now + delay
-                if self._fetch_deadline is None or deadline < self._fetch_deadline:
-                    self._fetch_deadline = deadline
+            deadline = self._now + delay
+            if self._fetch_deadline is None or deadline < self._fetch_deadline:
+                self._fetch_deadline = deadline
         self._send(
             src,
             EndQuorumEpochResponse(err or ErrorCode.NONE, self._leader_or_none(), self._epoch),
@@ -943,11 +1073,16 @@ class Replica:
         diverging: OffsetAndEpoch | None = None,
         records: Records = b"",
     ) -> FetchResponse:
+        # Only a leader answering in its epoch reports a HWM, and only its epoch's HWM: a
+        # follower's HWM it kept from the previous leader may be below what another follower
+        # already holds (Kafka: "Non-monotonic update of high watermark").
+        ld = self._leader
+        hwm = ld.hwm if ld is not None and error is ErrorCode.NONE else None
         return FetchResponse(
             error=error,
             leader_id=self._leader_or_none(),
             leader_epoch=self._epoch,
-            high_watermark=Offset(-1) if self._hwm is None else self._hwm,
+            high_watermark=Offset(-1) if hwm is None else hwm,
             log_start_offset=self._log.start_offset,
             diverging_epoch=diverging,
             records=records,
@@ -978,14 +1113,14 @@ class Replica:
         if ours.epoch != req.last_fetched_epoch or ours.offset < req.fetch_offset:
             self._send(src, self._fetch_response(ErrorCode.NONE, diverging=ours))
             return
-        hwm_before = self._hwm
+        hwm_before = ld.hwm
         self._record_fetch(src, req)
         end = self._log.end_offset
         if req.fetch_offset < end:
             max_bytes = min(req.max_bytes, self._cfg.fetch_max_bytes)
             data = self._reader.read(req.fetch_offset, max_bytes)
             self._send(src, self._fetch_response(ErrorCode.NONE, records=data))
-        elif park and req.max_wait_ms > 0 and self._hwm == hwm_before:
+        elif park and req.max_wait_ms > 0 and ld.hwm == hwm_before:
             # Nothing new for the fetcher (a HWM it moved itself is news: answer at once).
             ld.parked.append((src, req, self._now + req.max_wait_ms, self._reply_to))
         else:
@@ -1002,6 +1137,7 @@ class Replica:
             peer = ld.voters[src]
             peer.key = req.replica
             self._endorse(src)
+            self._heard_from_voter(src)
         else:
             peer = ld.observers.setdefault(req.replica, _Peer(req.replica))
         if req.fetch_offset >= end:
@@ -1014,9 +1150,23 @@ class Replica:
         if src in ld.voters:
             self._maybe_advance_hwm()
 
+    def _heard_from_voter(self, src: NodeId) -> None:
+        """Check-quorum (Kafka LeaderState.updateCheckQuorumForFollowingVoter): once voters
+        making a majority with us have fetched, restart the timer."""
+        ld = self._leader
+        if ld is None or ld.check_quorum_at is None or src == self._me.id:
+            return
+        ld.fetched.add(src)
+        needed = self._voters.majority - (1 if self.is_voter else 0)
+        if len(ld.fetched) >= needed:
+            ld.fetched.clear()
+            check_ms = int(self._cfg.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+            ld.check_quorum_at = self._now + check_ms
+
     def _maybe_advance_hwm(self) -> None:
         """AdvanceHighWatermark: the largest offset a majority of voters reached (our own end
-        included), only past the start of our epoch, never lowered."""
+        included), only past the start of our epoch, never lowered. The epoch's HWM (what
+        Fetch reports) starts then; the replica's own HWM never goes down."""
         ld = self._leader
         if ld is None:
             return
@@ -1027,12 +1177,13 @@ class Replica:
         if len(ends) < k:
             return
         candidate = Offset(qm.high_watermark_fast(ends, k))
-        if candidate <= ld.epoch_start:
+        if candidate <= ld.epoch_start or (ld.hwm is not None and candidate <= ld.hwm):
             return
-        if self._raise_hwm(candidate):
-            self._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
-            if ld.parked:
-                ld.complete_parked_at = self._now
+        ld.hwm = candidate
+        self._raise_hwm(candidate)
+        self._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
+        if ld.parked:
+            ld.complete_parked_at = self._now
 
     def _raise_hwm(self, value: Offset) -> bool:
         if self._hwm is not None and value <= self._hwm:
@@ -1072,16 +1223,37 @@ class Replica:
             self._fetch_in_flight_until = None
             self._fetch_send_at = self._now + self._cfg.retry_backoff_ms
             return
+        if resp.diverging_epoch is None and resp.snapshot_id is not None:
+            self._snapshot_required(src, resp.snapshot_id)
+            return
         if resp.diverging_epoch is not None:
             self._truncate_diverging(resp.diverging_epoch)
         elif len(resp.records) > 0 and not self._append_fetched(resp.records):
             return  # stale or corrupt: wait for the in-flight fetch or its timeout
         # A successful answer from the leader: it is alive.
         self._fetch_deadline = self._now + self._random_fetch_timeout()
+        self._has_fetched = True
         if resp.high_watermark >= 0:
             self._raise_hwm(Offset(min(resp.high_watermark, self._log.end_offset)))
         self._fetch_in_flight_until = None
         self._fetch_send_at = self._now
+
+    def _snapshot_required(self, leader: NodeId, snapshot_id: OffsetAndEpoch) -> None:
+        """The leader's log starts after a snapshot we would have to fetch (KIP-630, not
+        implemented yet). The leader is alive (its answer resets our fetch timer, as Kafka's
+        does), but nothing can be appended, truncated or committed from this answer. Say so
+        once per snapshot id and fetch again only after a long backoff, instead of at once."""
+        self._fetch_deadline = self._now + self._random_fetch_timeout()
+        self._has_fetched = True
+        if self._snapshot_reported != snapshot_id:
+            self._snapshot_reported = snapshot_id
+            self._out.append(SnapshotRequired(leader, snapshot_id))
+        backoff = min(
+            SNAPSHOT_REFETCH_RETRIES * self._cfg.retry_backoff_ms,
+            self._cfg.fetch_timeout_ms // 2,
+        )
+        self._fetch_in_flight_until = None
+        self._fetch_send_at = self._now + max(backoff, 0)
 
     def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         """Truncate to where our log and the leader's agree for that epoch, then refetch."""

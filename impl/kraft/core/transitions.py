@@ -1,4 +1,11 @@
-"""The one transition table of the replica state machine (KIP-595), and its check."""
+"""The one transition table of the replica state machine (KIP-595 with KIP-996 pre-vote, as
+Apache Kafka 4.x's QuorumState allows it), and its check.
+
+A voter's election (or fetch) timeout makes it Prospective in the same epoch; only a
+Prospective that won a majority of pre-votes becomes Candidate (epoch + 1). A Prospective that
+loses goes back to Follower (leader known), Voted (vote cast in this epoch) or Unattached, in
+the same epoch. A Candidate that loses becomes Prospective again in its epoch. A Resigned
+replica leaves for Unattached in a larger epoch."""
 
 from __future__ import annotations
 
@@ -12,16 +19,18 @@ C = ReplicaState.CANDIDATE
 L = ReplicaState.LEADER
 F = ReplicaState.FOLLOWER
 R = ReplicaState.RESIGNED
+P = ReplicaState.PROSPECTIVE
 
 # Allowed (from, to) pairs for a voter; SAME_EPOCH_ALLOWED says which may keep the epoch.
 VOTER_TRANSITIONS: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
     {
-        (U, U), (U, V), (U, C), (U, F),
-        (V, U), (V, C), (V, F),
-        (C, U), (C, C), (C, L), (C, F),
+        (U, U), (U, V), (U, P), (U, F),
+        (V, U), (V, P), (V, F),
+        (P, U), (P, V), (P, P), (P, C), (P, F),
+        (C, U), (C, P), (C, L), (C, F),
         (L, U), (L, F), (L, R),
-        (F, U), (F, F), (F, C),
-        (R, U), (R, F), (R, C),
+        (F, U), (F, F), (F, P),
+        (R, U), (R, F),
     }
 )  # fmt: skip
 
@@ -37,9 +46,20 @@ TRANSITIONS: dict[bool, frozenset[tuple[ReplicaState, ReplicaState]]] = {
 """Keyed by `is_voter`."""
 
 # Transitions that may keep the epoch; every other allowed pair must strictly raise it
-# (a new Candidate always bumps the epoch by one).
+# (a new Candidate bumps the epoch by exactly one, checked below).
+_VOTER_SAME_EPOCH: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
+    {
+        (U, V), (U, P), (U, F),
+        (V, P), (V, F),
+        (P, U), (P, V), (P, P), (P, F),
+        (C, P), (C, L), (C, F),
+        (L, R),
+        (F, P),
+    }
+)  # fmt: skip
+
 SAME_EPOCH_ALLOWED: dict[bool, frozenset[tuple[ReplicaState, ReplicaState]]] = {
-    True: frozenset({(U, V), (U, F), (V, F), (C, L), (C, F), (L, R)}),
+    True: _VOTER_SAME_EPOCH,
     # An observer whose leader stopped answering forgets it and rediscovers (same epoch).
     False: frozenset({(U, F), (F, U)}),
 }
@@ -70,4 +90,8 @@ def check_transition(
     if new_epoch == old_epoch and (old, new) not in SAME_EPOCH_ALLOWED[is_voter]:
         raise IllegalTransitionError(
             f"{old.value}@{old_epoch} -> {new.value}@{new_epoch} needs a larger epoch"
+        )
+    if (old, new) == (P, C) and new_epoch != old_epoch + 1:
+        raise IllegalTransitionError(
+            f"{old.value}@{old_epoch} -> {new.value}@{new_epoch}: a candidate takes the next epoch"
         )

@@ -16,12 +16,17 @@ class ReplicaState(Enum):
     LEADER = "Leader"
     FOLLOWER = "Follower"
     RESIGNED = "Resigned"
-    # Reserved for KIP-996 pre-vote; no transition enters it yet.
+    # KIP-996 pre-vote: a voter asking whether it could win before it bumps the epoch.
     PROSPECTIVE = "Prospective"
 
 
 class Action(Enum):
+    # A voter's election timer (fetch timer for a follower) ran out: Unattached, Voted,
+    # Follower and Candidate become Prospective; Prospective goes back to Follower, Voted or
+    # Unattached; Resigned becomes Unattached in the next epoch (Kafka 4.x).
     ELECTION_TIMEOUT = "ElectionTimeout"
+    # A Prospective won a majority of pre-votes: epoch + 1, vote for itself, ask for votes.
+    BECOME_CANDIDATE = "BecomeCandidate"
     HANDLE_VOTE_REQUEST = "HandleVoteRequest"
     HANDLE_VOTE_RESPONSE = "HandleVoteResponse"
     BECOME_LEADER = "BecomeLeader"

@@ -53,6 +53,7 @@ from kraft.core.effects import (
     PersistElectionState,
     Send,
     ShutdownComplete,
+    SnapshotRequired,
     StateChanged,
     TruncateLog,
 )
@@ -299,6 +300,16 @@ class Driver:
                     "epoch %d is the largest that can be encoded: this node can no longer "
                     "stand for election (it still votes and follows)",
                     e.epoch,
+                )
+            elif isinstance(e, SnapshotRequired):
+                log.warning(
+                    "leader %d answered our Fetch with snapshot %d-%d: its log starts after a"
+                    " snapshot and this replica cannot fetch snapshots yet (KIP-630 is not"
+                    " implemented), so it cannot catch up and will not progress; it keeps"
+                    " fetching slowly to stay in touch with the leader",
+                    e.leader_id,
+                    e.snapshot_id.offset,
+                    e.snapshot_id.epoch,
                 )
             # ActionTaken: only for traces.
 
