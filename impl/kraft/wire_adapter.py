@@ -15,6 +15,7 @@ ids). Fields are filled as Apache Kafka's KRaft fills them (RaftUtil's singleton
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, TypeVar
@@ -92,6 +93,7 @@ __all__ = [
     "request_to_wire",
     "response_from_wire",
     "response_to_wire",
+    "with_voter_set_keys",
 ]
 
 
@@ -748,6 +750,21 @@ def describe_quorum_response(
         ],
         "nodes": [{"node_id": n.node_id, "listeners": _listeners(n.listeners)} for n in nodes],
     }
+
+
+def with_voter_set_keys(
+    description: QuorumDescription, voter_set: Sequence[ReplicaKey]
+) -> QuorumDescription:
+    """The description with each voter named by its key in the voter set, as Kafka's leader
+    reports voters. A static voter set (`controller.quorum.voters`, kraft.version 0) has no
+    directory ids, so Kafka reports the zero id for every voter whatever directory its Fetch
+    carried; observers keep the key they fetched with."""
+    keys = {k.id: k for k in voter_set}
+    voters = tuple(
+        dataclasses.replace(r, replica=keys.get(r.replica.id, r.replica))
+        for r in description.voters
+    )
+    return dataclasses.replace(description, voters=voters)
 
 
 def _replica_description(m: Message) -> ReplicaDescription:

@@ -77,6 +77,7 @@ from kraft.wire_adapter import (
     request_to_wire,
     response_from_wire,
     response_to_wire,
+    with_voter_set_keys,
 )
 
 I32 = st.integers(-(2**31), 2**31 - 1)
@@ -691,3 +692,20 @@ def test_describe_quorum_v2_carries_the_voters_endpoints() -> None:
     assert describe_quorum_nodes_from_wire(2, decoded) == tuple(nodes)
     # Before v2 there is no list to fill.
     assert describe_quorum_nodes_from_wire(1, describe_quorum_response(desc, 1, nodes)) == ()
+
+
+def test_voters_are_reported_by_their_voter_set_key_as_kafka_does() -> None:
+    """A Kafka leader of a static quorum reports every voter with the zero directory id (its
+    voter set, from controller.quorum.voters, has none), even after the voter fetched with
+    its real directory id; an observer keeps the id it fetched with."""
+    fetched = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=9)))
+    voter = ReplicaDescription(fetched, 7, 100, 90)
+    observer = ReplicaDescription(ReplicaKey(NodeId(5), DirectoryId(uuid.UUID(int=8))), 7, 1, 1)
+    desc = QuorumDescription(NodeId(2), Epoch(3), Offset(7), (voter,), (observer,))
+    shown = with_voter_set_keys(desc, [ReplicaKey(NodeId(1)), ReplicaKey(NodeId(2))])
+    assert shown.voters == (dataclasses.replace(voter, replica=ReplicaKey(NodeId(2))),)
+    assert shown.observers == (observer,)
+    wire = describe_quorum_response(shown, 2)
+    assert wire["topics"][0]["partitions"][0]["current_voters"][0]["replica_directory_id"] == (  # type: ignore[index]
+        uuid.UUID(int=0)
+    )

@@ -44,7 +44,7 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset
+from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset, ReplicaKey
 from kraft.protocol import (
     METADATA_PARTITION,
     METADATA_TOPIC_NAME,
@@ -88,6 +88,7 @@ from kraft.wire_adapter import (
     error_response,
     request_from_wire,
     response_to_wire,
+    with_voter_set_keys,
 )
 
 __all__ = ["RequestServer"]
@@ -342,6 +343,8 @@ class RequestServer:
                 ],
             }
         else:
+            voter_set = [ReplicaKey(v.node_id) for v in self._cfg.voters]  # static: no dirs
+            desc = with_voter_set_keys(desc, voter_set)
             answer = describe_quorum_response(desc, version, self._controllers())
         self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
 
