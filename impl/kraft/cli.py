@@ -292,6 +292,19 @@ def _cmd_append(args: argparse.Namespace) -> int:
     if bootstrap is None:
         return 2
     values = [v.encode("utf-8") for v in args.values]
+    for text in args.raw_hex:
+        try:
+            values.append(bytes.fromhex(text))
+        except ValueError:
+            return _fail("append", f"--raw-hex: not hexadecimal: {text!r}", 2)
+    if args.noop < 0:
+        return _fail("append", "--noop must not be negative", 2)
+    if args.noop:
+        from kraft.metadata_records import no_op_record
+
+        values.extend([no_op_record()] * args.noop)
+    if not values:
+        return _fail("append", "nothing to append: give values, --noop N or --raw-hex", 2)
     try:
         ack = asyncio.run(append(bootstrap, values, args.timeout_ms))
     except ClientError as e:
@@ -494,10 +507,26 @@ def _add_node_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "append",
         help="append records; returns once they are committed",
         description="Append the values as one batch through the leader (redirects followed); "
-        "prints the committed offsets.",
+        "prints the committed offsets. Records have a null key. Only a kraft node takes "
+        "appends (a private API, found through ApiVersions).",
     )
     _bootstrap_arg(app)
-    app.add_argument("values", nargs="+", metavar="VALUE", help="record values (UTF-8)")
+    app.add_argument("values", nargs="*", metavar="VALUE", help="record values (UTF-8)")
+    app.add_argument(
+        "--noop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also append N metadata NoOpRecords (what a Kafka controller in the quorum can "
+        "replay; plain text values would stop it)",
+    )
+    app.add_argument(
+        "--raw-hex",
+        action="append",
+        default=[],
+        metavar="HEX",
+        help="also append a record whose value is these bytes (repeatable)",
+    )
     app.add_argument("--timeout-ms", type=int, default=30_000, help="give up after this")
     app.set_defaults(handler=_cmd_append)
 

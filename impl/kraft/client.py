@@ -31,6 +31,7 @@ from kraft.core.quorum_info import QuorumDescription
 from kraft.errors import ErrorCode, KraftError
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.protocol import (
+    APIS,
     NODE_APIS,
     ApiKey,
     FrameDecoder,
@@ -41,6 +42,7 @@ from kraft.protocol import (
     encode_request_payload,
 )
 from kraft.protocol.client_api import (
+    CLIENT_APIS,
     KRAFT_APPEND_KEY,
     KRAFT_NODE_INFO_KEY,
     decode_client_response,
@@ -81,6 +83,7 @@ __all__ = [
 
 CLIENT_ID = "kraft-cli"
 _API_VERSIONS_VERSION = 3  # the first flexible version, with the client software fields
+_API_NAMES = {api.api_key: api.name for api in (*APIS.values(), *CLIENT_APIS)}
 _CORRELATION = struct.Struct(">i")
 _RETRY_MS = 100
 
@@ -176,7 +179,7 @@ class Connection:
         low = ours[0] if lo is None else max(lo, ours[0])
         theirs = (await self.negotiate()).get(api_key)
         if theirs is None or min(ours[1], theirs[1]) < max(low, theirs[0]):
-            name = ApiKey(api_key).name if api_key in ApiKey.__members__.values() else api_key
+            name = _API_NAMES.get(api_key, str(api_key))
             raise ClientError(f"the node does not support {name} v{low}+ (is it a kraft node?)")
         return min(ours[1], theirs[1])
 
