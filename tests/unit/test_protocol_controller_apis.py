@@ -25,10 +25,12 @@ from kraft.server.controller_apis import (
     ALL_CLUSTER_OPERATIONS,
     ClusterDescription,
     LeaderSnapshot,
+    add_voter_response,
     describe_cluster_from_wire,
     describe_cluster_request,
     describe_cluster_response,
     pick_controller_id,
+    remove_voter_response,
     update_voter_response,
 )
 from kraft.wire_adapter import Listener, NodeEndpoints
@@ -244,3 +246,64 @@ def test_update_voter_with_missing_fields_is_invalid_request_not_a_crash() -> No
 
 def _fields(s: LeaderSnapshot) -> dict[str, object]:
     return {f: getattr(s, f) for f in LeaderSnapshot.__dataclass_fields__}
+
+
+# --- AddRaftVoter / RemoveRaftVoter ----------------------------------------------------------
+
+
+def _add(**changes: object) -> MessageDict:
+    request: MessageDict = {
+        "cluster_id": CLUSTER,
+        "timeout_ms": 3000,
+        "voter_id": 5,
+        "voter_directory_id": uuid.UUID(int=5),
+        "listeners": [{"name": "CONTROLLER", "host": "h", "port": 9099}],
+    }
+    request.update(changes)  # type: ignore[arg-type]
+    return request
+
+
+def test_a_static_quorum_refuses_voter_changes_as_kafka_does() -> None:
+    """What Kafka 4.3.1's static leader answered to AddRaftVoter and RemoveRaftVoter."""
+    assert add_voter_response(_add(), LEADER) == {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.UNSUPPORTED_VERSION,
+        "error_message": "Cluster doesn't support adding voter because the kraft.version "
+        "feature is 0",
+    }
+    remove = {"cluster_id": CLUSTER, "voter_id": 1, "voter_directory_id": uuid.UUID(int=5)}
+    assert remove_voter_response(remove, LEADER)["error_message"] == (
+        "Cluster doesn't support removing voter because the kraft.version feature is 0"
+    )
+    zero = {**remove, "voter_directory_id": uuid.UUID(int=0)}
+    assert remove_voter_response(zero, LEADER) == {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.INVALID_REQUEST,
+        "error_message": "Remove voter request didn't include a valid voter",
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"cluster_id": "other"}, ErrorCode.INCONSISTENT_CLUSTER_ID),
+        ({"voter_id": -1}, ErrorCode.INVALID_REQUEST),
+        ({"listeners": [{"name": "X", "host": "h", "port": 1}]}, ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_add_voter_checks(changes: dict[str, object], error: ErrorCode) -> None:
+    assert add_voter_response(_add(**changes), LEADER)["error_code"] == error
+
+
+def test_add_voter_to_a_follower_is_not_leader() -> None:
+    follower = LeaderSnapshot(**{**_fields(LEADER), "is_leader": False})
+    assert add_voter_response(_add(), follower)["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_add_raft_voter_v1_carries_ack_when_committed() -> None:
+    """AddRaftVoter v1 appends AckWhenCommitted (default true), as Kafka 4.3 has it."""
+    body = decode_request(ApiKey.ADD_RAFT_VOTER, 1, encode_request(ApiKey.ADD_RAFT_VOTER, 1, _add()))
+    assert body["ack_when_committed"] is True
+    v0 = encode_request(ApiKey.ADD_RAFT_VOTER, 0, _add())
+    v1 = encode_request(ApiKey.ADD_RAFT_VOTER, 1, {**_add(), "ack_when_committed": False})
+    assert v1 == v0[:-1] + b"\x00" + b"\x00"  # the flag, then the tagged fields

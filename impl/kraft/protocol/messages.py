@@ -619,7 +619,7 @@ _VOTER_CHANGE_RESPONSE: Final = (
 ADD_RAFT_VOTER: Final = _spec(
     80,
     "AddRaftVoter",
-    (0, 0),
+    (0, 1),
     0,
     req=(
         Field("cluster_id", STRING, ALL, nullable=ALL, default=None),
@@ -627,6 +627,8 @@ ADD_RAFT_VOTER: Final = _spec(
         Field("voter_id", INT32, ALL),
         Field("voter_directory_id", UUID, ALL),
         _endpoints("listeners", 0, ignorable=False),
+        # v1 (KIP-1186): false asks for the answer once the change is appended, not committed.
+        Field("ack_when_committed", BOOL, V(1), default=True),
     ),
     rsp=_VOTER_CHANGE_RESPONSE,
 )

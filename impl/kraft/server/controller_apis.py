@@ -1,4 +1,4 @@
-"""Controller APIs answered outside the core: DescribeCluster and UpdateRaftVoter.
+"""Controller APIs answered outside the core: DescribeCluster and the voter-change APIs.
 
 Both are answered as an Apache Kafka 4.3 controller of a static quorum (kraft.version 0,
 `controller.quorum.voters`) answers them, from a snapshot of the node's state:
@@ -13,6 +13,8 @@ Both are answered as an Apache Kafka 4.3 controller of a static quorum (kraft.ve
   (its "volatile voters") and answers NONE; we check what it checks, in its order, and answer
   what it answers, but keep nothing (our voter set is the configuration's). Never
   INVALID_REQUEST where Kafka answers otherwise: a Kafka voter treats that answer as fatal.
+- AddRaftVoter / RemoveRaftVoter (APIs 80, 81): a static quorum cannot change its voters, so
+  after Kafka's request checks the answer is Kafka's UNSUPPORTED_VERSION "kraft.version is 0".
 
 This module is pure: the caller passes the state and does the I/O.
 """
@@ -47,10 +49,12 @@ __all__ = [
     "ClusterDescription",
     "EndpointType",
     "LeaderSnapshot",
+    "add_voter_response",
     "describe_cluster_from_wire",
     "describe_cluster_request",
     "describe_cluster_response",
     "pick_controller_id",
+    "remove_voter_response",
     "update_voter_response",
 ]
 
@@ -238,3 +242,65 @@ def update_voter_response(request: Message, s: LeaderSnapshot) -> MessageDict:
     if voter_id not in s.voters:
         return _update_voter_answer(ErrorCode.VOTER_NOT_FOUND, s)
     return _update_voter_answer(ErrorCode.NONE, s)
+
+
+# --- AddRaftVoter / RemoveRaftVoter --------------------------------------------------------
+
+
+def _voter_change_answer(error: ErrorCode, message: str | None = None) -> MessageDict:
+    return {"throttle_time_ms": 0, "error_code": int(error), "error_message": message}
+
+
+def _voter_change_refusal(
+    request: Message, s: LeaderSnapshot, verb: str
+) -> tuple[MessageDict | None, set[str]]:
+    """Kafka's checks shared by both: the cluster id, then leadership, then the voter key.
+    Returns the refusal, if any, and the request's listener names."""
+    try:
+        cluster_id = get_opt_str(request, "cluster_id")
+        voter_id = get_int(request, "voter_id")
+        directory = get_uuid(request, "voter_directory_id")
+        names = {get_str(x, "name") for x in get_structs(request, "listeners")}
+    except (KeyError, FieldTypeError) as e:
+        return _voter_change_answer(ErrorCode.INVALID_REQUEST, f"malformed request: {e}"), set()
+    if cluster_id is not None and cluster_id != s.cluster_id:
+        message = f'The given id "{cluster_id}" doesn\'t match the cluster id "{s.cluster_id}"'
+        return _voter_change_answer(ErrorCode.INCONSISTENT_CLUSTER_ID, message), names
+    if not s.is_leader:
+        return _voter_change_answer(ErrorCode.NOT_LEADER_OR_FOLLOWER), names
+    if voter_id < 0 or directory == NO_DIRECTORY:
+        message = f"{verb} voter request didn't include a valid voter"
+        return _voter_change_answer(ErrorCode.INVALID_REQUEST, message), names
+    return None, names
+
+
+def _static_refusal(s: LeaderSnapshot, verb: str) -> MessageDict:
+    if not s.high_watermark_known:
+        return _voter_change_answer(
+            ErrorCode.REQUEST_TIMED_OUT, "the leader has not established a high watermark yet"
+        )
+    return _voter_change_answer(
+        ErrorCode.UNSUPPORTED_VERSION,
+        f"Cluster doesn't support {verb} voter because the kraft.version feature is "
+        f"{KRAFT_VERSION}",
+    )
+
+
+def add_voter_response(request: Message, s: LeaderSnapshot) -> MessageDict:
+    """A static Kafka leader's answer to AddRaftVoter (v0 and v1 answer alike)."""
+    refusal, names = _voter_change_refusal(request, s, "Add")
+    if refusal is not None:
+        return refusal
+    if s.listener_name not in names:
+        return _voter_change_answer(
+            ErrorCode.INVALID_REQUEST,
+            "Add voter request didn't include the endpoint for the default listener "
+            f"{s.listener_name}",
+        )
+    return _static_refusal(s, "adding")
+
+
+def remove_voter_response(request: Message, s: LeaderSnapshot) -> MessageDict:
+    """A static Kafka leader's answer to RemoveRaftVoter."""
+    refusal, _ = _voter_change_refusal({**request, "listeners": []}, s, "Remove")
+    return refusal if refusal is not None else _static_refusal(s, "removing")

@@ -5,8 +5,8 @@
   ignores and our client looks for before using them.
 - DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER), with
   the voters' endpoints from v2.
-- DescribeCluster, UpdateRaftVoter: as a Kafka controller of a static quorum answers them
-  (kraft.server.controller_apis).
+- DescribeCluster, AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter: as a Kafka controller of a
+  static quorum answers them (kraft.server.controller_apis).
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
   released high watermark; the core never sees it. From v17 the answer carries the leader's
   endpoint, as Kafka's does.
@@ -73,8 +73,10 @@ from kraft.records import LOG_OVERHEAD
 from kraft.server.config import NodeConfig
 from kraft.server.controller_apis import (
     LeaderSnapshot,
+    add_voter_response,
     describe_cluster_response,
     pick_controller_id,
+    remove_voter_response,
     update_voter_response,
 )
 from kraft.server.driver import AppendOutcome, Driver, Release
@@ -96,6 +98,12 @@ __all__ = ["RequestServer"]
 log = logging.getLogger("kraft.node")
 
 _KEY = struct.Struct(">h")
+# Voter changes: answered as a Kafka leader of a static quorum (kraft.version 0) answers.
+_VOTER_CHANGES: dict[int, Callable[[MessageDict, LeaderSnapshot], MessageDict]] = {
+    ApiKey.ADD_RAFT_VOTER: add_voter_response,
+    ApiKey.REMOVE_RAFT_VOTER: remove_voter_response,
+    ApiKey.UPDATE_RAFT_VOTER: update_voter_response,
+}
 # BaseOffset i64 at 0, Length i32 at 8, LastOffsetDelta i32 at 23 of a record batch v2.
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -248,8 +256,8 @@ class RequestServer:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             self._describe_cluster(conn, version, corr, body)
             return
-        if api_key == ApiKey.UPDATE_RAFT_VOTER:
-            answer = update_voter_response(body, self._leader_snapshot())
+        if api_key in _VOTER_CHANGES:
+            answer = _VOTER_CHANGES[api_key](body, self._leader_snapshot())
             self._reply(conn, api_key, version, corr, answer)
             return
         try:
