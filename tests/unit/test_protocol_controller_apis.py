@@ -67,11 +67,24 @@ DESCRIBE_CLUSTER_V2_RESPONSE = bytes.fromhex(
     + "0000"  # error_code
     + "00"  # error_message: null
     + "02"  # endpoint_type 2 (v1+)
-    + "17" + CLUSTER.encode().hex()  # cluster_id: compact string of 22
+    + "17"
+    + CLUSTER.encode().hex()  # cluster_id: compact string of 22
     + "00000001"  # controller_id 1
     + "03"  # brokers: compact array of 2
-    + "00000001" + "02" + b"h".hex() + "00002385" + "00" + "00" + "00"  # 1, h, 9093, null rack,
-    + "00000002" + "02" + b"h".hex() + "00002386" + "00" + "00" + "00"  # not fenced, no tags
+    + "00000001"
+    + "02"
+    + b"h".hex()
+    + "00002385"
+    + "00"
+    + "00"
+    + "00"  # 1, h, 9093, null rack,
+    + "00000002"
+    + "02"
+    + b"h".hex()
+    + "00002386"
+    + "00"
+    + "00"
+    + "00"  # not fenced, no tags
     + "80000000"  # cluster_authorized_operations: not requested (INT32_MIN)
     + "00"  # tagged fields
 )
@@ -186,7 +199,8 @@ UPDATE_VOTER_RESPONSE = bytes.fromhex(
     + "0f"  # its size: 15 bytes
     + "00000001"  # leader_id 1
     + "00000002"  # leader_epoch 2
-    + "02" + b"h".hex()  # host "h"
+    + "02"
+    + b"h".hex()  # host "h"
     + "00002385"  # port 9093 (int32)
     + "00"  # the struct's tagged fields
 )
@@ -302,7 +316,9 @@ def test_add_voter_to_a_follower_is_not_leader() -> None:
 
 def test_add_raft_voter_v1_carries_ack_when_committed() -> None:
     """AddRaftVoter v1 appends AckWhenCommitted (default true), as Kafka 4.3 has it."""
-    body = decode_request(ApiKey.ADD_RAFT_VOTER, 1, encode_request(ApiKey.ADD_RAFT_VOTER, 1, _add()))
+    body = decode_request(
+        ApiKey.ADD_RAFT_VOTER, 1, encode_request(ApiKey.ADD_RAFT_VOTER, 1, _add())
+    )
     assert body["ack_when_committed"] is True
     v0 = encode_request(ApiKey.ADD_RAFT_VOTER, 0, _add())
     v1 = encode_request(ApiKey.ADD_RAFT_VOTER, 1, {**_add(), "ack_when_committed": False})
