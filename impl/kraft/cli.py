@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kraft.client import Address
     from kraft.core.quorum_info import QuorumDescription, ReplicaDescription
+    from kraft.wire_adapter import NodeEndpoints
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -164,7 +165,9 @@ def _cmd_start(args: argparse.Namespace) -> int:
         return _fail("start", str(e), 1)
 
 
-def _status_lines(cluster_id: str, d: QuorumDescription) -> list[str]:
+def _status_lines(
+    cluster_id: str, d: QuorumDescription, nodes: Sequence[NodeEndpoints] = ()
+) -> list[str]:
     """kafka-metadata-quorum.sh describe --status, field for field."""
     leader = next(v for v in d.voters if v.replica.id == d.leader_id)
     laggard = min(d.voters, key=lambda v: v.log_end_offset)
@@ -181,22 +184,35 @@ def _status_lines(cluster_id: str, d: QuorumDescription) -> list[str]:
         ("HighWatermark", str(-1 if d.high_watermark is None else d.high_watermark)),
         ("MaxFollowerLag", str(leader.log_end_offset - laggard.log_end_offset)),
         ("MaxFollowerLagTimeMs", str(lag_ms)),
-        ("CurrentVoters", _replica_list(d.voters)),
-        ("CurrentObservers", _replica_list(d.observers)),
+        ("CurrentVoters", _replica_list(d.voters, nodes)),
+        ("CurrentObservers", _replica_list(d.observers, nodes)),
     ]
     return [f"{name + ':':<24}{value}" for name, value in fields]
 
 
-def _replica_list(replicas: Sequence[ReplicaDescription]) -> str:
+def _replica_list(
+    replicas: Sequence[ReplicaDescription], nodes: Sequence[NodeEndpoints] = ()
+) -> str:
+    """Kafka's form: {"id": N[, "directoryId": "..."][, "endpoints": ["NAME://host:port"]]},
+    the directory id only when set, the endpoints only when DescribeQuorum v2 named some."""
     from kraft.ids import NO_DIRECTORY
     from kraft.protocol import uuid_to_base64
 
+    endpoints = {n.node_id: n.listeners for n in nodes}
     items = []
     for r in replicas:
         d = r.replica.directory_id
         directory = "" if d == NO_DIRECTORY else f', "directoryId": "{uuid_to_base64(d)}"'
-        items.append(f'{{"id": {r.replica.id}{directory}}}')
+        listeners = endpoints.get(r.replica.id, ())
+        urls = ", ".join(f'"{_endpoint_url(x.name, x.host, x.port)}"' for x in listeners)
+        endpoint_list = f', "endpoints": [{urls}]' if listeners else ""
+        items.append(f'{{"id": {r.replica.id}{directory}{endpoint_list}}}')
     return "[" + ", ".join(items) + "]"
+
+
+def _endpoint_url(name: str, host: str, port: int) -> str:
+    """Kafka's RaftVoterEndpoint form: NAME://host:port, an IPv6 host in brackets."""
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
 
 
 def _replication_lines(d: QuorumDescription, *, human: bool, now_ms: int) -> list[str]:
@@ -255,11 +271,12 @@ def _cmd_quorum(args: argparse.Namespace) -> int:
     if bootstrap is None:
         return 2
     try:
-        cluster_id, desc = asyncio.run(describe_quorum(bootstrap, args.timeout_ms))
+        report = asyncio.run(describe_quorum(bootstrap, args.timeout_ms))
     except ClientError as e:
         return _fail("quorum", str(e))
+    desc = report.description
     if args.status:
-        lines = _status_lines(cluster_id, desc)
+        lines = _status_lines(report.cluster_id, desc, report.nodes)
     else:
         lines = _replication_lines(desc, human=args.human_readable, now_ms=int(time.time() * 1000))
     print("\n".join(lines))
@@ -275,6 +292,19 @@ def _cmd_append(args: argparse.Namespace) -> int:
     if bootstrap is None:
         return 2
     values = [v.encode("utf-8") for v in args.values]
+    for text in args.raw_hex:
+        try:
+            values.append(bytes.fromhex(text))
+        except ValueError:
+            return _fail("append", f"--raw-hex: not hexadecimal: {text!r}", 2)
+    if args.noop < 0:
+        return _fail("append", "--noop must not be negative", 2)
+    if args.noop:
+        from kraft.metadata_records import no_op_record
+
+        values.extend([no_op_record()] * args.noop)
+    if not values:
+        return _fail("append", "nothing to append: give values, --noop N or --raw-hex", 2)
     try:
         ack = asyncio.run(append(bootstrap, values, args.timeout_ms))
     except ClientError as e:
@@ -477,10 +507,26 @@ def _add_node_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "append",
         help="append records; returns once they are committed",
         description="Append the values as one batch through the leader (redirects followed); "
-        "prints the committed offsets.",
+        "prints the committed offsets. Records have a null key. Only a kraft node takes "
+        "appends (a private API, found through ApiVersions).",
     )
     _bootstrap_arg(app)
-    app.add_argument("values", nargs="+", metavar="VALUE", help="record values (UTF-8)")
+    app.add_argument("values", nargs="*", metavar="VALUE", help="record values (UTF-8)")
+    app.add_argument(
+        "--noop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also append N metadata NoOpRecords (what a Kafka controller in the quorum can "
+        "replay; plain text values would stop it)",
+    )
+    app.add_argument(
+        "--raw-hex",
+        action="append",
+        default=[],
+        metavar="HEX",
+        help="also append a record whose value is these bytes (repeatable)",
+    )
     app.add_argument("--timeout-ms", type=int, default=30_000, help="give up after this")
     app.set_defaults(handler=_cmd_append)
 

@@ -1,6 +1,13 @@
 """An asyncio client of a KRaft node: describe the quorum, append, read committed records.
 
-- `describe_quorum`: Kafka's DescribeQuorum, sent to the leader (found via KraftNodeInfo).
+Every connection starts with ApiVersions, as Kafka's clients do; a request goes out at the
+highest version both sides know, and a private API (kraft.protocol.client_api) only to a node
+that advertises it, so pointing the client at an Apache Kafka controller gives a clear error
+instead of a closed connection.
+
+- `describe_quorum`: Kafka's own APIs only, as kafka-metadata-quorum does: DescribeCluster
+  (controller endpoints, KIP-919) names the cluster and the active controller, which answers
+  DescribeQuorum. Works against kraft nodes and Kafka controllers alike.
 - `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
   leader the answer names, and retries while no leader is known, until `timeout_ms`.
 - `read`: Kafka's Fetch with replica id -1, as a consumer: only committed records.
@@ -10,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import struct
 import uuid
@@ -17,11 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from kraft import __version__
 from kraft.core.messages import FetchRequest, FetchResponse
 from kraft.core.quorum_info import QuorumDescription
 from kraft.errors import ErrorCode, KraftError
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.protocol import (
+    APIS,
+    NODE_APIS,
     ApiKey,
     FrameDecoder,
     MessageDict,
@@ -31,17 +42,25 @@ from kraft.protocol import (
     encode_request_payload,
 )
 from kraft.protocol.client_api import (
+    CLIENT_APIS,
     KRAFT_APPEND_KEY,
     KRAFT_NODE_INFO_KEY,
     decode_client_response,
     encode_client_request,
     is_client_api,
 )
-from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_uuid
+from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_structs, get_uuid
 from kraft.records import CorruptRecordError, iter_batches, iter_values
+from kraft.server.controller_apis import (
+    ClusterDescription,
+    describe_cluster_from_wire,
+    describe_cluster_request,
+)
 from kraft.wire_adapter import (
-    PREFERRED_VERSIONS,
+    KRAFT_VERSIONS,
+    NodeEndpoints,
     describe_quorum_from_wire,
+    describe_quorum_nodes_from_wire,
     describe_quorum_request,
     request_to_wire,
     response_from_wire,
@@ -53,6 +72,7 @@ __all__ = [
     "ClientError",
     "Connection",
     "NodeInfo",
+    "QuorumReport",
     "ReadResult",
     "append",
     "describe_quorum",
@@ -62,6 +82,8 @@ __all__ = [
 ]
 
 CLIENT_ID = "kraft-cli"
+_API_VERSIONS_VERSION = 3  # the first flexible version, with the client software fields
+_API_NAMES = {api.api_key: api.name for api in (*APIS.values(), *CLIENT_APIS)}
 _CORRELATION = struct.Struct(">i")
 _RETRY_MS = 100
 
@@ -131,6 +153,35 @@ class Connection:
         self._decoder = FrameDecoder(64 << 20)
         self._frames: list[bytes] = []
         self._ids = itertools.count(1)
+        self.peer_apis: dict[int, tuple[int, int]] | None = None
+
+    async def negotiate(self) -> dict[int, tuple[int, int]]:
+        """ApiVersions (once per connection): the peer's API version ranges."""
+        if self.peer_apis is None:
+            body = await self.request(
+                ApiKey.API_VERSIONS,
+                _API_VERSIONS_VERSION,
+                {"client_software_name": CLIENT_ID, "client_software_version": __version__},
+            )
+            error = _error_code(body)
+            if error is not ErrorCode.NONE:
+                raise ClientError(f"ApiVersions answered {error.name}", error)
+            self.peer_apis = {
+                get_int(k, "api_key"): (get_int(k, "min_version"), get_int(k, "max_version"))
+                for k in get_structs(body, "api_keys")
+            }
+        return self.peer_apis
+
+    async def version_for(self, api_key: int, lo: int | None = None) -> int:
+        """The highest version of `api_key` both sides speak (at least `lo`), negotiated via
+        ApiVersions; ClientError if there is none."""
+        ours = NODE_APIS[api_key]
+        low = ours[0] if lo is None else max(lo, ours[0])
+        theirs = (await self.negotiate()).get(api_key)
+        if theirs is None or min(ours[1], theirs[1]) < max(low, theirs[0]):
+            name = _API_NAMES.get(api_key, str(api_key))
+            raise ClientError(f"the node does not support {name} v{low}+ (is it a kraft node?)")
+        return min(ours[1], theirs[1])
 
     @classmethod
     async def open(cls, address: Address, timeout_s: float = 5.0) -> Connection:
@@ -189,6 +240,14 @@ class Connection:
         return self._frames.pop(0)
 
 
+def _error_code(body: MessageDict) -> ErrorCode:
+    code = get_int(body, "error_code")
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 def _opt_id(n: int) -> NodeId | None:
     return None if n < 0 else NodeId(n)
 
@@ -200,7 +259,9 @@ def _leader_address(body: MessageDict) -> Address | None:
 
 
 async def node_info(address: Address, timeout_s: float = 5.0) -> NodeInfo:
+    """The private KraftNodeInfo answer of a kraft node (ClientError from any other node)."""
     async with await Connection.open(address, timeout_s) as conn:
+        await conn.version_for(KRAFT_NODE_INFO_KEY)
         b = await conn.request(KRAFT_NODE_INFO_KEY, 0, {}, timeout_s)
     hwm = get_int(b, "high_watermark")
     return NodeInfo(
@@ -220,30 +281,62 @@ async def node_info(address: Address, timeout_s: float = 5.0) -> NodeInfo:
     )
 
 
-async def describe_quorum(
-    bootstrap: Sequence[Address], timeout_ms: int = 10_000
-) -> tuple[ClusterId, QuorumDescription]:
-    """The leader's DescribeQuorum answer (and the cluster id), asking the bootstrap nodes
-    which node leads; retries until `timeout_ms` while there is no leader."""
-    version = PREFERRED_VERSIONS[ApiKey.DESCRIBE_QUORUM]
+@dataclass(frozen=True, slots=True)
+class QuorumReport:
+    """What `kafka-metadata-quorum describe` shows: the cluster id, the leader's description
+    of the quorum and, from DescribeQuorum v2, the voters' endpoints."""
+
+    cluster_id: ClusterId
+    description: QuorumDescription
+    nodes: tuple[NodeEndpoints, ...]
+
+
+async def _describe_cluster(conn: Connection) -> ClusterDescription:
+    version = await conn.version_for(ApiKey.DESCRIBE_CLUSTER, lo=1)  # v1: endpoint types
+    body = await conn.request(ApiKey.DESCRIBE_CLUSTER, version, describe_cluster_request())
+    error, message, cluster = describe_cluster_from_wire(body)
+    if error is not ErrorCode.NONE:
+        raise ClientError(f"DescribeCluster answered {error.name}: {message or ''}", error)
+    return cluster
+
+
+async def _describe_quorum(conn: Connection) -> tuple[ErrorCode, QuorumReport | None]:
+    version = await conn.version_for(ApiKey.DESCRIBE_QUORUM)
+    body = await conn.request(ApiKey.DESCRIBE_QUORUM, version, describe_quorum_request())
+    error, desc = describe_quorum_from_wire(version, body)
+    if desc is None:
+        return error, None
+    nodes = describe_quorum_nodes_from_wire(version, body)
+    return error, QuorumReport(ClusterId(""), desc, nodes)
+
+
+async def describe_quorum(bootstrap: Sequence[Address], timeout_ms: int = 10_000) -> QuorumReport:
+    """The active controller's DescribeQuorum answer and the cluster id. Each bootstrap node is
+    asked which controller is active (DescribeCluster); retries until `timeout_ms` while none
+    answers (no leader yet, or a stale one)."""
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     last_error = "no bootstrap node answered"
     while True:
         for address in bootstrap:
             try:
-                info = await node_info(address)
-                target = address if info.state == "Leader" else info.leader
-                if target is None:
-                    last_error = f"{address} knows no leader (epoch {info.epoch})"
-                    continue
-                async with await Connection.open(target) as conn:
-                    body = await conn.request(
-                        ApiKey.DESCRIBE_QUORUM, version, describe_quorum_request()
+                async with await Connection.open(address) as conn:
+                    cluster = await _describe_cluster(conn)
+                    target = next(
+                        (
+                            Address(host, port)
+                            for n, host, port in cluster.controllers
+                            if n == cluster.controller_id
+                        ),
+                        address,
                     )
-                error, desc = describe_quorum_from_wire(version, body)
-                if desc is not None:
-                    return info.cluster_id, desc
-                last_error = f"{target} answered {error.name}"
+                    if target == address:
+                        error, report = await _describe_quorum(conn)
+                    else:
+                        async with await Connection.open(target) as leader:
+                            error, report = await _describe_quorum(leader)
+                if report is not None:
+                    return dataclasses.replace(report, cluster_id=cluster.cluster_id)
+                last_error = f"{target} answered DescribeQuorum with {error.name}"
             except (ClientError, ProtocolError) as e:
                 last_error = f"{address}: {e}"
         if asyncio.get_running_loop().time() >= deadline:
@@ -270,6 +363,7 @@ async def append(
             body["timeout_ms"] = left_ms
             try:
                 async with await Connection.open(address) as conn:
+                    await conn.version_for(KRAFT_APPEND_KEY)
                     answer = await conn.request(KRAFT_APPEND_KEY, 0, body, left_ms / 1000 + 1)
             except ClientError as e:
                 last_error = f"{address}: {e}"
@@ -303,11 +397,13 @@ async def read(
 ) -> ReadResult:
     """Committed records of `address`'s log from `from_offset` (control records skipped):
     one Fetch, or, with `to_end`, Fetches until the node's high watermark."""
-    version = PREFERRED_VERSIONS[ApiKey.FETCH]
     records: list[tuple[Offset, bytes | None]] = []
     offset = Offset(from_offset)
     hwm: Offset | None = None
     async with await Connection.open(address) as conn:
+        # v13+: KRaft names the topic by id; no higher than our adapter translates.
+        lo, hi = KRAFT_VERSIONS[ApiKey.FETCH]
+        version = min(await conn.version_for(ApiKey.FETCH, lo=lo), hi)
         while True:
             req = FetchRequest(
                 cluster_id=ClusterId(""),

@@ -24,8 +24,12 @@ class ErrorCode(IntEnum):
     SNAPSHOT_NOT_FOUND = 98
     POSITION_OUT_OF_RANGE = 99
     INCONSISTENT_CLUSTER_ID = 104
+    # KIP-919: DescribeCluster asked a controller about brokers (or an unknown endpoint type).
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
     # KIP-853: a Vote/BeginQuorumEpoch addressed to another replica key (id + directory).
     INVALID_VOTER_KEY = 125
+    VOTER_NOT_FOUND = 127
 
 
 class KraftError(Exception):

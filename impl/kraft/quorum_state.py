@@ -4,7 +4,8 @@ Kafka writes the JSON form of QuorumStateData (fields in schema order, compact) 
 trailing "data_version" key, with no newline:
 
 - version 0: clusterId, leaderId, leaderEpoch, votedId, appliedOffset, currentVoters
-  [{"voterId": n}], data_version
+  [{"voterId": n}], data_version. Kafka never sets clusterId or appliedOffset (ElectionState's
+  toQuorumStateData), so it writes "" and 0 whatever the cluster; so do we.
 - version 1 (KIP-853): leaderId, leaderEpoch, votedId, votedDirectoryId, data_version
 
 -1 stands for "no leader" and "no vote"; a directory id is a Kafka Uuid in URL-safe base64
@@ -62,7 +63,6 @@ def encode_quorum_state(
     state: ElectionState,
     *,
     version: int = HIGHEST_VERSION,
-    cluster_id: str = "",
     voters: Iterable[NodeId] = (),
 ) -> str:
     """The one-line JSON Kafka writes for `state` (no trailing newline).
@@ -75,7 +75,7 @@ def encode_quorum_state(
     doc: dict[str, object]
     if version == 0:
         doc = {
-            "clusterId": cluster_id,
+            "clusterId": "",
             "leaderId": leader,
             "leaderEpoch": int(state.epoch),
             "votedId": voted,
@@ -161,11 +161,10 @@ def write_quorum_state(
     state: ElectionState,
     *,
     version: int = HIGHEST_VERSION,
-    cluster_id: str = "",
     voters: Iterable[NodeId] = (),
 ) -> None:
     """Replace the file at `path` atomically: temp file, fsync, rename, directory fsync."""
-    data = encode_quorum_state(state, version=version, cluster_id=cluster_id, voters=voters)
+    data = encode_quorum_state(state, version=version, voters=voters)
     atomic_write(path, data.encode("utf-8"))
 
 

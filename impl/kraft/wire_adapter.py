@@ -15,6 +15,7 @@ ids). Fields are filled as Apache Kafka's KRaft fills them (RaftUtil's singleton
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, TypeVar
@@ -66,6 +67,7 @@ from kraft.protocol.values import (
     get_ints,
     get_opt_str,
     get_records,
+    get_str,
     get_struct,
     get_structs,
     get_uuid,
@@ -77,11 +79,13 @@ __all__ = [
     "TOP_LEVEL_ERRORS",
     "InvalidWireResponseError",
     "Listener",
+    "NodeEndpoints",
     "UntranslatableVersionError",
     "WireTranslationError",
     "api_key_of",
     "check_describe_quorum_request",
     "describe_quorum_from_wire",
+    "describe_quorum_nodes_from_wire",
     "describe_quorum_request",
     "describe_quorum_response",
     "error_response",
@@ -89,6 +93,7 @@ __all__ = [
     "request_to_wire",
     "response_from_wire",
     "response_to_wire",
+    "with_voter_set_keys",
 ]
 
 
@@ -117,6 +122,14 @@ class Listener:
     name: str
     host: str
     port: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoints:
+    """A node and its endpoints (DescribeQuorum v2's `nodes`, DescribeCluster's controllers)."""
+
+    node_id: NodeId
+    listeners: tuple[Listener, ...]
 
 
 # The versions this adapter translates: the codec's range, except Fetch from v13 (topic ids).
@@ -263,6 +276,8 @@ def request_to_wire(
     _check_version(api_key, v, UntranslatableVersionError)
     body: MessageDict
     if isinstance(msg, VoteRequest):
+        if msg.pre_vote and v < 2:
+            raise UntranslatableVersionError(f"Vote v{v} cannot carry a pre-vote (v2+, KIP-996)")
         voter = msg.voter
         body = {
             "cluster_id": msg.cluster_id,
@@ -278,7 +293,7 @@ def request_to_wire(
                     voter_directory_id=NO_DIRECTORY if voter is None else voter.directory_id,
                     last_offset_epoch=msg.last_epoch,
                     last_offset=msg.last_end_offset,
-                    pre_vote=False,
+                    pre_vote=msg.pre_vote,
                 )
             ],
         }
@@ -376,9 +391,10 @@ def request_from_wire(
     api_key: int, version: int, body: Message, *, local_cluster_id: ClusterId | None = None
 ) -> Request:
     """The core request a decoded wire request carries. Raises WireTranslationError
-    (INVALID_REQUEST) for a request not about __cluster_metadata-0, a Fetch below v13, a
-    pre-vote, or a missing field. A request without a cluster id is accepted as Kafka does
-    only when `local_cluster_id` is given (it stands in for the absent one)."""
+    (INVALID_REQUEST) for a request not about __cluster_metadata-0, a Fetch below v13, or a
+    missing field. Vote v2's PreVote flag becomes `VoteRequest.pre_vote` (KIP-996). A request
+    without a cluster id is accepted as Kafka does only when `local_cluster_id` is given (it
+    stands in for the absent one)."""
     try:
         key = ApiKey(api_key)
     except ValueError:
@@ -396,8 +412,6 @@ def _request_from_wire(
 ) -> Request:
     if key is ApiKey.VOTE:
         p = _partition(body, "topics", "topic_name", "partitions", "partition_index")
-        if version >= 2 and get_bool(p, "pre_vote"):
-            raise WireTranslationError("pre-vote (KIP-996) is not implemented")
         return VoteRequest(
             cluster_id=_cluster_id(body, local),
             candidate=ReplicaKey(NodeId(get_int(p, "replica_id")), _dir(p, "replica_directory_id")),
@@ -405,6 +419,7 @@ def _request_from_wire(
             last_epoch=Epoch(get_int(p, "last_offset_epoch")),
             last_end_offset=Offset(get_int(p, "last_offset")),
             voter=_voter_key(body, p),
+            pre_vote=version >= 2 and get_bool(p, "pre_vote"),
         )
     if key is ApiKey.BEGIN_QUORUM_EPOCH:
         p = _partition(body, "topics", "topic_name", "partitions", "partition_index")
@@ -708,19 +723,24 @@ def _replica_state(r: ReplicaDescription, version: int) -> MessageDict:
     }
 
 
-def describe_quorum_response(description: QuorumDescription, version: int) -> MessageDict:
-    """The leader's answer. A high watermark not yet known is -1, as in Kafka. The v2 `nodes`
-    list is left empty: QuorumDescription carries no listeners."""
+def describe_quorum_response(
+    description: QuorumDescription, version: int, nodes: Sequence[NodeEndpoints] = ()
+) -> MessageDict:
+    """The leader's answer. A high watermark not yet known is -1, as in Kafka. From v2, `nodes`
+    lists the voters' endpoints (Kafka lists the voter set's, observers have none) and the
+    error messages are "" as Kafka sends them, not null."""
     _check_version(ApiKey.DESCRIBE_QUORUM, version, UntranslatableVersionError)
     hwm = description.high_watermark
     return {
         "error_code": 0,
+        "error_message": "",
         "topics": [
             _one_topic(
                 "topic_name",
                 "partitions",
                 partition_index=METADATA_PARTITION,
                 error_code=0,
+                error_message="",
                 leader_id=description.leader_id,
                 leader_epoch=description.leader_epoch,
                 high_watermark=-1 if hwm is None else hwm,
@@ -728,8 +748,23 @@ def describe_quorum_response(description: QuorumDescription, version: int) -> Me
                 observers=[_replica_state(r, version) for r in description.observers],
             )
         ],
-        "nodes": [],
+        "nodes": [{"node_id": n.node_id, "listeners": _listeners(n.listeners)} for n in nodes],
     }
+
+
+def with_voter_set_keys(
+    description: QuorumDescription, voter_set: Sequence[ReplicaKey]
+) -> QuorumDescription:
+    """The description with each voter named by its key in the voter set, as Kafka's leader
+    reports voters. A static voter set (`controller.quorum.voters`, kraft.version 0) has no
+    directory ids, so Kafka reports the zero id for every voter whatever directory its Fetch
+    carried; observers keep the key they fetched with."""
+    keys = {k.id: k for k in voter_set}
+    voters = tuple(
+        dataclasses.replace(r, replica=keys.get(r.replica.id, r.replica))
+        for r in description.voters
+    )
+    return dataclasses.replace(description, voters=voters)
 
 
 def _replica_description(m: Message) -> ReplicaDescription:
@@ -770,6 +805,27 @@ def describe_quorum_from_wire(
             high_watermark=None if hwm < 0 else Offset(hwm),
             voters=tuple(_replica_description(r) for r in get_structs(p, "current_voters")),
             observers=tuple(_replica_description(r) for r in get_structs(p, "observers")),
+        )
+
+    return _translating(parse, InvalidWireResponseError)
+
+
+def describe_quorum_nodes_from_wire(version: int, body: Message) -> tuple[NodeEndpoints, ...]:
+    """The `nodes` of a DescribeQuorum response (none before v2)."""
+    _check_version(ApiKey.DESCRIBE_QUORUM, version, InvalidWireResponseError)
+
+    def parse() -> tuple[NodeEndpoints, ...]:
+        if version < 2:
+            return ()
+        return tuple(
+            NodeEndpoints(
+                NodeId(get_int(n, "node_id")),
+                tuple(
+                    Listener(get_str(x, "name"), get_str(x, "host"), get_int(x, "port"))
+                    for x in get_structs(n, "listeners")
+                ),
+            )
+            for n in get_structs(body, "nodes")
         )
 
     return _translating(parse, InvalidWireResponseError)

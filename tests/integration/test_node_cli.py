@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from pathlib import Path
 
 import pytest
 
-from kraft.cli import main
+from kraft.cli import _status_lines, main
+from kraft.client import Address, ClientError, QuorumReport, append, describe_quorum
 from kraft.ids import NodeId
 from kraft.meta_properties import read_meta_properties
+from kraft.protocol import api_versions_response
+from kraft.protocol.client_api import KRAFT_APPEND_KEY
 from kraft.server.config import (
     ConfigError,
     VoterAddress,
@@ -124,3 +129,136 @@ def test_argparse_errors_exit_2() -> None:
     with pytest.raises(SystemExit) as e:
         main(["append", "v"])  # --bootstrap missing
     assert e.value.code == 2
+
+
+def test_listener_name_comes_from_kafkas_keys(tmp_path: Path) -> None:
+    base = {"node.id": "1", "controller.quorum.voters": "1@h:1", "metadata.log.dir": "d"}
+    assert load_config(None, base).listener_name == "CONTROLLER"
+    assert load_config(None, {**base, "listeners": "CTL://h:1"}).listener_name == "CTL"
+    both = {**base, "listeners": "CTL://h:1", "controller.listener.names": "QUORUM,OTHER"}
+    assert load_config(None, both).listener_name == "QUORUM"
+
+
+# --- `kraft quorum describe` against a node that speaks only Kafka's APIs -------------------
+
+# What Apache Kafka 4.3.1's controller answered (ApiVersions trimmed to what matters), with
+# a Kafka controller's habit: a request for an API it does not know closes the connection.
+KAFKA_CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+
+
+async def _fake_kafka_controller(port_box: list[int], seen: list[int]) -> asyncio.Server:
+    from kraft.protocol import (
+        DESCRIBE_QUORUM,
+        FrameDecoder,
+        decode_request_payload,
+        encode_response_payload,
+    )
+
+    apis = {1: (4, 18), 18: (0, 4), 55: (0, 2), 60: (0, 2), 82: (0, 0)}
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = FrameDecoder(1 << 20)
+        while chunk := await reader.read(65536):
+            for payload in decoder.feed(chunk):
+                key = int.from_bytes(payload[:2], "big", signed=True)
+                seen.append(key)
+                if key not in apis:
+                    writer.close()
+                    return
+                header, _ = decode_request_payload(payload)
+                if key == 18:
+                    answer = api_versions_response(apis=apis)
+                elif key == 60:
+                    answer = {
+                        "endpoint_type": 2,
+                        "cluster_id": KAFKA_CLUSTER,
+                        "controller_id": 1,
+                        "brokers": [{"broker_id": 1, "host": "127.0.0.1", "port": port_box[0]}],
+                    }
+                else:
+                    assert key == DESCRIBE_QUORUM.api_key
+                    voter = {
+                        "replica_id": 1,
+                        "replica_directory_id": uuid.UUID(int=0),
+                        "log_end_offset": 41,
+                        "last_fetch_timestamp": 1795341583547,
+                        "last_caught_up_timestamp": 1795341583547,
+                    }
+                    answer = {
+                        "error_message": "",
+                        "topics": [
+                            {
+                                "topic_name": "__cluster_metadata",
+                                "partitions": [
+                                    {
+                                        "partition_index": 0,
+                                        "error_message": "",
+                                        "leader_id": 1,
+                                        "leader_epoch": 1,
+                                        "high_watermark": 39,
+                                        "current_voters": [voter],
+                                    }
+                                ],
+                            }
+                        ],
+                        "nodes": [
+                            {
+                                "node_id": 1,
+                                "listeners": [
+                                    {"name": "CONTROLLER", "host": "127.0.0.1", "port": 19093}
+                                ],
+                            }
+                        ],
+                    }
+                writer.write(
+                    encode_response_payload(
+                        key, header.api_version, header.correlation_id, answer, framed=True
+                    )
+                )
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port_box.append(server.sockets[0].getsockname()[1])
+    return server
+
+
+def test_quorum_describe_speaks_only_kafkas_apis_to_a_kafka_controller(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seen: list[int] = []
+
+    async def run() -> tuple[QuorumReport, int]:
+        box: list[int] = []
+        server = await _fake_kafka_controller(box, seen)
+        async with server:
+            report = await describe_quorum([Address("127.0.0.1", box[0])], timeout_ms=3000)
+        return report, box[0]
+
+    report, _ = asyncio.run(run())
+    assert seen == [18, 60, 55]  # ApiVersions, DescribeCluster, DescribeQuorum: nothing private
+    assert report.cluster_id == KAFKA_CLUSTER
+    # What kafka-metadata-quorum printed against that controller, line for line.
+    assert _status_lines(report.cluster_id, report.description, report.nodes) == [
+        "ClusterId:              MkU3OEVBNTcwNTJENDM2Qg",
+        "LeaderId:               1",
+        "LeaderEpoch:            1",
+        "HighWatermark:          39",
+        "MaxFollowerLag:         0",
+        "MaxFollowerLagTimeMs:   0",
+        'CurrentVoters:          [{"id": 1, "endpoints": ["CONTROLLER://127.0.0.1:19093"]}]',
+        "CurrentObservers:       []",
+    ]
+
+
+def test_append_to_a_kafka_controller_is_refused_before_sending_a_private_api() -> None:
+    seen: list[int] = []
+
+    async def run() -> None:
+        box: list[int] = []
+        server = await _fake_kafka_controller(box, seen)
+        async with server:
+            with pytest.raises(ClientError, match="does not support KraftAppend"):
+                await append([Address("127.0.0.1", box[0])], [b"x"], timeout_ms=500)
+
+    asyncio.run(run())
+    assert KRAFT_APPEND_KEY not in seen

@@ -50,9 +50,13 @@ from kraft.protocol import (
     MessageDict,
     ProtocolError,
     RequestHeader,
+    decode_request,
     decode_request_payload,
+    decode_response,
     decode_response_payload,
+    encode_request,
     encode_request_payload,
+    encode_response,
     encode_response_payload,
 )
 from kraft.wire_adapter import (
@@ -60,10 +64,12 @@ from kraft.wire_adapter import (
     PREFERRED_VERSIONS,
     InvalidWireResponseError,
     Listener,
+    NodeEndpoints,
     UntranslatableVersionError,
     WireTranslationError,
     check_describe_quorum_request,
     describe_quorum_from_wire,
+    describe_quorum_nodes_from_wire,
     describe_quorum_request,
     describe_quorum_response,
     error_response,
@@ -71,6 +77,7 @@ from kraft.wire_adapter import (
     request_to_wire,
     response_from_wire,
     response_to_wire,
+    with_voter_set_keys,
 )
 
 I32 = st.integers(-(2**31), 2**31 - 1)
@@ -412,10 +419,52 @@ def test_missing_field_is_invalid_request() -> None:
     _expect_invalid(ApiKey.VOTE, 2, body)
 
 
-def test_pre_vote_is_refused_not_turned_into_a_vote() -> None:
-    body = _vote_body()
-    body["topics"][0]["partitions"][0]["pre_vote"] = True  # type: ignore[index]
-    _expect_invalid(ApiKey.VOTE, 2, body)
+# A Vote v2 request from candidate 1 (no directory) in epoch 2, log at epoch 1 offset 5, to no
+# particular voter, as a pre-vote (KIP-996): the flag is the partition's last field.
+PRE_VOTE_V2_BYTES = bytes.fromhex(
+    "02" + b"c".hex()  # cluster_id "c": compact string
+    + "ffffffff"  # voter_id -1: no voter key
+    + "02" + "13" + b"__cluster_metadata".hex()  # topics: 1; topic_name
+    + "02"  # partitions: 1
+    + "00000000"  # partition_index 0
+    + "00000002"  # replica_epoch 2
+    + "00000001"  # replica_id 1
+    + "00" * 16  # replica_directory_id: none
+    + "00" * 16  # voter_directory_id: none
+    + "00000001"  # last_offset_epoch 1
+    + "0000000000000005"  # last_offset 5
+    + "01"  # pre_vote true
+    + "00" + "00" + "00"  # tagged fields: partition, topic, request
+)
+
+
+def test_pre_vote_goes_out_as_vote_v2_pre_vote_flag() -> None:
+    """KIP-996: "PreVote: whether the request is a PreVote request (not persisted)"; Kafka
+    sends it as Vote v2's PreVote field."""
+    msg = VoteRequest(
+        ClusterId("c"), ReplicaKey(NodeId(1)), Epoch(2), Epoch(1), Offset(5), pre_vote=True
+    )
+    key, version, body = request_to_wire(msg, version=2)
+    assert encode_request(key, version, body) == PRE_VOTE_V2_BYTES
+
+
+def test_vote_v2_pre_vote_flag_reaches_the_core() -> None:
+    body = decode_request(ApiKey.VOTE, 2, PRE_VOTE_V2_BYTES)
+    req = request_from_wire(ApiKey.VOTE, 2, body)
+    assert isinstance(req, VoteRequest)
+    assert req.pre_vote is True
+    assert req.candidate_epoch == 2 and req.last_end_offset == 5
+    # The same request without the flag is a real vote.
+    plain = decode_request(ApiKey.VOTE, 2, PRE_VOTE_V2_BYTES[:-4] + bytes.fromhex("00000000"))
+    assert request_from_wire(ApiKey.VOTE, 2, plain) == dataclasses.replace(req, pre_vote=False)
+
+
+def test_a_pre_vote_cannot_be_sent_below_vote_v2() -> None:
+    msg = VoteRequest(
+        ClusterId("c"), ReplicaKey(NodeId(1)), Epoch(2), Epoch(1), Offset(5), pre_vote=True
+    )
+    with pytest.raises(UntranslatableVersionError):
+        request_to_wire(msg, version=1)
 
 
 def test_fetch_below_v13_is_invalid_request() -> None:
@@ -596,3 +645,67 @@ def test_describe_quorum_request_for_another_partition_is_refused() -> None:
 def test_describe_quorum_error_reads_back() -> None:
     body = error_response(ApiKey.DESCRIBE_QUORUM, 2, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert describe_quorum_from_wire(2, body) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+
+
+# Leader 1 in epoch 3, high watermark 7; one voter (id 1, no directory, LEO 7, fetched at
+# 100 and caught up at 90), no observers; node 1 at CONTROLLER://h:9093.
+DESCRIBE_QUORUM_V2_BYTES = bytes.fromhex(
+    "0000"  # error_code
+    + "01"  # error_message "" (compact string of length 0), as Kafka sends it
+    + "02" + "13" + b"__cluster_metadata".hex()  # topics: 1; topic_name
+    + "02"  # partitions: 1
+    + "00000000"  # partition_index
+    + "0000"  # error_code
+    + "01"  # error_message ""
+    + "00000001"  # leader_id 1
+    + "00000003"  # leader_epoch 3
+    + "0000000000000007"  # high_watermark 7
+    + "02"  # current_voters: 1
+    + "00000001"  # replica_id 1
+    + "00" * 16  # replica_directory_id: none
+    + "0000000000000007"  # log_end_offset 7
+    + "0000000000000064"  # last_fetch_timestamp 100
+    + "000000000000005a"  # last_caught_up_timestamp 90
+    + "00"  # tagged fields (voter)
+    + "01"  # observers: none
+    + "00" + "00"  # tagged fields: partition, topic
+    + "02"  # nodes: 1
+    + "00000001"  # node_id 1
+    + "02"  # listeners: 1
+    + "0b" + b"CONTROLLER".hex()  # name
+    + "02" + b"h".hex()  # host
+    + "2385"  # port 9093 (uint16)
+    + "00" + "00"  # tagged fields: listener, node
+    + "00"  # tagged fields (response)
+)
+
+
+def test_describe_quorum_v2_carries_the_voters_endpoints() -> None:
+    """KIP-853: DescribeQuorum v2 adds `Nodes`, the endpoints of the replicas described."""
+    voter = ReplicaDescription(ReplicaKey(NodeId(1)), 7, 100, 90)
+    desc = QuorumDescription(NodeId(1), Epoch(3), Offset(7), (voter,), ())
+    nodes = [NodeEndpoints(NodeId(1), (Listener("CONTROLLER", "h", 9093),))]
+    body = describe_quorum_response(desc, 2, nodes)
+    assert encode_response(ApiKey.DESCRIBE_QUORUM, 2, body) == DESCRIBE_QUORUM_V2_BYTES
+    decoded = decode_response(ApiKey.DESCRIBE_QUORUM, 2, DESCRIBE_QUORUM_V2_BYTES)
+    assert describe_quorum_from_wire(2, decoded) == (ErrorCode.NONE, desc)
+    assert describe_quorum_nodes_from_wire(2, decoded) == tuple(nodes)
+    # Before v2 there is no list to fill.
+    assert describe_quorum_nodes_from_wire(1, describe_quorum_response(desc, 1, nodes)) == ()
+
+
+def test_voters_are_reported_by_their_voter_set_key_as_kafka_does() -> None:
+    """A Kafka leader of a static quorum reports every voter with the zero directory id (its
+    voter set, from controller.quorum.voters, has none), even after the voter fetched with
+    its real directory id; an observer keeps the id it fetched with."""
+    fetched = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=9)))
+    voter = ReplicaDescription(fetched, 7, 100, 90)
+    observer = ReplicaDescription(ReplicaKey(NodeId(5), DirectoryId(uuid.UUID(int=8))), 7, 1, 1)
+    desc = QuorumDescription(NodeId(2), Epoch(3), Offset(7), (voter,), (observer,))
+    shown = with_voter_set_keys(desc, [ReplicaKey(NodeId(1)), ReplicaKey(NodeId(2))])
+    assert shown.voters == (dataclasses.replace(voter, replica=ReplicaKey(NodeId(2))),)
+    assert shown.observers == (observer,)
+    wire = describe_quorum_response(shown, 2)
+    assert wire["topics"][0]["partitions"][0]["current_voters"][0]["replica_directory_id"] == (  # type: ignore[index]
+        uuid.UUID(int=0)
+    )

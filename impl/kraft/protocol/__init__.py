@@ -1,6 +1,7 @@
 """Kafka's wire protocol for the KRaft APIs: declarative schemas, one compiled codec, framing."""
 
 from kraft.protocol.api_versions import (
+    NODE_APIS,
     SUPPORTED_APIS,
     api_versions_response,
     api_versions_unsupported_reply,
@@ -46,11 +47,13 @@ from kraft.protocol.messages import (
     API_VERSIONS,
     APIS,
     BEGIN_QUORUM_EPOCH,
+    DESCRIBE_CLUSTER,
     DESCRIBE_QUORUM,
     END_QUORUM_EPOCH,
     FETCH,
     FETCH_SNAPSHOT,
     REMOVE_RAFT_VOTER,
+    UPDATE_RAFT_VOTER,
     VOTE,
 )
 from kraft.protocol.schema import ApiKey, Direction
@@ -69,6 +72,7 @@ __all__ = [
     "API_VERSIONS",
     "BEGIN_QUORUM_EPOCH",
     "DEFAULT_MAX_FRAME_SIZE",
+    "DESCRIBE_CLUSTER",
     "DESCRIBE_QUORUM",
     "END_QUORUM_EPOCH",
     "FETCH",
@@ -76,8 +80,10 @@ __all__ = [
     "METADATA_PARTITION",
     "METADATA_TOPIC_ID",
     "METADATA_TOPIC_NAME",
+    "NODE_APIS",
     "REMOVE_RAFT_VOTER",
     "SUPPORTED_APIS",
+    "UPDATE_RAFT_VOTER",
     "VOTE",
     "ApiKey",
     "CompiledMessage",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kraft.errors import ErrorCode
+from kraft.protocol.client_api import CLIENT_API_KEYS
 from kraft.protocol.envelope import encode_response_payload
 from kraft.protocol.errors import UnknownApiKeyError, UnsupportedVersionError
 from kraft.protocol.messages import API_VERSIONS, APIS
@@ -13,6 +14,14 @@ from kraft.protocol.values import MessageDict
 
 SUPPORTED_APIS: Final[dict[int, tuple[int, int]]] = {
     key: (spec.versions.lo, spec.versions.hi) for key, spec in sorted(APIS.items())
+}
+
+# What a kraft node advertises: Kafka's APIs and our private ones (v0 only). A Kafka client
+# ignores keys it does not know; our client uses a private API only where it is advertised,
+# so it never sends one to a Kafka node (which would close the connection).
+NODE_APIS: Final[dict[int, tuple[int, int]]] = {
+    **SUPPORTED_APIS,
+    **dict.fromkeys(sorted(CLIENT_API_KEYS), (0, 0)),
 }
 
 
@@ -40,9 +49,11 @@ def api_versions_response(
     }
 
 
-def api_versions_unsupported_reply(correlation_id: int) -> bytes:
+def api_versions_unsupported_reply(
+    correlation_id: int, apis: Mapping[int, tuple[int, int]] = SUPPORTED_APIS
+) -> bytes:
     """The unframed reply to an ApiVersions request of a version we do not support: Kafka
     answers it at version 0 (header v0) with UNSUPPORTED_VERSION and its full version table,
     so the client can retry at a version both sides know."""
-    body = api_versions_response(ErrorCode.UNSUPPORTED_VERSION)
+    body = api_versions_response(ErrorCode.UNSUPPORTED_VERSION, apis=apis)
     return encode_response_payload(API_VERSIONS.api_key, 0, correlation_id, body)

@@ -576,6 +576,40 @@ API_VERSIONS: Final = _spec(
     ),
 )
 
+DESCRIBE_CLUSTER: Final = _spec(
+    60,
+    "DescribeCluster",
+    (0, 2),
+    0,
+    req=(
+        Field("include_cluster_authorized_operations", BOOL, ALL),
+        # 1 = brokers, 2 = controllers (KIP-919); a controller answers only type 2.
+        Field("endpoint_type", INT8, V(1), default=1),
+        Field("include_fenced_brokers", BOOL, V(2)),
+    ),
+    rsp=(
+        Field("throttle_time_ms", INT32, ALL),
+        Field("error_code", INT16, ALL),
+        Field("error_message", STRING, ALL, nullable=ALL, default=None),
+        Field("endpoint_type", INT8, V(1), default=1),
+        Field("cluster_id", STRING, ALL),
+        Field("controller_id", INT32, ALL, default=-1),
+        Field(
+            "brokers",
+            array(
+                "DescribeClusterBroker",
+                Field("broker_id", INT32, ALL),
+                Field("host", STRING, ALL),
+                Field("port", INT32, ALL),
+                Field("rack", STRING, ALL, nullable=ALL, default=None),
+                Field("is_fenced", BOOL, V(2)),
+            ),
+            ALL,
+        ),
+        Field("cluster_authorized_operations", INT32, ALL, default=-(2**31)),
+    ),
+)
+
 _VOTER_CHANGE_RESPONSE: Final = (
     Field("throttle_time_ms", INT32, ALL),
     Field("error_code", INT16, ALL),
@@ -585,7 +619,7 @@ _VOTER_CHANGE_RESPONSE: Final = (
 ADD_RAFT_VOTER: Final = _spec(
     80,
     "AddRaftVoter",
-    (0, 0),
+    (0, 1),
     0,
     req=(
         Field("cluster_id", STRING, ALL, nullable=ALL, default=None),
@@ -593,6 +627,8 @@ ADD_RAFT_VOTER: Final = _spec(
         Field("voter_id", INT32, ALL),
         Field("voter_directory_id", UUID, ALL),
         _endpoints("listeners", 0, ignorable=False),
+        # v1 (KIP-1186): false asks for the answer once the change is appended, not committed.
+        Field("ack_when_committed", BOOL, V(1), default=True),
     ),
     rsp=_VOTER_CHANGE_RESPONSE,
 )
@@ -610,6 +646,45 @@ REMOVE_RAFT_VOTER: Final = _spec(
     rsp=_VOTER_CHANGE_RESPONSE,
 )
 
+UPDATE_RAFT_VOTER: Final = _spec(
+    82,
+    "UpdateRaftVoter",
+    (0, 0),
+    0,
+    req=(
+        Field("cluster_id", STRING, ALL, nullable=ALL, default=None),
+        Field("current_leader_epoch", INT32, ALL),
+        Field("voter_id", INT32, ALL),
+        Field("voter_directory_id", UUID, ALL),
+        _endpoints("listeners", 0, ignorable=False),
+        Field(
+            "kraft_version_feature",
+            struct(
+                "KRaftVersionFeature",
+                Field("min_supported_version", INT16, ALL),
+                Field("max_supported_version", INT16, ALL),
+            ),
+            ALL,
+        ),
+    ),
+    rsp=(
+        Field("throttle_time_ms", INT32, ALL),
+        Field("error_code", INT16, ALL),
+        Field(
+            "current_leader",
+            struct(
+                "CurrentLeader",
+                Field("leader_id", INT32, ALL, default=-1),
+                Field("leader_epoch", INT32, ALL, default=-1),
+                Field("host", STRING, ALL),
+                Field("port", INT32, ALL),
+            ),
+            ALL,
+            tag=0,
+        ),
+    ),
+)
+
 APIS: Final[dict[int, ApiSpec]] = {
     spec.api_key: spec
     for spec in (
@@ -620,7 +695,9 @@ APIS: Final[dict[int, ApiSpec]] = {
         END_QUORUM_EPOCH,
         DESCRIBE_QUORUM,
         FETCH_SNAPSHOT,
+        DESCRIBE_CLUSTER,
         ADD_RAFT_VOTER,
         REMOVE_RAFT_VOTER,
+        UPDATE_RAFT_VOTER,
     )
 }

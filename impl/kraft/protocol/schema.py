@@ -171,7 +171,7 @@ def default_of(f: Field) -> FieldValue:
 
 
 class ApiKey(enum.IntEnum):
-    """The API keys of the KRaft RPCs (DESIGN.md; Apache Kafka's values)."""
+    """The API keys a KRaft controller answers (DESIGN.md; Apache Kafka's values)."""
 
     FETCH = 1
     API_VERSIONS = 18
@@ -180,5 +180,7 @@ class ApiKey(enum.IntEnum):
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
     FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82

@@ -4,6 +4,7 @@
 - driver.py: the one task that steps the replica and performs its effects (group commit,
   commit-gated client answers).
 - inbound.py: the listener (Kafka wire protocol plus the private client API).
+- controller_apis.py: DescribeCluster and UpdateRaftVoter, answered as a Kafka controller does.
 - peers.py: outbound connections to the other voters for the replica's requests.
 - node.py: startup (meta.properties, data-directory lock, log recovery, quorum-state), wiring,
   graceful shutdown.

@@ -21,6 +21,7 @@ __all__ = [
     "ConfigError",
     "NodeConfig",
     "VoterAddress",
+    "listener_name_of",
     "load_config",
     "parse_listener",
     "parse_properties",
@@ -30,6 +31,7 @@ __all__ = [
 
 DEFAULT_APPEND_LINGER_MS: Final = 0
 DEFAULT_SEGMENT_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_LISTENER_NAME: Final = "CONTROLLER"
 
 
 class ConfigError(KraftError):
@@ -71,6 +73,9 @@ class NodeConfig:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     shutdown_timeout_ms: int = 5000
     trace_path: Path | None = None
+    # The name of our one listener: `controller.listener.names`' first, else the `listeners`
+    # entry's, else Kafka's conventional CONTROLLER. Endpoints are reported under this name.
+    listener_name: str = DEFAULT_LISTENER_NAME
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -138,6 +143,16 @@ def parse_listener(text: str) -> tuple[str, int]:
     first = text.split(",", maxsplit=1)[0].strip()
     _, sep, rest = first.partition("://")
     return _host_port(rest if sep else first, "listeners")
+
+
+def listener_name_of(props: Mapping[str, str]) -> str:
+    """The listener's name: `controller.listener.names`' first, else `listeners`' first
+    `NAME://`, else CONTROLLER."""
+    names = props.get("controller.listener.names", "").split(",")[0].strip()
+    if names:
+        return names
+    name, sep, _ = props.get("listeners", "").split(",", maxsplit=1)[0].strip().partition("://")
+    return name if sep and name else DEFAULT_LISTENER_NAME
 
 
 _INT_KEYS: Final[dict[str, str]] = {
@@ -231,5 +246,6 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         listener_host=host,
         listener_port=port,
         trace_path=Path(trace) if trace else None,
+        listener_name=listener_name_of(props),
         **ints,
     )

@@ -280,7 +280,6 @@ class Driver:
                     self._qs_path,
                     e.state,
                     version=0,
-                    cluster_id=self._cluster_id,
                     voters=self._voter_ids,
                 )
             elif isinstance(e, Send):

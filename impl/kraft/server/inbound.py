@@ -1,9 +1,15 @@
 """The listener: decodes requests, answers what needs no core step, routes the rest to it.
 
 - ApiVersions: answered here (an unsupported version gets Kafka's v0 UNSUPPORTED_VERSION reply).
-- DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER).
+  It lists Kafka's APIs and our private ones (KraftAppend, KraftNodeInfo), which a Kafka client
+  ignores and our client looks for before using them.
+- DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER), with
+  the voters' endpoints from v2.
+- DescribeCluster, AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter: as a Kafka controller of a
+  static quorum answers them (kraft.server.controller_apis).
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
-  released high watermark, as Kafka serves consumers; the core never sees it.
+  released high watermark; the core never sees it. From v17 the answer carries the leader's
+  endpoint, as Kafka's does.
 - Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot: a Receive event carrying a
   fresh reply token; the core hands the token back on the Send that answers it, and
   `prepare_response` replies on that request's own connection with its correlation id. The
@@ -22,6 +28,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import random
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,11 +46,12 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset
+from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset, ReplicaKey
 from kraft.log import CorruptLogError
 from kraft.protocol import (
     METADATA_PARTITION,
     METADATA_TOPIC_NAME,
+    NODE_APIS,
     ApiKey,
     FrameDecoder,
     MessageDict,
@@ -66,9 +74,18 @@ from kraft.protocol.client_api import (
 )
 from kraft.records import LOG_OVERHEAD
 from kraft.server.config import NodeConfig
+from kraft.server.controller_apis import (
+    LeaderSnapshot,
+    add_voter_response,
+    describe_cluster_response,
+    pick_controller_id,
+    remove_voter_response,
+    update_voter_response,
+)
 from kraft.server.driver import AppendOutcome, Driver, Release
 from kraft.wire_adapter import (
     Listener,
+    NodeEndpoints,
     WireTranslationError,
     api_key_of,
     check_describe_quorum_request,
@@ -76,6 +93,7 @@ from kraft.wire_adapter import (
     error_response,
     request_from_wire,
     response_to_wire,
+    with_voter_set_keys,
 )
 
 __all__ = ["RequestServer"]
@@ -83,6 +101,12 @@ __all__ = ["RequestServer"]
 log = logging.getLogger("kraft.node")
 
 _KEY = struct.Struct(">h")
+# Voter changes: answered as a Kafka leader of a static quorum (kraft.version 0) answers.
+_VOTER_CHANGES: dict[int, Callable[[MessageDict, LeaderSnapshot], MessageDict]] = {
+    ApiKey.ADD_RAFT_VOTER: add_voter_response,
+    ApiKey.REMOVE_RAFT_VOTER: remove_voter_response,
+    ApiKey.UPDATE_RAFT_VOTER: update_voter_response,
+}
 # BaseOffset i64 at 0, Length i32 at 8, LastOffsetDelta i32 at 23 of a record batch v2.
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -139,6 +163,7 @@ class RequestServer:
         # Bytes of partly received requests, over every connection (queued.max.request.bytes).
         self._buffered = 0
         self._server: asyncio.Server | None = None
+        self._rng = random.Random()  # DescribeCluster's controller when no leader is known
         self.requests = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -247,9 +272,9 @@ class RequestServer:
             try:
                 check_supported(api_key, version)
             except ProtocolError:
-                conn.write(frame(api_versions_unsupported_reply(corr)))
+                conn.write(frame(api_versions_unsupported_reply(corr, NODE_APIS)))
                 return
-            self._reply(conn, api_key, version, corr, api_versions_response())
+            self._reply(conn, api_key, version, corr, api_versions_response(apis=NODE_APIS))
             return
         try:
             check_supported(api_key, version)
@@ -266,6 +291,13 @@ class RequestServer:
             return
         if api_key == ApiKey.DESCRIBE_QUORUM:
             self._describe_quorum(conn, version, corr, body)
+            return
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            self._describe_cluster(conn, version, corr, body)
+            return
+        if api_key in _VOTER_CHANGES:
+            answer = _VOTER_CHANGES[api_key](body, self._leader_snapshot())
+            self._reply(conn, api_key, version, corr, answer)
             return
         try:
             req = request_from_wire(api_key, version, body, local_cluster_id=self._cluster_id)
@@ -295,9 +327,28 @@ class RequestServer:
 
     # ------------------------------------------------------------------ core responses
 
-    def _listener_of(self, leader_id: NodeId) -> Listener | None:
-        v = self._cfg.voter(leader_id)
-        return None if v is None else Listener("CONTROLLER", v.host, v.port)
+    def _listener_of(self, leader_id: NodeId | None) -> Listener | None:
+        v = None if leader_id is None else self._cfg.voter(leader_id)
+        return None if v is None else Listener(self._cfg.listener_name, v.host, v.port)
+
+    def _controllers(self) -> tuple[NodeEndpoints, ...]:
+        name = self._cfg.listener_name
+        return tuple(
+            NodeEndpoints(v.node_id, (Listener(name, v.host, v.port),)) for v in self._cfg.voters
+        )
+
+    def _leader_snapshot(self) -> LeaderSnapshot:
+        view = self._driver.replica.view()
+        return LeaderSnapshot(
+            cluster_id=self._cluster_id,
+            epoch=view.epoch,
+            is_leader=view.state is ReplicaState.LEADER,
+            leader_id=view.leader_id,
+            leader_listener=self._listener_of(view.leader_id),
+            high_watermark_known=self._driver.high_watermark is not None,
+            voters=tuple(view.voters),
+            listener_name=self._cfg.listener_name,
+        )
 
     def prepare_response(self, send: Send) -> Release:
         msg = send.message
@@ -345,8 +396,25 @@ class RequestServer:
                 ],
             }
         else:
-            answer = describe_quorum_response(desc, version)
+            voter_set = [ReplicaKey(v.node_id) for v in self._cfg.voters]  # static: no dirs
+            desc = with_voter_set_keys(desc, voter_set)
+            answer = describe_quorum_response(desc, version, self._controllers())
         self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
+
+    def _describe_cluster(
+        self, conn: _Connection, version: int, corr: int, body: MessageDict
+    ) -> None:
+        controllers = self._controllers()
+        view = self._driver.replica.view()
+        answer = describe_cluster_response(
+            version,
+            body,
+            cluster_id=self._cluster_id,
+            controller_id=pick_controller_id(view.leader_id, controllers, self._rng),
+            controllers=controllers,
+            listener_name=self._cfg.listener_name,
+        )
+        self._reply(conn, ApiKey.DESCRIBE_CLUSTER, version, corr, answer)
 
     def _consumer_fetch(
         self, conn: _Connection, version: int, corr: int, req: FetchRequest
@@ -375,7 +443,9 @@ class RequestServer:
             log_start_offset=lso,
             records=data,
         )
-        body = response_to_wire(resp, ApiKey.FETCH, version)
+        body = response_to_wire(
+            resp, ApiKey.FETCH, version, leader_listener=self._listener_of(view.leader_id)
+        )
         # Encoded now: `data` views the mmapped log, valid until the next truncation.
         self._reply(conn, ApiKey.FETCH, version, corr, body)
 

@@ -192,7 +192,7 @@ class Node:
             trace=trace,
         )
         me = config.voter(config.node_id)
-        listeners = () if me is None else (Listener("CONTROLLER", me.host, me.port),)
+        listeners = () if me is None else (Listener(config.listener_name, me.host, me.port),)
         for v in config.voters:
             if v.node_id != config.node_id:
                 transport.peers[v.node_id] = PeerLink(

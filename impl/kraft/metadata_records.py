@@ -1,0 +1,71 @@
+"""Kafka's metadata record framing, so that what kraft commits can be replayed by a Kafka
+controller sharing the quorum (it decodes every committed data record as a metadata record).
+
+A metadata record's value (MetadataRecordSerde, via AbstractApiMessageSerde) is:
+
+    frame version   unsigned varint, 1
+    api key         unsigned varint, the record type (NoOpRecord = 20, ...)
+    version         unsigned varint, the record's schema version
+    body            the record in its flexible-version encoding (tagged fields last)
+
+and the record's key is null. NoOpRecord v0 has no fields, so its whole value is 01 14 00 00.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from kraft.errors import KraftError
+from kraft.protocol.wire import WireFormatError, read_uvarint, uvarint
+
+__all__ = [
+    "METADATA_FRAME_VERSION",
+    "NO_OP_RECORD",
+    "MetadataRecordError",
+    "MetadataRecordHeader",
+    "decode_metadata_header",
+    "encode_metadata_record",
+    "no_op_record",
+]
+
+METADATA_FRAME_VERSION: Final = 1
+NO_OP_RECORD: Final = 20
+_EMPTY_TAGGED_FIELDS: Final = b"\x00"
+
+
+class MetadataRecordError(KraftError):
+    """A value that is not a framed metadata record."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecordHeader:
+    api_key: int
+    version: int
+    body_offset: int
+
+
+def encode_metadata_record(api_key: int, version: int, body: bytes) -> bytes:
+    """The framed value of a metadata record whose encoded body is `body`."""
+    if not 0 <= api_key <= 0x7FFF or not 0 <= version <= 0x7FFF:
+        raise ValueError(f"api key {api_key} and version {version} must fit an int16")
+    return uvarint(METADATA_FRAME_VERSION) + uvarint(api_key) + uvarint(version) + body
+
+
+def no_op_record() -> bytes:
+    """A NoOpRecord (v0): what a Kafka controller appends to show it is alive."""
+    return encode_metadata_record(NO_OP_RECORD, 0, _EMPTY_TAGGED_FIELDS)
+
+
+def decode_metadata_header(value: bytes) -> MetadataRecordHeader:
+    """The record type and version of a framed metadata record value."""
+    view = memoryview(value)
+    try:
+        frame, pos = read_uvarint(view, 0)
+        api_key, pos = read_uvarint(view, pos)
+        version, pos = read_uvarint(view, pos)
+    except (WireFormatError, IndexError) as e:
+        raise MetadataRecordError(f"truncated metadata record header: {e}") from None
+    if frame != METADATA_FRAME_VERSION:
+        raise MetadataRecordError(f"metadata record frame version {frame}, expected 1")
+    return MetadataRecordHeader(api_key, version, pos)
