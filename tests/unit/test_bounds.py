@@ -34,7 +34,6 @@ from kraft.errors import ErrorCode
 from kraft.ids import (
     MAX_EPOCH,
     MAX_OFFSET,
-    ClusterId,
     Epoch,
     NodeId,
     Offset,
@@ -217,7 +216,7 @@ def test_a_node_starts_from_any_quorum_state_it_wrote(
     tmp_path: Path, version: int, state: ElectionState
 ) -> None:
     path = tmp_path / "quorum-state"
-    write_quorum_state(path, state, version=version, cluster_id=ClusterId("c"))
+    write_quorum_state(path, state, version=version)
     stored = read_quorum_state(path)
     assert stored == state
     h = Harness(election=stored)
