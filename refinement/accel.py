@@ -30,10 +30,12 @@ from pathlib import Path
 
 # The modules a simulated event runs through; everything else stays interpreted.
 HOT_MODULES = (
+    "kraft/core/bounds.py",
     "kraft/core/effects.py",
     "kraft/core/events.py",
     "kraft/core/log_mirror.py",
     "kraft/core/messages.py",
+    "kraft/core/producers.py",
     "kraft/core/quorum_math.py",
     "kraft/core/replica.py",
     "kraft/core/voter_set.py",

@@ -19,17 +19,18 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import secrets
 import struct
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from kraft import __version__
 from kraft.core.messages import FetchRequest, FetchResponse
 from kraft.core.quorum_info import QuorumDescription
 from kraft.errors import ErrorCode, KraftError
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ProducerId, ReplicaKey
 from kraft.protocol import (
     APIS,
     NODE_APIS,
@@ -344,16 +345,66 @@ async def describe_quorum(bootstrap: Sequence[Address], timeout_ms: int = 10_000
         await asyncio.sleep(_RETRY_MS / 1000)
 
 
+def new_producer_id() -> ProducerId:
+    """A random positive 63-bit id: Kafka's brokers hand producer ids out (InitProducerId);
+    a quorum has no such service, so a client draws one (collisions are negligible)."""
+    return ProducerId(secrets.randbits(63) or 1)
+
+
+@dataclass(slots=True)
+class Producer:
+    """An idempotent writer (kraft.core.producers): its id, the sequence number of its next
+    record, and the leader it last wrote to (tried first next time). A resend after a lost
+    connection carries the same id and sequence, and the leader answers it with the offsets
+    the first copy got instead of storing the values twice. One append at a time per Producer.
+    """
+
+    producer_id: ProducerId = field(default_factory=new_producer_id)
+    next_sequence: int = 0
+    leader: Address | None = None
+
+    def reset(self) -> None:
+        """After an append whose outcome is unknown: a new id (as Kafka bumps the epoch), so
+        the next append's sequence cannot leave a gap the leader would refuse."""
+        self.producer_id = new_producer_id()
+        self.next_sequence = 0
+
+
 async def append(
-    bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int = 30_000
+    bootstrap: Sequence[Address],
+    values: Sequence[bytes],
+    timeout_ms: int = 30_000,
+    *,
+    producer: Producer | None = None,
 ) -> AppendAck:
-    """Append `values` as one batch; returns once committed. Raises ClientError on an error
-    answer other than a redirect, or when no leader accepts them within `timeout_ms`."""
+    """Append `values` as one batch, idempotently; returns once committed. Raises ClientError
+    on an error answer other than a redirect, or when no leader accepts them within
+    `timeout_ms`. Pass a Producer to reuse its id and remembered leader across appends."""
+    p = producer if producer is not None else Producer()
+    try:
+        ack = await _append(bootstrap, values, timeout_ms, p)
+    except ClientError:
+        p.reset()
+        raise
+    p.next_sequence += len(values)
+    return ack
+
+
+async def _append(
+    bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int, producer: Producer
+) -> AppendAck:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
+    remembered = producer.leader
     targets = list(bootstrap)
+    if remembered is not None:
+        targets = [remembered, *(a for a in bootstrap if a != remembered)]
     last_error = "no node answered"
-    body: MessageDict = {"records": [{"value": v} for v in values]}
+    body: MessageDict = {
+        "producer_id": producer.producer_id,
+        "sequence": producer.next_sequence,
+        "records": [{"value": v} for v in values],
+    }
     while True:
         redirect: Address | None = None
         for address in targets:
@@ -370,6 +421,7 @@ async def append(
                 continue
             error = ErrorCode(get_int(answer, "error_code"))
             if error is ErrorCode.NONE:
+                producer.leader = address
                 return AppendAck(
                     Offset(get_int(answer, "base_offset")),
                     Offset(get_int(answer, "last_offset")),

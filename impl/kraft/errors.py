@@ -18,6 +18,9 @@ class ErrorCode(IntEnum):
     # Kafka's answer when the log cannot be read (a damaged segment).
     KAFKA_STORAGE_ERROR = 56
     INVALID_REQUEST = 42
+    # Idempotent appends (Kafka's producer errors): a gap, or a resend too old to tell.
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     INCONSISTENT_VOTER_SET = 94

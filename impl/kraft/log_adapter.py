@@ -4,8 +4,12 @@ whole batches. The node and the simulator both use this."""
 from __future__ import annotations
 
 from kraft.core.log_mirror import LogState
+from kraft.core.producers import ProducerBatch, producer_batch_of
 from kraft.ids import Offset
 from kraft.log import ReplicatedLog
+from kraft.records import iter_batches
+
+_SCAN_BYTES = 8 << 20
 
 
 class BatchReader:
@@ -27,4 +31,19 @@ class BatchReader:
 
 
 def log_state_of(log: ReplicatedLog) -> LogState:
-    return LogState(log.start_offset, log.end_offset, log.epoch_entries())
+    return LogState(log.start_offset, log.end_offset, log.epoch_entries(), producer_batches_of(log))
+
+
+def producer_batches_of(log: ReplicatedLog) -> tuple[ProducerBatch, ...]:
+    """The idempotent batches of the log in order, from a scan of the batch headers only."""
+    found: list[ProducerBatch] = []
+    offset = log.start_offset
+    while offset < log.end_offset:
+        result = log.read(offset, _SCAN_BYTES)
+        for _, h in iter_batches(result.data, verify=False):
+            if h.producer_id >= 0:
+                found.append(producer_batch_of(h))
+        if result.next_offset <= offset:
+            break
+        offset = result.next_offset
+    return tuple(found)

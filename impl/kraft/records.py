@@ -508,6 +508,9 @@ def _assemble(
     attributes: int,
     count: int,
     timestamp_ms: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
     """Prepend the header to already-encoded records and fill in Length and CRC."""
     record_parts[0] = _TAIL.pack(
@@ -515,9 +518,9 @@ def _assemble(
         count - 1,
         timestamp_ms,
         timestamp_ms,
-        NO_PRODUCER_ID,
-        NO_PRODUCER_EPOCH,
-        NO_SEQUENCE,
+        producer_id,
+        producer_epoch,
+        base_sequence,
         count,
     )
     body = b"".join(record_parts)
@@ -535,10 +538,14 @@ def encode_batch(
     timestamp_ms: int,
     keys: Sequence[bytes | None] | None = None,
     headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
+    producer_id: int = NO_PRODUCER_ID,
+    base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
     """Encode values (with optional keys/headers) as one data batch at base_offset.
 
-    Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index.
+    Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index. An
+    idempotent append carries its producer id (epoch 0) and the sequence of its first record,
+    as Kafka's idempotent producer writes them.
     """
     count = len(values)
     if count == 0:
@@ -575,7 +582,15 @@ def encode_batch(
             )
             parts += (varint_bytes(len(body)), body)
     return _assemble(
-        base_offset, epoch, parts, attributes=0, count=count, timestamp_ms=timestamp_ms
+        base_offset,
+        epoch,
+        parts,
+        attributes=0,
+        count=count,
+        timestamp_ms=timestamp_ms,
+        producer_id=producer_id,
+        producer_epoch=NO_PRODUCER_EPOCH if producer_id == NO_PRODUCER_ID else 0,
+        base_sequence=base_sequence,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from kraft.core.producers import producer_batch_of
 from kraft.core.replica import LogState
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import encode_batch, iter_batches, iter_values
@@ -52,7 +53,13 @@ class MemLog:
         for base, _, epoch, _ in self.batches_:
             if not epochs or epochs[-1][0] != epoch:
                 epochs.append((Epoch(epoch), Offset(base)))
-        return LogState(Offset(0), Offset(self.end_offset), tuple(epochs))
+        idempotent = tuple(
+            producer_batch_of(h)
+            for *_, data in self.batches_
+            for _, h in iter_batches(data, verify=False)
+            if h.producer_id >= 0
+        )
+        return LogState(Offset(0), Offset(self.end_offset), tuple(epochs), idempotent)
 
     def batches(self) -> list[tuple[int, int, int]]:
         """(base offset, next offset, epoch) per batch."""

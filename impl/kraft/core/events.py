@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kraft.core.messages import Message, Request
-from kraft.ids import NodeId
+from kraft.ids import NO_PRODUCER, NodeId, ProducerId
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,10 @@ class ClientAppend:
     now_ms: int
     values: tuple[bytes, ...]
     request_id: int = 0
+    # An idempotent client's id and the sequence number of its first value (kraft.core.producers);
+    # a resend with the same pair is answered with the offsets the first one got.
+    producer: ProducerId = NO_PRODUCER
+    sequence: int = -1
 
 
 @dataclass(frozen=True, slots=True)

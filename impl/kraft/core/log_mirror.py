@@ -9,6 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from kraft.core.producers import ProducerBatch
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 
 
@@ -20,6 +21,8 @@ class LogState:
     end_offset: Offset
     # (epoch, start offset) pairs in increasing order, like leader-epoch-checkpoint.
     epochs: tuple[tuple[Epoch, Offset], ...] = ()
+    # The idempotent batches of the log, in log order (rebuilds the producer table).
+    producer_batches: tuple[ProducerBatch, ...] = ()
 
 
 class LogMirror:

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kraft.ids import Epoch, Offset, ProducerId
+from kraft.records import BatchHeader
 
 KEEP = 5
+# The batch header's BaseSequence is an int32; a sequence never wraps here (it is refused).
+MAX_SEQUENCE = 2**31 - 1
 DEFAULT_MAX_PRODUCERS = 10_000
 
 
@@ -38,6 +41,17 @@ class ProducerBatch:
     @property
     def last_sequence(self) -> int:
         return self.base_sequence + (self.last_offset - self.first_offset)
+
+
+def producer_batch_of(h: BatchHeader) -> ProducerBatch:
+    """The idempotent append a batch header describes (producer id >= 0)."""
+    return ProducerBatch(
+        ProducerId(h.producer_id),
+        h.base_sequence,
+        Offset(h.base_offset),
+        Offset(h.next_offset - 1),
+        Epoch(h.partition_leader_epoch),
+    )
 
 
 class Verdict(Enum):

@@ -50,6 +50,13 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kraft.core.producers import (
+    MAX_SEQUENCE,
+    ProducerBatch,
+    ProducerTable,
+    Verdict,
+    producer_batch_of,
+)
 from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
 from kraft.core.quorum_math import PY
 from kraft.core.transitions import IllegalTransitionError, check_transition
@@ -59,6 +66,7 @@ from kraft.errors import ErrorCode
 from kraft.ids import (
     MAX_EPOCH,
     NO_NODE,
+    NO_PRODUCER,
     ClusterId,
     Epoch,
     NodeId,
@@ -204,6 +212,9 @@ class Replica:
         # Asked on every message; recompute wherever the voter set changes (KIP-856).
         self._is_voter = self._voters.contains(self._me)
         self._log = LogMirror(log_state)
+        self._producers = ProducerTable()
+        for batch in log_state.producer_batches:
+            self._producers.record(batch)
         self._reader = reader
         self._rng = rng
         self._now = now_ms
@@ -1264,6 +1275,7 @@ class Replica:
         if target < self._log.end_offset:
             self._out.append(TruncateLog(target))
             self._log.truncate(target)
+            self._producers.truncate(target)
 
     def _batch_base(self, offset: Offset) -> Offset:
         """Snap a truncation point inside one of our batches down to that batch's base: a
@@ -1283,6 +1295,7 @@ class Replica:
     def _append_fetched(self, records: Records) -> bool:
         end = self._log.end_offset
         batches: list[tuple[Epoch, Offset]] = []
+        idempotent: list[ProducerBatch] = []
         next_offset = end
         try:
             for _, h in iter_batches(records):
@@ -1290,6 +1303,8 @@ class Replica:
                     return False
                 batches.append((Epoch(h.partition_leader_epoch), Offset(h.base_offset)))
                 next_offset = Offset(h.next_offset)
+                if h.producer_id >= 0:
+                    idempotent.append(producer_batch_of(h))
         except CorruptRecordError:
             return False
         epochs = [self._log.last_epoch] + [e for e, _ in batches]
@@ -1299,6 +1314,8 @@ class Replica:
             return False  # epochs never decrease along a log
         self._out.append(AppendToLog(end, Offset(next_offset - 1), batches[-1][0], records))
         self._log.append(batches, next_offset)
+        for b in idempotent:
+            self._producers.record(b)
         self._out.append(FlushLog())
         return True
 
@@ -1314,8 +1331,13 @@ class Replica:
         if self._state is not L or self._shutting_down or ld is None:
             self._refuse_append(ev.request_id)
             return
-        if not ev.values:
+        if not ev.values or (
+            ev.producer != NO_PRODUCER and not 0 <= ev.sequence <= MAX_SEQUENCE - len(ev.values) + 1
+        ):
             self._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
+            return
+        if ev.producer != NO_PRODUCER:
+            self._idempotent_append(ev)
             return
         self._out.append(ActionTaken(Action.CLIENT_APPEND))
         ld.lingering.append((ev.request_id, ev.values))
@@ -1323,6 +1345,53 @@ class Replica:
             self._append_lingering()
         elif ld.linger_until is None:
             ld.linger_until = self._now + self._cfg.append_linger_ms
+
+    def _idempotent_append(self, ev: ClientAppend) -> None:
+        """An idempotent client's append (kraft.core.producers): a resend of a batch the log
+        holds is answered with that batch's offsets and epoch (acknowledged once it commits,
+        like any append), a gap or a resend too old to tell is refused, and new values become
+        their own batch carrying the producer id and sequence, after whatever lingers."""
+        check = self._producers.check(ev.producer, ev.sequence, len(ev.values))
+        if check.verdict is Verdict.DUPLICATE:
+            b = check.batch
+            assert b is not None
+            self._out.append(
+                AppendResult(
+                    ev.request_id,
+                    ErrorCode.NONE,
+                    b.first_offset,
+                    b.last_offset,
+                    b.epoch,
+                    self._me.id,
+                )
+            )
+            return
+        if check.verdict is not Verdict.NEW:
+            refused = (
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+                if check.verdict is Verdict.OUT_OF_ORDER
+                else ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+            )
+            self._out.append(AppendResult(ev.request_id, refused))
+            return
+        self._out.append(ActionTaken(Action.CLIENT_APPEND))
+        self._append_lingering()  # appends keep their arrival order
+        first = self._log.end_offset
+        last = Offset(first + len(ev.values) - 1)
+        data = encode_batch(
+            first,
+            self._epoch,
+            ev.values,
+            timestamp_ms=self._now,
+            producer_id=ev.producer,
+            base_sequence=ev.sequence,
+        )
+        self._append(first, last, data)
+        self._producers.record(ProducerBatch(ev.producer, ev.sequence, first, last, self._epoch))
+        self._out.append(
+            AppendResult(ev.request_id, ErrorCode.NONE, first, last, self._epoch, self._me.id)
+        )
+        self._maybe_advance_hwm()
 
     def _append_lingering(self) -> None:
         """Write the waiting client values as one batch in our epoch, durable before the

@@ -21,6 +21,7 @@ response header v1 (correlation id, tagged fields), as for any flexible Kafka AP
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Final
 
 from kraft.protocol.codec import CompiledMessage, _Compiler
@@ -68,6 +69,10 @@ KRAFT_APPEND: Final = _api(
     "KraftAppend",
     req=(
         Field("timeout_ms", Prim.INT32, _ALL, default=30000),
+        # Idempotence (kraft.core.producers): the client's id and its first record's sequence;
+        # -1 and -1 for a plain append.
+        Field("producer_id", Prim.INT64, _ALL, default=-1),
+        Field("sequence", Prim.INT32, _ALL, default=-1),
         # One struct per record: the codec has no array of bare byte strings.
         Field("records", ArrayOf(Struct("Record", (Field("value", Prim.BYTES, _ALL),))), _ALL),
     ),
@@ -107,6 +112,7 @@ CLIENT_API_KEYS: Final = frozenset(api.api_key for api in CLIENT_APIS)
 _SPECS: Final = {api.api_key: api for api in CLIENT_APIS}
 _FIXED: Final = struct.Struct(">hhih")
 _SIZE: Final = struct.Struct(">i")
+_APPEND_FIXED: Final = struct.Struct(">iqi")  # timeout_ms, producer_id, sequence
 _compiled: dict[tuple[Direction, int], CompiledMessage] = {}
 
 
@@ -165,17 +171,25 @@ def decode_client_request(payload: bytes | memoryview) -> tuple[RequestHeader, M
     return header, client_codec(Direction.REQUEST, header.api_key).decode(view[pos:])
 
 
-def decode_append_request(payload: bytes) -> tuple[RequestHeader, int, tuple[bytes, ...]]:
-    """Header, timeout_ms and record values of an unframed KraftAppend v0 request: the same
-    answer as decode_client_request, without a dict per record (the append hot path).
-    Raises MalformedRequestError."""
+@dataclass(frozen=True, slots=True)
+class AppendRequest:
+    header: RequestHeader
+    timeout_ms: int
+    producer_id: int
+    sequence: int
+    values: tuple[bytes, ...]
+
+
+def decode_append_request(payload: bytes) -> AppendRequest:
+    """An unframed KraftAppend v0 request: the same answer as decode_client_request, without
+    a dict per record (the append hot path). Raises MalformedRequestError."""
     view = memoryview(payload)
     header, pos = _decode_header(view)
     if header.api_key != KRAFT_APPEND_KEY:
         raise MalformedRequestError(f"API {header.api_key} is not KraftAppend")
     try:
-        (timeout_ms,) = _SIZE.unpack_from(payload, pos)
-        count, pos = read_uvarint(view, pos + 4)
+        timeout_ms, producer_id, sequence = _APPEND_FIXED.unpack_from(payload, pos)
+        count, pos = read_uvarint(view, pos + _APPEND_FIXED.size)
         if count == 0:
             raise WireFormatError("records: a null array")
         end = len(payload)
@@ -199,7 +213,7 @@ def decode_append_request(payload: bytes) -> tuple[RequestHeader, int, tuple[byt
         raise MalformedRequestError(f"KraftAppend request: {e}") from None
     if pos != end:
         raise MalformedRequestError(f"KraftAppend request: {end - pos} bytes after the body")
-    return header, timeout_ms, tuple(values)
+    return AppendRequest(header, timeout_ms, producer_id, sequence, tuple(values))
 
 
 def encode_client_response(api_key: int, correlation_id: int, body: Message) -> bytes:

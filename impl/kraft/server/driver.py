@@ -60,7 +60,7 @@ from kraft.core.effects import (
 from kraft.core.events import ClientAppend, Event, Shutdown, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.ids import NO_PRODUCER, ClusterId, Epoch, NodeId, Offset, ProducerId
 from kraft.log import CorruptLogError, SegmentedLog
 from kraft.quorum_state import write_quorum_state
 from kraft.tracing import TraceFile
@@ -68,6 +68,13 @@ from kraft.tracing import TraceFile
 __all__ = ["AppendOutcome", "Clock", "Driver", "Outbound"]
 
 log = logging.getLogger("kraft.node")
+
+_APPEND_REFUSALS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "not the leader",
+    ErrorCode.INVALID_REQUEST: "no values, or a sequence number out of range",
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "a gap after the producer's last sequence number",
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "a resend older than the batches the leader keeps",
+}
 
 Clock = Callable[[], int]
 Release = Callable[[], None]
@@ -150,13 +157,18 @@ class Driver:
         self._wake.set()
 
     def client_append(
-        self, values: tuple[bytes, ...], timeout_ms: int
+        self,
+        values: tuple[bytes, ...],
+        timeout_ms: int,
+        *,
+        producer: ProducerId = NO_PRODUCER,
+        sequence: int = -1,
     ) -> asyncio.Future[AppendOutcome]:
         now = self._clock()
         request_id = next(self._ids)
         fut: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = _Pending(fut, now + max(timeout_ms, 0))
-        self.submit(ClientAppend(now, values, request_id))
+        self.submit(ClientAppend(now, values, request_id, producer, sequence))
         return fut
 
     def start(self) -> None:
@@ -326,8 +338,8 @@ class Driver:
         if p is None:
             return
         if r.error is not ErrorCode.NONE:
-            leader = r.leader_id
-            self._answer(r.request_id, AppendOutcome(r.error, "not the leader", leader_id=leader))
+            why = _APPEND_REFUSALS.get(r.error, r.error.name)
+            self._answer(r.request_id, AppendOutcome(r.error, why, leader_id=r.leader_id))
             return
         assert r.first_offset is not None and r.last_offset is not None and r.epoch is not None
         p.accepted = (r.first_offset, r.last_offset, r.epoch)

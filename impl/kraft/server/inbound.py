@@ -46,7 +46,16 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_EPOCH, NO_NODE, ClusterId, DirectoryId, NodeId, Offset, ReplicaKey
+from kraft.ids import (
+    NO_EPOCH,
+    NO_NODE,
+    ClusterId,
+    DirectoryId,
+    NodeId,
+    Offset,
+    ProducerId,
+    ReplicaKey,
+)
 from kraft.log import CorruptLogError
 from kraft.protocol import (
     METADATA_PARTITION,
@@ -460,12 +469,14 @@ class RequestServer:
                 conn.write(encode_client_response(KRAFT_NODE_INFO_KEY, header.correlation_id, info))
                 return
             # The hot path: record values straight from the frame, no dict per record.
-            header, timeout_ms, values = decode_append_request(payload)
+            req = decode_append_request(payload)
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
-        corr = header.correlation_id
-        fut = self._driver.client_append(values, timeout_ms)
+        corr = req.header.correlation_id
+        fut = self._driver.client_append(
+            req.values, req.timeout_ms, producer=ProducerId(req.producer_id), sequence=req.sequence
+        )
         task = asyncio.create_task(self._answer_append(conn, corr, fut))
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
