@@ -30,7 +30,12 @@ def _values_of(body: MessageDict) -> tuple[bytes, ...]:
 
 def _payload(values: list[bytes], client_id: str | None = "c", timeout_ms: int = 1234) -> bytes:
     header = RequestHeader(KRAFT_APPEND_KEY, 0, 77, client_id)
-    body: MessageDict = {"timeout_ms": timeout_ms, "records": [{"value": v} for v in values]}
+    body: MessageDict = {
+        "timeout_ms": timeout_ms,
+        "producer_id": 1 << 40,
+        "sequence": 7,
+        "records": [{"value": v} for v in values],
+    }
     return encode_client_request(header, body)[4:]  # unframed, as the listener hands it on
 
 
@@ -40,12 +45,14 @@ def test_fast_decode_matches_the_codec(sizes: list[int]) -> None:
     values = [rng.randbytes(n) for n in sizes]
     for client_id in ("bench", None):
         payload = _payload(values, client_id)
-        header, timeout_ms, got = decode_append_request(payload)
+        req = decode_append_request(payload)
         ref_header, body = decode_client_request(payload)
-        assert header == ref_header
-        assert timeout_ms == get_int(body, "timeout_ms") == 1234
-        assert got == _values_of(body) == tuple(values)
-        assert all(type(v) is bytes for v in got)
+        assert req.header == ref_header
+        assert req.timeout_ms == get_int(body, "timeout_ms") == 1234
+        assert req.producer_id == get_int(body, "producer_id") == 1 << 40
+        assert req.sequence == get_int(body, "sequence") == 7
+        assert req.values == _values_of(body) == tuple(values)
+        assert all(type(v) is bytes for v in req.values)
 
 
 def test_fast_decode_skips_record_tagged_fields() -> None:
@@ -53,8 +60,7 @@ def test_fast_decode_skips_record_tagged_fields() -> None:
     # Give the first record one tagged field (tag 5, 2 bytes): count 1, tag, size, data.
     at = payload.index(b"ab") + 2
     payload[at : at + 1] = bytes([1, 5, 2]) + b"zz"
-    _, _, got = decode_append_request(bytes(payload))
-    assert got == (b"ab", b"cd")
+    assert decode_append_request(bytes(payload)).values == (b"ab", b"cd")
     assert _values_of(decode_client_request(bytes(payload))[1]) == (b"ab", b"cd")
 
 
