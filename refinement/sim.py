@@ -389,6 +389,11 @@ class Simulator:
         self._blocked: dict[tuple[NodeId, NodeId], int] = {}
         self._partitions: dict[int, list[tuple[NodeId, NodeId]]] = {}
         self._last_request: dict[tuple[NodeId, NodeId, type], Request] = {}
+        # The Fetch each (fetcher, leader) pair awaits an answer to: like Kafka's request
+        # manager (one request in flight per destination, answers to any other ignored), only
+        # the first answer to the latest Fetch is what a replica "receives" for the
+        # FetchedHighWatermarkMonotonic checker; late, reordered or duplicated answers are not.
+        self._fetch_awaited: dict[tuple[NodeId, NodeId], FetchRequest] = {}
         self._loss = self._profile.loss
         self._duplicate = self._profile.duplicate
         # Client state.
@@ -522,8 +527,14 @@ class Simulator:
         else:
             answering = None
         message = cast(Message, msg)
-        if mtype is FetchResponse and self._check:
+        if (
+            mtype is FetchResponse
+            and self._check
+            and in_reply_to is not None
+            and self._fetch_awaited.get((dst.id, NodeId(src_id))) is in_reply_to
+        ):
             assert isinstance(msg, FetchResponse)
+            del self._fetch_awaited[(dst.id, NodeId(src_id))]
             found = inv.fetched_high_watermark_monotonic(
                 dst.snap,
                 inv.FetchedHighWatermark(
@@ -662,6 +673,9 @@ class Simulator:
             self._drop(src.id, dst_id, msg, "unknown node")
             return
         mtype = type(msg)
+        if mtype is FetchRequest:
+            assert isinstance(msg, FetchRequest)
+            self._fetch_awaited[(src.id, dst_id)] = msg
         in_reply_to: Request | None = None
         req_type = _REQUEST_OF.get(mtype)
         if req_type is not None:

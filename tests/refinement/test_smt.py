@@ -471,16 +471,29 @@ def test_election_timeout_is_randomized_election_timeout():
             assert lo <= one.r.next_deadline_ms() <= hi
 
 
-def _leader(voters: int) -> _One:
-    one = _One(1, voters, election_timeout_ms=100)
-    one.step(Tick(1000))
-    assert one.r.view().state is (ReplicaState.LEADER if voters == 1 else ReplicaState.CANDIDATE)
+def _grant_all(one: _One, voters: int, state: ReplicaState) -> None:
+    """Every other voter grants the pre-votes (Prospective) or votes (Candidate) asked."""
     epoch = one.r.view().epoch
     for i in range(2, voters + 1):
-        req = next(m for d, m in one.sent if d == i and isinstance(m, VoteRequest))
+        if one.r.view().state is not state:
+            return
+        req = next(
+            m
+            for d, m in reversed(one.sent)
+            if d == i and isinstance(m, VoteRequest) and m.candidate_epoch == epoch
+        )
         one.step(
             Receive(1000, NodeId(i), VoteResponse(ErrorCode.NONE, NodeId(-1), epoch, True), req)
         )
+
+
+def _leader(voters: int) -> _One:
+    one = _One(1, voters, election_timeout_ms=100)
+    one.step(Tick(1000))
+    first = ReplicaState.LEADER if voters == 1 else ReplicaState.PROSPECTIVE
+    assert one.r.view().state is first
+    _grant_all(one, voters, ReplicaState.PROSPECTIVE)
+    _grant_all(one, voters, ReplicaState.CANDIDATE)
     assert one.r.view().state is ReplicaState.LEADER
     return one
 
@@ -524,7 +537,8 @@ def test_leader_hwm_is_quorum_math_high_watermark(voters, ops):
 
 def test_successor_delay_is_successor_backoff_ms():
     """KIP-595 EndQuorumEpoch: a follower at position N > 0 of the preferred successors
-    starts its election after MIN(backoff max, retry backoff * 2^(N-1)); N = 0 at once."""
+    starts its election (pre-vote first: Prospective) after MIN(backoff max, retry backoff *
+    2^(N-1)); N = 0 at once (its next tick, Kafka)."""
     for position in range(8):  # the other 8 of 9 voters
         one = _One(2, 9, retry_backoff_ms=20, election_backoff_max_ms=1000, election_timeout_ms=100)
         # Follow leader 1 in epoch 1 (BeginQuorumEpoch), then hear it resign.
@@ -537,12 +551,14 @@ def test_successor_delay_is_successor_backoff_ms():
         one.step(Receive(10, NodeId(1), req))
         delay = qm.successor_backoff_ms(PY, position, 20, 1000)
         if position == 0:
-            assert one.r.view().state is ReplicaState.CANDIDATE
+            assert one.r.next_deadline_ms() == 10
+            one.step(Tick(10))
+            assert one.r.view().state is ReplicaState.PROSPECTIVE
             continue
         one.step(Tick(10 + delay - 1))
         assert one.r.view().state is ReplicaState.FOLLOWER
         one.step(Tick(10 + delay))
-        assert one.r.view().state is ReplicaState.CANDIDATE, (position, delay)
+        assert one.r.view().state is ReplicaState.PROSPECTIVE, (position, delay)
 
 
 @given(

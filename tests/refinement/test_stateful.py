@@ -54,9 +54,15 @@ class NoFlushMachine(KraftMachine):
     replica_factory = staticmethod(lambda setup: _NoFlush(core_replica_factory(setup)))
 
 
+_CAN_GRANT = Replica._can_grant
+
+
 def _double_vote(self, req):
-    # Mutant: a replica that voted in this epoch grants every other candidate as well.
-    return self._state.value in ("Unattached", "Voted")
+    # Mutant: a replica that voted in this epoch grants every other candidate as well
+    # (pre-votes are answered as the real rules say: they bind nothing anyway).
+    if not req.pre_vote and self._state.value in ("Unattached", "Voted"):
+        return True
+    return _CAN_GRANT(self, req)
 
 
 SEARCH = settings(
@@ -66,6 +72,8 @@ SEARCH = settings(
     suppress_health_check=list(HealthCheck),
     phases=[Phase.generate, Phase.shrink],
     database=None,
+    # A mutant search must be deterministic (the same examples every run).
+    derandomize=True,
 )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from scenario_harness import Cluster
 
 from kraft.core.effects import TruncateLog
 from kraft.core.events import Tick
 from kraft.core.messages import BeginQuorumEpochRequest, VoteRequest
+from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState
 
 S = ReplicaState
@@ -218,3 +220,50 @@ def test_observer_catches_up() -> None:
     # it never took part in an election
     assert {s for s, _ in c.nodes[observer].states} <= {S.UNATTACHED, S.FOLLOWER}
     assert_committed_prefixes_match(c)
+
+
+def rejoin_after_partition(seed: int = 7) -> tuple[Cluster, int, int, int]:
+    """A 3-voter cluster elects a leader; one follower is cut off for 20 s (ten election
+    timeouts), then rejoins. Returns (cluster, leader, its epoch, the cut-off voter)."""
+    c = Cluster(3, seed=seed, election_timeout_ms=1000, fetch_timeout_ms=2000)
+    lead = elect(c)
+    epoch = c.view(lead).epoch
+    c.append(lead, b"before")
+    c.run(c.now + 100)
+    away = next(i for i in c.nodes if i != lead)
+    c.isolate(away)
+    c.run(c.now + 20_000)
+    c.heal()
+    c.run(c.now + 5_000)
+    return c, lead, epoch, away
+
+
+def test_a_rejoining_voter_does_not_disrupt_the_leader() -> None:
+    """KIP-996: the cut-off voter times out and asks for pre-votes, which it never wins (no
+    one hears it, then the others have a leader they fetch from), so it never bumps the epoch;
+    back in touch, it follows the same leader in the same epoch."""
+    c, lead, epoch, away = rejoin_after_partition()
+    assert c.leaders() == [lead]
+    assert c.view(lead).epoch == epoch
+    assert {s for s, _ in c.nodes[away].states} >= {S.PROSPECTIVE}
+    assert max(e for _, e in c.nodes[away].states) == epoch
+    assert (c.view(away).state, c.view(away).leader_id) == (S.FOLLOWER, lead)
+    c.append(lead, b"after")
+    c.run(c.now + 200)
+    assert c.nodes[away].log.values() == [b"before", b"after"]
+    assert_election_safety(c)
+
+
+def test_without_pre_vote_a_rejoining_voter_disrupts_the_leader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same run with pre-vote switched off (test-only): the cut-off voter stands again
+    and again, and its larger epoch deposes the leader when it rejoins. This is what the test
+    above guards against."""
+    monkeypatch.setattr(Replica, "pre_vote_enabled", False)
+    c, lead, epoch, away = rejoin_after_partition()
+    assert max(e for _, e in c.nodes[away].states) > epoch + 3
+    assert all(c.view(i).epoch > epoch for i in c.nodes)
+    assert (S.LEADER, epoch) in c.nodes[lead].states
+    assert c.view(lead).state is not S.LEADER or c.view(lead).epoch != epoch
+    assert_election_safety(c)

@@ -146,6 +146,45 @@ def test_replay_command_names_every_non_default_setting() -> None:
     )
 
 
+# --------------------------------------------------------------------------- coverage
+
+
+def _coverage(profile: str, seeds: range) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    def bump(k: str) -> None:
+        counts[k] = counts.get(k, 0) + 1
+
+    for seed in seeds:
+        for line in traced(seed, profile).splitlines():
+            ev = parse_line(line)
+            for a in ev.actions:
+                bump(a)
+            if ev.state is not None and ev.state.get("state") == "Prospective":
+                bump("state:Prospective")
+            m = ev.message or {}
+            if m.get("type") == "VoteRequest":
+                bump("preVote" if m.get("preVote") else "vote")
+    return counts
+
+
+@pytest.mark.parametrize("profile", PROFILE_CYCLE)
+def test_every_profile_elects_through_pre_vote(profile: str) -> None:
+    """KIP-996 under every fault profile: timeouts make voters Prospective, pre-votes go out,
+    and every new candidate first won its pre-vote."""
+    c = _coverage(profile, range(3))
+    assert c.get("state:Prospective", 0) > 0 and c.get("preVote", 0) > 0
+    assert c.get("BecomeCandidate", 0) >= c.get("BecomeLeader", 0) > 0
+
+
+def test_partitions_make_leaders_resign_by_check_quorum() -> None:
+    """The partitions profile has no graceful shutdowns: every Resign there is a leader cut
+    off from a majority resigning after 1.5 fetch timeouts (check-quorum)."""
+    assert PROFILES["partitions"].shutdown_rate == 0
+    c = _coverage("partitions", range(3))
+    assert c.get("Resign", 0) > 0
+
+
 # --------------------------------------------------------------------------- mutants
 
 
