@@ -258,6 +258,14 @@ class RequestServer:
             return
         if api_key in _VOTER_CHANGES:
             answer = _VOTER_CHANGES[api_key](body, self._leader_snapshot())
+            log.log(
+                logging.DEBUG if answer["error_code"] == ErrorCode.NONE else logging.INFO,
+                "%s from %s for voter %s: %s",
+                ApiKey(api_key).name,
+                conn.peer,
+                body.get("voter_id"),
+                ErrorCode(answer["error_code"]).name,  # type: ignore[arg-type]
+            )
             self._reply(conn, api_key, version, corr, answer)
             return
         try:
