@@ -287,6 +287,11 @@ def _cmd_append(args: argparse.Namespace) -> int:
     import asyncio
 
     from kraft.client import ClientError, append
+    from kraft.metadata_records import (
+        METADATA_VERSION_FEATURE,
+        feature_level_record,
+        no_op_record,
+    )
 
     bootstrap = _addresses("append", args.bootstrap)
     if bootstrap is None:
@@ -299,12 +304,15 @@ def _cmd_append(args: argparse.Namespace) -> int:
             return _fail("append", f"--raw-hex: not hexadecimal: {text!r}", 2)
     if args.noop < 0:
         return _fail("append", "--noop must not be negative", 2)
-    if args.noop:
-        from kraft.metadata_records import no_op_record
-
-        values.extend([no_op_record()] * args.noop)
+    if args.metadata_version is not None:
+        if not 1 <= args.metadata_version <= 0x7FFF:
+            return _fail("append", "--metadata-version must be a feature level (1..32767)", 2)
+        values.insert(0, feature_level_record(METADATA_VERSION_FEATURE, args.metadata_version))
+    values.extend([no_op_record()] * args.noop)
     if not values:
-        return _fail("append", "nothing to append: give values, --noop N or --raw-hex", 2)
+        return _fail(
+            "append", "nothing to append: give values, --noop, --metadata-version or --raw-hex", 2
+        )
     try:
         ack = asyncio.run(append(bootstrap, values, args.timeout_ms))
     except ClientError as e:
@@ -519,6 +527,13 @@ def _add_node_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         metavar="N",
         help="also append N metadata NoOpRecords (what a Kafka controller in the quorum can "
         "replay; plain text values would stop it)",
+    )
+    app.add_argument(
+        "--metadata-version",
+        type=int,
+        metavar="LEVEL",
+        help="first append a metadata.version FeatureLevelRecord at this feature level (a "
+        "Kafka controller needs one before it can replay the log; Kafka 4.3's is 30)",
     )
     app.add_argument(
         "--raw-hex",

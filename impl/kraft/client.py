@@ -10,7 +10,9 @@ instead of a closed connection.
   DescribeQuorum. Works against kraft nodes and Kafka controllers alike.
 - `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
   leader the answer names, and retries while no leader is known, until `timeout_ms`.
-- `read`: Kafka's Fetch with replica id -1, as a consumer: only committed records.
+- `read`: Kafka's Fetch with replica id -1, as a consumer: only committed records. The
+  Fetch is one a Kafka leader accepts too (last fetched epoch >= 0, the leader's epoch),
+  following the leader it names.
 """
 
 from __future__ import annotations
@@ -445,24 +447,44 @@ async def _append(
 
 
 async def read(
-    address: Address, from_offset: int = 0, *, max_bytes: int = 1 << 20, to_end: bool = True
+    address: Address,
+    from_offset: int = 0,
+    *,
+    max_bytes: int = 1 << 20,
+    to_end: bool = True,
+    max_redirects: int = 5,
 ) -> ReadResult:
-    """Committed records of `address`'s log from `from_offset` (control records skipped):
-    one Fetch, or, with `to_end`, Fetches until the node's high watermark."""
+    """Committed records from `from_offset` (control records skipped): one Fetch, or, with
+    `to_end`, Fetches until the high watermark.
+
+    The Fetch (replica id -1) is one Kafka's KRaft accepts too: it carries a last fetched
+    epoch (>= 0) and the leader's epoch, goes to the leader, and only records below the high
+    watermark are kept (a Kafka leader also sends uncommitted ones). A kraft node answers it
+    from any replica, committed records only. FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+    NOT_LEADER_OR_FOLLOWER and INVALID_REQUEST answers that name a leader are followed (its
+    epoch, and its endpoint from Fetch v17's node endpoints), up to `max_redirects` times; a
+    diverging epoch (a reader starting mid-log) moves the position back as a follower's
+    would, without collecting any record twice."""
     records: list[tuple[Offset, bytes | None]] = []
-    offset = Offset(from_offset)
+    wanted = Offset(from_offset)  # the next record to collect
+    offset = Offset(from_offset)  # the next offset to fetch
+    last_epoch = Epoch(0)
+    epoch = Epoch(0)
     hwm: Offset | None = None
-    async with await Connection.open(address) as conn:
-        # v13+: KRaft names the topic by id; no higher than our adapter translates.
-        lo, hi = KRAFT_VERSIONS[ApiKey.FETCH]
-        version = min(await conn.version_for(ApiKey.FETCH, lo=lo), hi)
+    redirects = 0
+    target = address
+    conn = await Connection.open(target)
+    try:
         while True:
+            # v13+: KRaft names the topic by id; no higher than our adapter translates.
+            lo, hi = KRAFT_VERSIONS[ApiKey.FETCH]
+            version = min(await conn.version_for(ApiKey.FETCH, lo=lo), hi)
             req = FetchRequest(
                 cluster_id=ClusterId(""),
                 replica=ReplicaKey(NodeId(-1)),
-                replica_epoch=Epoch(-1),
+                replica_epoch=Epoch(max(epoch, last_epoch)),
                 fetch_offset=offset,
-                last_fetched_epoch=Epoch(-1),
+                last_fetched_epoch=last_epoch,
                 log_start_offset=Offset(-1),
                 max_bytes=max_bytes,
             )
@@ -471,19 +493,63 @@ async def read(
             answer = await conn.request(ApiKey.FETCH, v, body)
             resp = response_from_wire(ApiKey.FETCH, v, answer)
             assert isinstance(resp, FetchResponse)
+            if resp.error in _READ_REDIRECTS and resp.leader_id >= 0 and redirects < max_redirects:
+                redirects += 1
+                epoch = Epoch(max(epoch, resp.leader_epoch))
+                leader = _endpoint_of(answer, resp.leader_id)
+                if leader is not None and leader != target:
+                    await conn.close()
+                    target = leader
+                    conn = await Connection.open(target)
+                continue
             if resp.error is not ErrorCode.NONE:
-                raise ClientError(f"{address}: Fetch at {offset}: {resp.error.name}", resp.error)
+                raise ClientError(f"{target}: Fetch at {offset}: {resp.error.name}", resp.error)
+            if resp.snapshot_id is not None:
+                raise ClientError(
+                    f"{target}: the records before {resp.snapshot_id.offset} are only in a "
+                    "snapshot; read from a later offset"
+                )
+            if resp.diverging_epoch is not None and redirects < max_redirects:
+                redirects += 1
+                offset = Offset(min(offset, resp.diverging_epoch.offset))
+                last_epoch = resp.diverging_epoch.epoch
+                continue
             hwm = None if resp.high_watermark < 0 else resp.high_watermark
             data = bytes(resp.records)
             try:
                 for pos, header in iter_batches(data):
+                    if hwm is None or header.last_offset >= hwm:
+                        break  # not committed yet (a Kafka leader sends such batches too)
                     if not header.is_control:
                         for off, value in iter_values(data, pos, header):
-                            if off >= offset:
+                            if off >= wanted:
                                 records.append((Offset(off), value))
                     offset = Offset(header.next_offset)
+                    wanted = Offset(max(wanted, offset))
+                    last_epoch = Epoch(header.partition_leader_epoch)
             except CorruptRecordError as e:
-                raise ClientError(f"{address}: corrupt records at {offset}: {e}") from None
+                raise ClientError(f"{target}: corrupt records at {offset}: {e}") from None
             if not data or not to_end or hwm is None or offset >= hwm:
                 break
+    finally:
+        await conn.close()
     return ReadResult(tuple(records), hwm, offset)
+
+
+# Answers that name the leader a reader should ask instead (or the epoch to ask in).
+_READ_REDIRECTS = frozenset(
+    {
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.INVALID_REQUEST,
+    }
+)
+
+
+def _endpoint_of(fetch_answer: MessageDict, node_id: int) -> Address | None:
+    """The endpoint of `node_id` among a Fetch v16+ answer's node endpoints."""
+    for n in get_structs(fetch_answer, "node_endpoints"):
+        if get_int(n, "node_id") == node_id:
+            return Address(get_str(n, "host"), get_int(n, "port"))
+    return None

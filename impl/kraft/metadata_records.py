@@ -9,6 +9,12 @@ A metadata record's value (MetadataRecordSerde, via AbstractApiMessageSerde) is:
     body            the record in its flexible-version encoding (tagged fields last)
 
 and the record's key is null. NoOpRecord v0 has no fields, so its whole value is 01 14 00 00.
+
+A Kafka controller cannot build a metadata image before it has read the metadata.version
+FeatureLevelRecord (it exits: "Unknown metadata version for FeaturesImage"). A Kafka leader
+writes one from its bootstrap checkpoint when the log is empty; a kraft leader does not, so a
+quorum that a Kafka controller is to join needs `feature_level_record("metadata.version", N)`
+committed first (`kraft append --metadata-version N`).
 """
 
 from __future__ import annotations
@@ -20,17 +26,22 @@ from kraft.errors import KraftError
 from kraft.protocol.wire import WireFormatError, read_uvarint, uvarint
 
 __all__ = [
+    "FEATURE_LEVEL_RECORD",
     "METADATA_FRAME_VERSION",
+    "METADATA_VERSION_FEATURE",
     "NO_OP_RECORD",
     "MetadataRecordError",
     "MetadataRecordHeader",
     "decode_metadata_header",
     "encode_metadata_record",
+    "feature_level_record",
     "no_op_record",
 ]
 
 METADATA_FRAME_VERSION: Final = 1
 NO_OP_RECORD: Final = 20
+FEATURE_LEVEL_RECORD: Final = 12
+METADATA_VERSION_FEATURE: Final = "metadata.version"
 _EMPTY_TAGGED_FIELDS: Final = b"\x00"
 
 
@@ -55,6 +66,15 @@ def encode_metadata_record(api_key: int, version: int, body: bytes) -> bytes:
 def no_op_record() -> bytes:
     """A NoOpRecord (v0): what a Kafka controller appends to show it is alive."""
     return encode_metadata_record(NO_OP_RECORD, 0, _EMPTY_TAGGED_FIELDS)
+
+
+def feature_level_record(name: str, level: int) -> bytes:
+    """A FeatureLevelRecord (v0): Name (compact string), FeatureLevel (int16), tagged fields."""
+    if not 0 <= level <= 0x7FFF:
+        raise ValueError(f"feature level {level} does not fit an int16")
+    raw = name.encode("utf-8")
+    body = uvarint(len(raw) + 1) + raw + level.to_bytes(2, "big") + _EMPTY_TAGGED_FIELDS
+    return encode_metadata_record(FEATURE_LEVEL_RECORD, 0, body)
 
 
 def decode_metadata_header(value: bytes) -> MetadataRecordHeader:

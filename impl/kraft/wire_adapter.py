@@ -74,6 +74,7 @@ from kraft.protocol.values import (
 )
 
 __all__ = [
+    "KAFKA_ERROR_MESSAGES",
     "KRAFT_VERSIONS",
     "PREFERRED_VERSIONS",
     "TOP_LEVEL_ERRORS",
@@ -84,6 +85,7 @@ __all__ = [
     "WireTranslationError",
     "api_key_of",
     "check_describe_quorum_request",
+    "describe_quorum_error_response",
     "describe_quorum_from_wire",
     "describe_quorum_nodes_from_wire",
     "describe_quorum_request",
@@ -702,6 +704,41 @@ def _response_from_wire(key: ApiKey, body: Message) -> Response:
 def describe_quorum_request() -> MessageDict:
     """DescribeQuorum asks about __cluster_metadata-0 (the same at every version)."""
     return {"topics": [{"topic_name": METADATA_TOPIC_NAME, "partitions": [{"partition_index": 0}]}]}
+
+
+# Apache Kafka's messages for the errors it puts in DescribeQuorum answers (Errors.message()).
+KAFKA_ERROR_MESSAGES: Final[dict[ErrorCode, str]] = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: (
+        "For requests intended only for the leader, this error indicates that the broker is "
+        "not the current leader. For requests intended for any replica, this error indicates "
+        "that the broker is not a replica of the topic partition."
+    ),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+}
+
+
+def describe_quorum_error_response(error: ErrorCode, request: Message | None = None) -> MessageDict:
+    """Kafka's DescribeQuorum refusal: the error on each partition asked about (the request's,
+    or __cluster_metadata-0 without one), with Kafka's message and otherwise zero fields; the
+    top level says NONE. A follower answers so (NOT_LEADER_OR_FOLLOWER, no leader named), as
+    does any node asked about another partition (UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    def partition(index: FieldValue) -> MessageDict:
+        return {
+            "partition_index": index,
+            "error_code": int(error),
+            "error_message": KAFKA_ERROR_MESSAGES.get(error, ""),
+            "leader_id": 0,
+            "leader_epoch": 0,
+            "high_watermark": 0,
+        }
+
+    asked = describe_quorum_request() if request is None else request
+    topics: list[MessageDict] = []
+    for t in get_structs(asked, "topics"):
+        parts = [partition(p.get("partition_index", 0)) for p in get_structs(t, "partitions")]
+        topics.append({"topic_name": t.get("topic_name", ""), "partitions": parts})
+    return {"error_code": 0, "error_message": "", "topics": topics}
 
 
 def check_describe_quorum_request(body: Message) -> None:

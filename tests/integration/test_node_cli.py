@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from kraft.cli import _status_lines, main
-from kraft.client import Address, ClientError, QuorumReport, append, describe_quorum
+from kraft.client import (
+    Address,
+    ClientError,
+    QuorumReport,
+    ReadResult,
+    append,
+    describe_quorum,
+    read,
+)
+from kraft.errors import ErrorCode
 from kraft.ids import NodeId
 from kraft.meta_properties import read_meta_properties
 from kraft.protocol import api_versions_response
@@ -262,3 +271,91 @@ def test_append_to_a_kafka_controller_is_refused_before_sending_a_private_api() 
 
     asyncio.run(run())
     assert KRAFT_APPEND_KEY not in seen
+
+
+async def _fake_kafka_fetch_leader(
+    port_box: list[int], asked: list[tuple[int, int, int]]
+) -> asyncio.Server:
+    """A Kafka leader in epoch 3 as KafkaRaftClient.handleFetchRequest checks a Fetch: a last
+    fetched epoch < 0 or above the request's epoch is INVALID_REQUEST, an older epoch
+    FENCED_LEADER_EPOCH; records go out uncommitted too (two batches, high watermark 2)."""
+    from kraft.protocol import (
+        FrameDecoder,
+        decode_request_payload,
+        encode_response_payload,
+    )
+    from kraft.records import encode_batch
+
+    log = encode_batch(0, 3, [b"a", b"b"], timestamp_ms=1) + encode_batch(
+        2, 3, [b"c"], timestamp_ms=1
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = FrameDecoder(1 << 20)
+        while chunk := await reader.read(65536):
+            for payload in decoder.feed(chunk):
+                header, body = decode_request_payload(payload)
+                if header.api_key == 18:
+                    answer = api_versions_response(apis={1: (4, 18), 18: (0, 4)})
+                else:
+                    p = body["topics"][0]["partitions"][0]  # type: ignore[index]
+                    epoch, last, offset = (
+                        p["current_leader_epoch"],
+                        p["last_fetched_epoch"],
+                        p["fetch_offset"],  # type: ignore[index]
+                    )
+                    asked.append((epoch, last, offset))
+                    error = 0
+                    if last < 0 or last > epoch:
+                        error = int(ErrorCode.INVALID_REQUEST)
+                    elif epoch < 3:
+                        error = int(ErrorCode.FENCED_LEADER_EPOCH)
+                    answer = {
+                        "responses": [
+                            {
+                                "topic_id": uuid.UUID(int=1),
+                                "partitions": [
+                                    {
+                                        "error_code": error,
+                                        "high_watermark": -1 if error else 2,
+                                        "current_leader": {"leader_id": 1, "leader_epoch": 3},
+                                        "records": b"" if error or offset else log,
+                                    }
+                                ],
+                            }
+                        ],
+                        "node_endpoints": [
+                            {"node_id": 1, "host": "127.0.0.1", "port": port_box[0]}
+                        ],
+                    }
+                writer.write(
+                    encode_response_payload(
+                        header.api_key,
+                        header.api_version,
+                        header.correlation_id,
+                        answer,
+                        framed=True,
+                    )
+                )
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port_box.append(server.sockets[0].getsockname()[1])
+    return server
+
+
+def test_read_sends_fetches_a_kafka_leader_accepts() -> None:
+    asked: list[tuple[int, int, int]] = []
+
+    async def run() -> ReadResult:
+        box: list[int] = []
+        server = await _fake_kafka_fetch_leader(box, asked)
+        async with server:
+            return await read(Address("127.0.0.1", box[0]))
+
+    result = asyncio.run(run())
+    # First in epoch 0 (fenced: the leader names epoch 3), then in the leader's epoch.
+    assert asked == [(0, 0, 0), (3, 0, 0)]
+    # Only what is below the high watermark: the uncommitted batch at 2 is not reported.
+    assert result.records == ((0, b"a"), (1, b"b"))
+    assert result.high_watermark == 2 and result.next_offset == 2

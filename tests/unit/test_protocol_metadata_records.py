@@ -10,6 +10,7 @@ from kraft.metadata_records import (
     MetadataRecordHeader,
     decode_metadata_header,
     encode_metadata_record,
+    feature_level_record,
     no_op_record,
 )
 
@@ -32,3 +33,19 @@ def test_large_api_keys_are_varints() -> None:
 def test_not_a_metadata_record(value: bytes) -> None:
     with pytest.raises(MetadataRecordError):
         decode_metadata_header(value)
+
+
+def test_feature_level_record_golden() -> None:
+    """Kafka 4.3.1's MetadataRecordSerde writes FeatureLevelRecord(metadata.version, 30) so."""
+    assert (
+        feature_level_record("metadata.version", 30)
+        == bytes.fromhex(
+            "01"  # frame version
+            "0c"  # api key 12: FeatureLevelRecord
+            "00"  # version 0
+            "11"
+            + b"metadata.version".hex()  # Name: compact string of 16
+            + "001e"  # FeatureLevel 30 (int16)
+            "00"  # tagged fields
+        )
+    )

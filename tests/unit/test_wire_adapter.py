@@ -68,6 +68,7 @@ from kraft.wire_adapter import (
     UntranslatableVersionError,
     WireTranslationError,
     check_describe_quorum_request,
+    describe_quorum_error_response,
     describe_quorum_from_wire,
     describe_quorum_nodes_from_wire,
     describe_quorum_request,
@@ -709,3 +710,39 @@ def test_voters_are_reported_by_their_voter_set_key_as_kafka_does() -> None:
     assert wire["topics"][0]["partitions"][0]["current_voters"][0]["replica_directory_id"] == (  # type: ignore[index]
         uuid.UUID(int=0)
     )
+
+
+def test_describe_quorum_refusals_are_kafkas() -> None:
+    """What Kafka 4.3.1's DescribeQuorumResponse.singletonErrorResponse and
+    DescribeQuorumRequest.getPartitionLevelErrorResponse build: the error on the partition,
+    Kafka's message, zeros elsewhere, NONE at the top."""
+    follower = describe_quorum_error_response(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    wire = decode_response(
+        ApiKey.DESCRIBE_QUORUM, 2, encode_response(ApiKey.DESCRIBE_QUORUM, 2, follower)
+    )
+    assert wire["error_code"] == 0 and wire["error_message"] == ""
+    [topic] = wire["topics"]  # type: ignore[misc]
+    assert topic["topic_name"] == "__cluster_metadata"
+    [p] = topic["partitions"]
+    assert (p["partition_index"], p["error_code"]) == (0, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert (p["leader_id"], p["leader_epoch"]) == (0, 0)
+    assert p["high_watermark"] == 0 and p["current_voters"] == [] and p["observers"] == []
+    assert p["error_message"].startswith("For requests intended only for the leader")
+    assert describe_quorum_from_wire(2, wire) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+    request = {"topics": [{"topic_name": "x", "partitions": [{"partition_index": 3}]}]}
+    other = describe_quorum_error_response(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, request)
+    assert other["topics"] == [
+        {
+            "topic_name": "x",
+            "partitions": [
+                {
+                    "partition_index": 3,
+                    "error_code": 3,
+                    "error_message": "This server does not host this topic-partition.",
+                    "leader_id": 0,
+                    "leader_epoch": 0,
+                    "high_watermark": 0,
+                }
+            ],
+        }
+    ]

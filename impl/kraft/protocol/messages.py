@@ -272,7 +272,7 @@ DESCRIBE_QUORUM: Final = _spec(
     ),
     rsp=(
         Field("error_code", INT16, ALL),
-        Field("error_message", STRING, V(2), nullable=V(2), default=None, ignorable=True),
+        Field("error_message", STRING, V(2), nullable=V(2), default="", ignorable=True),
         Field(
             "topics",
             array(
@@ -289,7 +289,7 @@ DESCRIBE_QUORUM: Final = _spec(
                             STRING,
                             V(2),
                             nullable=V(2),
-                            default=None,
+                            default="",  # Kafka's default here is "", not null
                             ignorable=True,
                         ),
                         Field("leader_id", INT32, ALL),

@@ -3,8 +3,9 @@
 - ApiVersions: answered here (an unsupported version gets Kafka's v0 UNSUPPORTED_VERSION reply).
   It lists Kafka's APIs and our private ones (KraftAppend, KraftNodeInfo), which a Kafka client
   ignores and our client looks for before using them.
-- DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER), with
-  the voters' endpoints from v2.
+- DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER, a
+  request about another partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka), with the voters'
+  endpoints from v2.
 - DescribeCluster, AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter: as a Kafka controller of a
   static quorum answers them (kraft.server.controller_apis).
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
@@ -58,8 +59,6 @@ from kraft.ids import (
 )
 from kraft.log import CorruptLogError
 from kraft.protocol import (
-    METADATA_PARTITION,
-    METADATA_TOPIC_NAME,
     NODE_APIS,
     ApiKey,
     FrameDecoder,
@@ -98,6 +97,7 @@ from kraft.wire_adapter import (
     WireTranslationError,
     api_key_of,
     check_describe_quorum_request,
+    describe_quorum_error_response,
     describe_quorum_response,
     error_response,
     request_from_wire,
@@ -306,6 +306,14 @@ class RequestServer:
             return
         if api_key in _VOTER_CHANGES:
             answer = _VOTER_CHANGES[api_key](body, self._leader_snapshot())
+            log.log(
+                logging.DEBUG if answer["error_code"] == ErrorCode.NONE else logging.INFO,
+                "%s from %s for voter %s: %s",
+                ApiKey(api_key).name,
+                conn.peer,
+                body.get("voter_id"),
+                ErrorCode(answer["error_code"]).name,  # type: ignore[arg-type]
+            )
             self._reply(conn, api_key, version, corr, answer)
             return
         try:
@@ -381,29 +389,13 @@ class RequestServer:
     ) -> None:
         try:
             check_describe_quorum_request(body)
-        except WireTranslationError as e:
-            self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, {"error_code": e.error_code})
+        except WireTranslationError:
+            answer = describe_quorum_error_response(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, body)
+            self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
             return
         desc = self._driver.replica.describe_quorum()
         if desc is None:
-            view = self._driver.replica.view()
-            answer: MessageDict = {
-                "error_code": 0,
-                "topics": [
-                    {
-                        "topic_name": METADATA_TOPIC_NAME,
-                        "partitions": [
-                            {
-                                "partition_index": METADATA_PARTITION,
-                                "error_code": int(ErrorCode.NOT_LEADER_OR_FOLLOWER),
-                                "leader_id": NO_NODE if view.leader_id is None else view.leader_id,
-                                "leader_epoch": view.epoch,
-                                "high_watermark": -1,
-                            }
-                        ],
-                    }
-                ],
-            }
+            answer = describe_quorum_error_response(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         else:
             voter_set = [ReplicaKey(v.node_id) for v in self._cfg.voters]  # static: no dirs
             desc = with_voter_set_keys(desc, voter_set)
