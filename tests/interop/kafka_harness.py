@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kraft.client import Address, ClientError, NodeInfo, node_info
+from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info
 from kraft.cluster import LocalCluster, free_ports
 from kraft.records import BatchHeader, Record, decode_records, iter_batches
 
@@ -39,12 +39,22 @@ KAFKA_QUORUM = {
     "controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS),
     "controller.quorum.election.backoff.max.ms": "500",
     "controller.quorum.request.timeout.ms": "1000",
-    "controller.quorum.retry.backoff.ms": "20",
+    "controller.quorum.retry.backoff.ms": "50",
 }
 KRAFT_QUORUM = {
     **KAFKA_QUORUM,
     "controller.quorum.fetch.max.wait.ms": "200",
 }
+
+
+def quorum_timeouts(election_ms: int, fetch_ms: int, *, kraft: bool) -> dict[str, str]:
+    out = {
+        **(KRAFT_QUORUM if kraft else KAFKA_QUORUM),
+        "controller.quorum.election.timeout.ms": str(election_ms),
+        "controller.quorum.fetch.timeout.ms": str(fetch_ms),
+        "controller.quorum.election.backoff.max.ms": str(election_ms),
+    }
+    return out
 
 # What a Kafka process must never log.
 FATAL_PATTERNS = (
@@ -169,6 +179,7 @@ class KafkaNode:
     cluster_id: str
     role: str = "controller"
     extra: Mapping[str, str] = field(default_factory=dict)
+    quorum: Mapping[str, str] = field(default_factory=lambda: dict(KAFKA_QUORUM))
     proc: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
@@ -213,7 +224,7 @@ class KafkaNode:
             "num.io.threads": "1",
             "background.threads": "1",
             "log.flush.scheduler.interval.ms": "1000",
-            **KAFKA_QUORUM,
+            **self.quorum,
         }
         if self.role == "controller":
             props["listeners"] = f"CONTROLLER://127.0.0.1:{self.port}"
@@ -310,9 +321,11 @@ def kafka_nodes(
     cluster_id: str,
     *,
     role: str = "controller",
+    quorum: Mapping[str, str] = KAFKA_QUORUM,
 ) -> dict[int, KafkaNode]:
     nodes = {
-        n: KafkaNode(procs, n, port, voters, cluster_id, role=role) for n, port in ids_ports.items()
+        n: KafkaNode(procs, n, port, voters, cluster_id, role=role, quorum=dict(quorum))
+        for n, port in ids_ports.items()
     }
     for k in nodes.values():
         k.format()
@@ -330,6 +343,7 @@ def kraft_cluster(
     cluster_id: str,
     *,
     trace: bool = True,
+    quorum: Mapping[str, str] = KRAFT_QUORUM,
 ) -> LocalCluster:
     """kraft nodes with the given ids (any subset of the voters, or observers), formatted
     with `kraft format`, configured with the whole voter set."""
@@ -338,7 +352,7 @@ def kraft_cluster(
         procs.root,
         [ports[n] for n in ids],
         cluster_id=cluster_id,
-        overrides={**KRAFT_QUORUM, "controller.quorum.voters": voters},
+        overrides={**quorum, "controller.quorum.voters": voters},
         trace=trace,
     )
     # LocalCluster numbers its nodes 1..N; give them the ids asked for.
@@ -482,9 +496,9 @@ def feature_level_record(name: str, level: int) -> bytes:
     )
 
 
-def kraft_append(bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int = 15_000) -> int:
-    """Append through kraft's client (the leader must be a kraft node); the last offset."""
-    from kraft.client import append
-
-    ack = asyncio.run(append(list(bootstrap), list(values), timeout_ms))
-    return int(ack.last_offset)
+def kraft_append(
+    bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int = 15_000
+) -> AppendAck:
+    """Append through kraft's client (the leader must be a kraft node); answered once
+    committed."""
+    return asyncio.run(append(list(bootstrap), list(values), timeout_ms))
