@@ -33,7 +33,9 @@ HEADER_FIELDS = (
 
 
 def header_lines(output: str) -> list[dict[str, str]]:
-    return [dict(_PAIR.findall(line)) for line in output.splitlines() if line.startswith("baseOffset:")]
+    return [
+        dict(_PAIR.findall(line)) for line in output.splitlines() if line.startswith("baseOffset:")
+    ]
 
 
 def record_lines(output: str) -> list[str]:
@@ -44,7 +46,13 @@ def kafka_dump(root: Path, files: list[Path], *extra: str) -> str:
     done = run_tool(
         root,
         DUMP_LOG_SEGMENTS,
-        ["--files", ",".join(str(f) for f in files), "--deep-iteration", "--print-data-log", *extra],
+        [
+            "--files",
+            ",".join(str(f) for f in files),
+            "--deep-iteration",
+            "--print-data-log",
+            *extra,
+        ],
     )
     assert done.returncode == 0, f"DumpLogSegments failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
@@ -75,7 +83,9 @@ def compare_headers(kafka_out: str, kraft_out: str) -> list[str]:
     if len(ka) != len(kr):
         problems.append(f"Kafka prints {len(ka)} batches, kraft {len(kr)}")
     for i, (a, b) in enumerate(zip(ka, kr, strict=False)):
-        for f in HEADER_FIELDS:
-            if a.get(f) != b.get(f):
-                problems.append(f"batch {i}: {f}: Kafka {a.get(f)!r}, kraft {b.get(f)!r}")
+        problems += [
+            f"batch {i}: {f}: Kafka {a.get(f)!r}, kraft {b.get(f)!r}"
+            for f in HEADER_FIELDS
+            if a.get(f) != b.get(f)
+        ]
     return problems

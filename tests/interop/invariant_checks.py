@@ -43,7 +43,10 @@ def leader_changes(batches: Iterable[Batch]) -> dict[int, set[int]]:
         if not b.header.is_control:
             continue
         for r in b.records():
-            if r.key is not None and int.from_bytes(r.key[2:4], "big") == ControlRecordType.LEADER_CHANGE:
+            if (
+                r.key is not None
+                and int.from_bytes(r.key[2:4], "big") == ControlRecordType.LEADER_CHANGE
+            ):
                 msg = decode_control_record(r)
                 assert isinstance(msg, LeaderChangeMessage)
                 out.setdefault(b.header.partition_leader_epoch, set()).add(int(msg.leader_id))

@@ -56,6 +56,7 @@ def quorum_timeouts(election_ms: int, fetch_ms: int, *, kraft: bool) -> dict[str
     }
     return out
 
+
 # What a Kafka process must never log.
 FATAL_PATTERNS = (
     re.compile(r"\bFATAL\b"),
@@ -314,6 +315,15 @@ class KafkaNode:
         ]
 
 
+def stop_kafka(nodes: Iterable[KafkaNode]) -> dict[int, bool]:
+    """Clean shutdown of several Kafka processes at once (one by one, the last ones wait out
+    their graceful-shutdown timeout for peers already gone); True for each clean exit."""
+    nodes = list(nodes)
+    for k in nodes:
+        k.signal(signal.SIGTERM)
+    return {k.node_id: k.wait(30.0) in (0, 128 + signal.SIGTERM) for k in nodes}
+
+
 def kafka_nodes(
     procs: Procs,
     ids_ports: Mapping[int, int],
@@ -447,7 +457,6 @@ def read_batches(metadata_dir: Path) -> list[Batch]:
 
 def batches_below(batches: Iterable[Batch], end: int) -> list[Batch]:
     return [b for b in batches if b.last_offset < end]
-
 
 
 # --------------------------------------------------------------------------- metadata records

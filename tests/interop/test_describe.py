@@ -54,7 +54,9 @@ def test_kafka_metadata_quorum_command_describes_a_kraft_quorum(procs: Procs) ->
     cluster_id = generate_cluster_id(random.Random())
     voter_ports = ports_for([1, 2, 3])
     voters = voters_string(voter_ports)
-    cluster = kraft_cluster(procs, {**voter_ports, **ports_for([4])}, voters, cluster_id, trace=False)
+    cluster = kraft_cluster(
+        procs, {**voter_ports, **ports_for([4])}, voters, cluster_id, trace=False
+    )
     cluster.start()
     lead = wait_for(
         "a kraft leader followed by every voter and the observer",
@@ -94,8 +96,7 @@ def _kraft_leader(addresses: object) -> int | None:
     infos = [kraft_info(a) for a in addresses]  # type: ignore[attr-defined]
     leaders = [i for i in infos if i is not None and i.state == "Leader"]
     if len(leaders) != 1 or any(
-        i is None or i.leader_id != leaders[0].node_id or i.epoch != leaders[0].epoch
-        for i in infos
+        i is None or i.leader_id != leaders[0].node_id or i.epoch != leaders[0].epoch for i in infos
     ):
         return None
     return int(leaders[0].node_id)

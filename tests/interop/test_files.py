@@ -5,10 +5,16 @@ tools' batch header lines agree field by field."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from dump_compare import compare_headers, header_lines, kafka_dump, kraft_dump, per_file, record_lines
+from dump_compare import (
+    compare_headers,
+    header_lines,
+    kafka_dump,
+    kraft_dump,
+    per_file,
+    record_lines,
+)
 from kafka_harness import (
     METADATA_DIR,
     METADATA_VERSION_LEVEL,

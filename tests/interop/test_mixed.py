@@ -31,11 +31,11 @@ from kafka_harness import (
     ports_for,
     quorum_timeouts,
     read_batches,
+    stop_kafka,
     voters_string,
     wait_for,
 )
 
-from kraft.client import ClientError
 from kraft.cluster import LocalCluster
 from kraft.meta_properties import generate_cluster_id
 
@@ -205,7 +205,7 @@ def _run_mixed(procs: Procs, kraft_ids: list[int], kafka_ids: list[int]) -> None
         try:
             epoch, leader = wait_for(
                 f"a new leader after {sig.name} of {side} leader {old}",
-                lambda: (got := m.agreed_leader()) and got[1] != old and got,  # type: ignore[arg-type,return-value]
+                lambda old=old: (got := m.agreed_leader()) and got[1] != old and got,  # type: ignore[misc]
                 WAIT_S,
             )
         except AssertionError as e:
@@ -228,8 +228,7 @@ def _run_mixed(procs: Procs, kraft_ids: list[int], kafka_ids: list[int]) -> None
     )
     codes = kraft.stop_all()
     assert set(codes.values()) == {0}, codes
-    for k in kafka.values():
-        assert k.stop(), f"Kafka node {k.node_id} did not shut down cleanly"
+    assert set(stop_kafka(kafka.values()).values()) == {True}
     m.down.update(m.voters)
 
     # Kafka's logs: no fatal fault (and the logging binding works: there are lines to grep).
@@ -241,7 +240,7 @@ def _run_mixed(procs: Procs, kraft_ids: list[int], kafka_ids: list[int]) -> None
     logs: dict[int, list[Batch]] = {n: read_batches(m.metadata_dir(n)) for n in m.voters}  # type: ignore[arg-type]
     committed = {n: batches_below(b, hwm) for n, b in logs.items()}
     reference = committed[leader]
-    assert reference and reference[-1].last_offset + 1 == hwm or hwm == 0
+    assert (reference and reference[-1].last_offset + 1 == hwm) or hwm == 0
     assert [b.base_offset for b in reference] == sorted(b.base_offset for b in reference)
     for n, batches in committed.items():
         assert [b.raw for b in batches] == [b.raw for b in reference], (
