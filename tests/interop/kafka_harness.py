@@ -95,6 +95,18 @@ def kafka_libs() -> Path:
     return libs
 
 
+# The tools print their answers on stdout; their own log lines go to stderr, warnings only.
+_TOOLS_LOG4J = """\
+log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+STARTED = "Kafka Server started"
+
+
 def java_cmd(main: str, args: Sequence[str], *, tool: bool, log4j: Path) -> list[str]:
     flags = TOOL_FLAGS if tool else JVM_FLAGS
     return [
@@ -111,11 +123,11 @@ def java_cmd(main: str, args: Sequence[str], *, tool: bool, log4j: Path) -> list
     ]
 
 
-def write_log4j(root: Path) -> Path:
-    path = root / "log4j.properties"
+def write_log4j(root: Path, *, tool: bool = False) -> Path:
+    path = root / ("log4j-tools.properties" if tool else "log4j.properties")
     if not path.exists():
         root.mkdir(parents=True, exist_ok=True)
-        path.write_text(_LOG4J, encoding="utf-8")
+        path.write_text(_TOOLS_LOG4J if tool else _LOG4J, encoding="utf-8")
     return path
 
 
@@ -124,7 +136,7 @@ def run_tool(
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's command-line tools to completion."""
     return subprocess.run(
-        java_cmd(main, args, tool=True, log4j=write_log4j(root)),
+        java_cmd(main, args, tool=True, log4j=write_log4j(root, tool=True)),
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -182,6 +194,7 @@ class KafkaNode:
     extra: Mapping[str, str] = field(default_factory=dict)
     quorum: Mapping[str, str] = field(default_factory=lambda: dict(KAFKA_QUORUM))
     proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
 
     def __post_init__(self) -> None:
         self.procs.kafka.append(self)
@@ -252,6 +265,7 @@ class KafkaNode:
     def start(self) -> None:
         assert not self.running, f"{self.name} is already running"
         log4j = write_log4j(self.procs.root)
+        self.starts = self.log_text().count(STARTED)
         out = open(self.log_path, "ab")  # noqa: SIM115 - the child inherits it
         try:
             self.proc = subprocess.Popen(
@@ -263,6 +277,11 @@ class KafkaNode:
             )
         finally:
             out.close()
+
+    @property
+    def started(self) -> bool:
+        """Running, and this run logged that it finished starting up."""
+        return self.running and self.log_text().count(STARTED) > self.starts
 
     @property
     def running(self) -> bool:

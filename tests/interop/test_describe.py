@@ -36,7 +36,11 @@ def _status_fields(output: str) -> dict[str, str]:
 
 
 def _replication_rows(output: str) -> list[list[str]]:
-    return [[c.strip() for c in line.split("\t")] for line in output.splitlines() if line.strip()]
+    return [
+        [c.strip() for c in line.strip().split("\t")]
+        for line in output.splitlines()
+        if line.strip()
+    ]
 
 
 REPLICATION_HEADER = [
