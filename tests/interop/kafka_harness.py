@@ -230,9 +230,6 @@ class KafkaNode:
             "controller.quorum.voters": self.voters,
             "controller.listener.names": "CONTROLLER",
             "log.dirs": str(self.data_dir),
-            # Checkpoints soon, so that there are some to read.
-            "metadata.log.max.snapshot.interval.ms": "3000",
-            "metadata.log.max.record.bytes.between.snapshots": "1000",
             "metadata.max.idle.interval.ms": "500",
             "num.network.threads": "1",
             "num.io.threads": "1",
@@ -351,9 +348,19 @@ def kafka_nodes(
     *,
     role: str = "controller",
     quorum: Mapping[str, str] = KAFKA_QUORUM,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[int, KafkaNode]:
     nodes = {
-        n: KafkaNode(procs, n, port, voters, cluster_id, role=role, quorum=dict(quorum))
+        n: KafkaNode(
+            procs,
+            n,
+            port,
+            voters,
+            cluster_id,
+            role=role,
+            extra=dict(extra or {}),
+            quorum=dict(quorum),
+        )
         for n, port in ids_ports.items()
     }
     for k in nodes.values():
@@ -489,6 +496,13 @@ def batches_below(batches: Iterable[Batch], end: int) -> list[Batch]:
 _FRAME_VERSION = 1
 _NOOP_RECORD_KEY = 20
 _FEATURE_LEVEL_RECORD_KEY = 12
+# Checkpoints (KIP-630 snapshots) soon, so that there are some to read; other tests keep
+# Kafka's defaults (20 MB or an hour), so that their logs start at offset 0.
+FREQUENT_SNAPSHOTS = {
+    "metadata.log.max.snapshot.interval.ms": "3000",
+    "metadata.log.max.record.bytes.between.snapshots": "1000",
+}
+
 # metadata.version 4.3-IV0, what Kafka 4.3.1's StorageTool bootstraps.
 METADATA_VERSION_LEVEL = 30
 

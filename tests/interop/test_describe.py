@@ -140,7 +140,16 @@ def test_kraft_quorum_describe_describes_a_kafka_quorum(procs: Procs) -> None:
     statuses = {int(r[0]): r[6] for r in rows[1:]}
     assert statuses[leader] == "Leader"
     assert sorted(statuses.values()) == ["Follower", "Follower", "Leader"]
-    # The directory ids are the ones Kafka's StorageTool wrote into meta.properties.
-    for row in rows[1:]:
-        props = (kafka[int(row[0])].data_dir / "meta.properties").read_text(encoding="utf-8")
-        assert f"directory.id={row[1]}" in props
+
+    # Kafka's own tool on the same quorum: the same ids, directory ids and roles.
+    theirs = run_tool(
+        procs.root,
+        METADATA_QUORUM,
+        ["--bootstrap-controller", bootstrap, "describe", "--replication"],
+    )
+    assert theirs.returncode == 0, f"{theirs.stdout}\n{theirs.stderr}"
+    kafka_rows = _replication_rows(theirs.stdout)
+    assert kafka_rows[0] == REPLICATION_HEADER
+    assert sorted((r[0], r[1], r[6]) for r in rows[1:]) == sorted(
+        (r[0], r[1], r[6]) for r in kafka_rows[1:]
+    )

@@ -16,6 +16,7 @@ from dump_compare import (
     record_lines,
 )
 from kafka_harness import (
+    FREQUENT_SNAPSHOTS,
     METADATA_DIR,
     METADATA_VERSION_LEVEL,
     Procs,
@@ -80,7 +81,9 @@ def test_kafka_dump_log_segments_reads_kraft_segments(procs: Procs) -> None:
 
 def test_kraft_dump_log_reads_a_kafka_controllers_log_and_checkpoints(procs: Procs) -> None:
     ports = ports_for([1])
-    kafka = kafka_nodes(procs, ports, voters_string(ports), _cluster_id())[1]
+    kafka = kafka_nodes(
+        procs, ports, voters_string(ports), _cluster_id(), extra=FREQUENT_SNAPSHOTS
+    )[1]
     kafka.start()
     wait_for(
         "a Kafka checkpoint (snapshot)",
