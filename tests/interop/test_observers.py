@@ -4,7 +4,7 @@ quorum's log; byte-identical batches below the HWM."""
 
 from __future__ import annotations
 
-import asyncio
+import json
 import random
 
 import pytest
@@ -18,6 +18,7 @@ from kafka_harness import (
     feature_level_record,
     kafka_nodes,
     kraft_append,
+    kraft_cli,
     kraft_cluster,
     kraft_info,
     noop_record,
@@ -28,7 +29,6 @@ from kafka_harness import (
     wait_for,
 )
 
-from kraft.client import describe_quorum
 from kraft.meta_properties import generate_cluster_id
 
 pytestmark = pytest.mark.interop
@@ -119,8 +119,11 @@ def test_a_kafka_broker_replicates_a_kraft_quorums_log(procs: Procs) -> None:
         WAIT_S,
     )
     # The kraft leader reports the broker among its observers.
-    _, described = asyncio.run(describe_quorum(bootstrap))
-    assert [o.replica.id for o in described.observers] == [10]
+    boot = ",".join(str(a) for a in bootstrap)
+    status = kraft_cli("quorum", "describe", "--bootstrap", boot, "--status")
+    assert status.returncode == 0, status.stderr
+    observers = next(x for x in status.stdout.splitlines() if x.startswith("CurrentObservers:"))
+    assert [o["id"] for o in json.loads(observers.split(":", 1)[1])] == [10]
     assert broker.stop()
     assert set(cluster.stop_all().values()) == {0}
     logs = {"kafka-broker-10": read_batches(broker.metadata_dir)}
