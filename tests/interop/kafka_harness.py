@@ -86,25 +86,16 @@ T = TypeVar("T")
 
 
 def kafka_libs() -> Path:
-    """The directory of Kafka's jars; a clear failure (not a skip) when it is missing."""
+    """The directory of Kafka's jars: tools/kafka/libs once `make kafka` verified it, else
+    $KAFKA_LIBS; a clear failure (not a skip) when there are none."""
+    fetched = REPO / "tools" / "kafka" / "libs"
     env = os.environ.get("KAFKA_LIBS")
-    libs = Path(env) if env else REPO / "tools" / "kafka" / "libs"
-    jars = list(libs.glob("kafka_2.13-*.jar")) if libs.is_dir() else []
-    if not jars:
-        raise AssertionError(f"Apache Kafka's jars are not in {libs}: run `make kafka`")
-    return libs
-
-
-# The tools print their answers on stdout; their own log lines go to stderr, warnings only.
-_TOOLS_LOG4J = """\
-log4j.rootLogger=WARN, err
-log4j.appender.err=org.apache.log4j.ConsoleAppender
-log4j.appender.err.Target=System.err
-log4j.appender.err.layout=org.apache.log4j.PatternLayout
-log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
-
-STARTED = "Kafka Server started"
+    for libs in (fetched, Path(env) if env else None):
+        if libs is not None and libs.is_dir() and list(libs.glob("kafka_2.13-*.jar")):
+            return libs
+    raise AssertionError(
+        f"Apache Kafka's jars are in neither {fetched} nor $KAFKA_LIBS: run `make kafka`"
+    )
 
 
 def java_cmd(main: str, args: Sequence[str], *, tool: bool, log4j: Path) -> list[str]:
