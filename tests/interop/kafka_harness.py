@@ -98,6 +98,18 @@ def kafka_libs() -> Path:
     )
 
 
+# The tools print their answers on stdout; their own log lines go to stderr, warnings only.
+_TOOLS_LOG4J = """\
+log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+STARTED = "Kafka Server started"
+
+
 def java_cmd(main: str, args: Sequence[str], *, tool: bool, log4j: Path) -> list[str]:
     flags = TOOL_FLAGS if tool else JVM_FLAGS
     return [
