@@ -87,15 +87,18 @@ T = TypeVar("T")
 
 def kafka_libs() -> Path:
     """The directory of Kafka's jars: tools/kafka/libs once `make kafka` verified it, else
-    $KAFKA_LIBS; a clear failure (not a skip) when there are none."""
+    $KAFKA_LIBS. A clear failure (not a skip) when there are none, or when their slf4j API
+    cannot load their binding (slf4j 1.7 with a 2.x binding: Kafka would log nothing, and the
+    tests grep Kafka's logs)."""
     fetched = REPO / "tools" / "kafka" / "libs"
     env = os.environ.get("KAFKA_LIBS")
     for libs in (fetched, Path(env) if env else None):
-        if libs is not None and libs.is_dir() and list(libs.glob("kafka_2.13-*.jar")):
-            return libs
-    raise AssertionError(
-        f"Apache Kafka's jars are in neither {fetched} nor $KAFKA_LIBS: run `make kafka`"
-    )
+        if libs is None or not libs.is_dir() or not list(libs.glob("kafka_2.13-*.jar")):
+            continue
+        if not list(libs.glob("slf4j-api-2.*.jar")):
+            raise AssertionError(f"{libs}: no slf4j 2 API, Kafka would log nothing: `make kafka`")
+        return libs
+    raise AssertionError(f"no Apache Kafka jars in {fetched} or $KAFKA_LIBS: run `make kafka`")
 
 
 # The tools print their answers on stdout; their own log lines go to stderr, warnings only.
