@@ -13,10 +13,13 @@ TLA_SHA256 := tools/tla2tools.sha256
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 export TLA_JAR_PATH := $(abspath $(TLA_JAR))
+KAFKA_DIR := tools/kafka
+KAFKA_STAMP := $(KAFKA_DIR)/.fetched
+export KAFKA_LIBS := $(abspath $(KAFKA_DIR)/libs)
 
-.PHONY: setup venv tla compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench run clean
+.PHONY: setup venv tla kafka interop compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench run clean
 
-setup: venv tla compiled
+setup: venv tla kafka compiled
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -41,6 +44,25 @@ $(TLA_JAR): $(TLA_SHA256)
 	cd tools && sha256sum -c <(sed 's#tla2tools.jar#tla2tools.jar.tmp#' tla2tools.sha256)
 	mv -f $(TLA_JAR).tmp $(TLA_JAR)
 	touch $(TLA_JAR)
+
+# Apache Kafka 4.3.1 (kafka_2.13, kafka-tools, an slf4j binding) and its whole runtime
+# dependency set from Maven Central into tools/kafka/libs, for the interop tests. The sha256 of
+# every jar we tested with is committed (tools/kafka/libs.sha256): a mismatch, a missing or an
+# extra jar stops.
+kafka: $(KAFKA_STAMP)
+$(KAFKA_STAMP): $(KAFKA_DIR)/pom.xml $(KAFKA_DIR)/libs.sha256
+	rm -rf $(KAFKA_DIR)/libs.tmp
+	mvn -q -B -f $(KAFKA_DIR)/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(abspath $(KAFKA_DIR)/libs.tmp)
+	cd $(KAFKA_DIR)/libs.tmp && sha256sum --quiet --strict -c ../libs.sha256
+	test "$$(ls $(KAFKA_DIR)/libs.tmp | wc -l)" -eq "$$(wc -l < $(KAFKA_DIR)/libs.sha256)"
+	rm -rf $(KAFKA_DIR)/libs
+	mv $(KAFKA_DIR)/libs.tmp $(KAFKA_DIR)/libs
+	touch $@
+
+# Only the tests against a real Apache Kafka (they are also part of `make test`).
+interop: venv kafka
+	$(PY) -m pytest -n 2 -m interop tests/interop
 
 lint: venv
 	$(VENV)/bin/mypy --strict impl/kraft refinement
@@ -84,4 +106,4 @@ run: setup
 	$(VENV)/bin/kraft demo
 
 clean:
-	rm -rf $(VENV) build tools/*.jar .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build tools/*.jar $(KAFKA_DIR)/libs $(KAFKA_DIR)/libs.tmp $(KAFKA_STAMP) .mypy_cache .ruff_cache .pytest_cache .hypothesis
