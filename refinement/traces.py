@@ -157,7 +157,8 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
             "epoch": _int(msg, "leaderEpoch"),
             "leader": _nil(_int(msg, "leaderId")),
             "kind": kind,
-            "hwm": max(_int(msg, "highWatermark"), 0),
+            # -1: a new leader that does not know its HWM yet (KRaft.tla's UnknownHwm).
+            "hwm": max(_int(msg, "highWatermark"), -1),
             "divEnd": div_end,
             "divEpoch": div_epoch,
             "count": sum(b[1] - b[0] + 1 for b in batches),

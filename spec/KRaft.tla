@@ -19,7 +19,7 @@
 (*                                                                         *)
 (* Action names are the trace event names of the implementation.          *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences, FiniteSets, TLC
+EXTENDS Integers, Sequences, FiniteSets, TLC
 
 CONSTANTS
     Server,       \* all replicas
@@ -35,7 +35,7 @@ CONSTANTS
 ASSUME /\ Voters \subseteq Server /\ Voters # {}
        /\ Nil \notin Server
        /\ MaxEpoch \in Nat /\ MaxLogLen \in Nat /\ MaxMessages \in Nat /\ MaxRestarts \in Nat
-       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted"}
+       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted", "LeaderKeepsStaleHwm"}
 
 Observers == Server \ Voters
 
@@ -87,6 +87,21 @@ LogUpToDate(lastEpoch, endOff, l) ==
     \/ lastEpoch = LastEpoch(l) /\ endOff >= Len(l)
 
 NoOffsets == [t \in Server |-> 0]
+
+\* The HWM a Fetch response carries when the leader does not know it (Kafka's -1).
+UnknownHwm == -1
+
+\* A new leader does not know the HWM until it first advances it in its own epoch (Kafka's
+\* LeaderState starts with an empty high watermark and answers fetches with -1): the HWM it
+\* held as a follower may lag behind what another follower already learned.  highWatermark[l]
+\* stays the HWM of l's log (never lowered); it is known to the leader once it points at a
+\* record of the leader's epoch, which only AdvanceHighWatermark can make it do.
+HwmKnown(l) ==
+    \/ Mutant = "LeaderKeepsStaleHwm"
+    \/ highWatermark[l] > 0 /\ log[l][highWatermark[l]].epoch = currentEpoch[l]
+
+\* The HWM a leader puts in a Fetch response.
+LeaderHwm(l) == IF HwmKnown(l) THEN highWatermark[l] ELSE UnknownHwm
 
 \* Bag operations; a bag's domain holds only messages with at least one copy.
 RECURSIVE SumCounts(_, _)
@@ -372,18 +387,19 @@ HandleFetchRequest(m) ==
     /\ m.type = "FetchRequest"
     /\ alive[l]
     /\ IF state[l] # "Leader" \/ m.epoch # currentEpoch[l]
-       THEN /\ Reply(FetchResponse(l, f, currentEpoch[l], leader[l], "error", m, <<>>, 0, 0, 0), m)
+       THEN /\ Reply(FetchResponse(l, f, currentEpoch[l], leader[l], "error", m, <<>>,
+                                  UnknownHwm, 0, 0), m)
             /\ UNCHANGED leaderVars
        ELSE IF valid
        THEN /\ \E k \in (IF remaining = 0 THEN {0} ELSE 1..remaining) :
                   Reply(FetchResponse(l, f, currentEpoch[l], l, "ok", m,
                           SubSeq(log[l], m.fetchOffset + 1, m.fetchOffset + k),
-                          highWatermark[l], 0, 0), m)
+                          LeaderHwm(l), 0, 0), m)
             /\ endOffset' = [endOffset EXCEPT ![l][f] = m.fetchOffset]
             /\ endorsed' = [endorsed EXCEPT ![l] = IF f \in Voters THEN @ \cup {f} ELSE @]
             /\ UNCHANGED votesGranted
        ELSE /\ Reply(FetchResponse(l, f, currentEpoch[l], l, "diverging", m, <<>>,
-                                   highWatermark[l], divEpoch, divEnd), m)
+                                   LeaderHwm(l), divEpoch, divEnd), m)
             /\ UNCHANGED leaderVars
     /\ UNCHANGED <<serverVars, logVars, ghostVars>>
 
@@ -487,7 +503,12 @@ DropMessage(m) ==
     /\ Discard(m)
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
+\* Any message but a Fetch request: Kafka keeps one Fetch in flight per connection and matches
+\* the answer to it, so a leader never answers one fetch twice to a follower that sees both
+\* (the model would then deliver two answers of one fetch with different HWMs).  A duplicated
+\* Fetch *response* (a stale answer arriving again) stays in the model.
 DuplicateMessage(m) ==
+    /\ m.type # "FetchRequest"
     /\ messages[m] = 1
     /\ Room(1)
     /\ messages' = Add(messages, m)
@@ -568,6 +589,15 @@ MajorityReachedHighWatermark ==
         IsMajority({v \in Voters :
             /\ Len(log[v]) >= highWatermark[l]
             /\ SubSeq(log[v], 1, highWatermark[l]) = SubSeq(log[l], 1, highWatermark[l])})
+
+\* No replica receives, from the leader of its current epoch, a known HWM below the one it
+\* holds (Kafka's follower refuses such an update as a non-monotonic HWM).  Messages in flight
+\* are part of the state, so this is checked on every response a replica may still receive.
+FetchedHighWatermarkMonotonic ==
+    \A r \in DOMAIN messages :
+        (/\ r.type = "FetchResponse" /\ r.kind # "error" /\ r.hwm # UnknownHwm
+         /\ alive[r.dst] /\ r.epoch = currentEpoch[r.dst])
+            => r.hwm >= highWatermark[r.dst]
 
 \* Action properties (checked as PROPERTIES).
 EpochMonotonic == [][\A s \in Server : currentEpoch'[s] >= currentEpoch[s]]_vars

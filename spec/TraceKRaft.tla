@@ -137,8 +137,8 @@ RefreshHwm(m) ==
         /\ r.type = "FetchResponse" /\ r.src = ld /\ r.dst = m.src
         /\ r.fetchOffset = m.fetchOffset /\ r.lastFetchedEpoch = m.lastFetchedEpoch
         /\ r.epoch = currentEpoch[ld] /\ r.kind # "error"
-        /\ r.hwm <= highWatermark[ld]
-        /\ messages' = Add(Remove(messages, r), [r EXCEPT !.hwm = highWatermark[ld]])
+        /\ r.hwm <= LeaderHwm(ld)
+        /\ messages' = Add(Remove(messages, r), [r EXCEPT !.hwm = LeaderHwm(ld)])
         /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 \* A follower that truncated on a diverging answer also takes the leader's HWM (capped by its

@@ -97,6 +97,7 @@ def test_registry_has_the_kraft_models_and_mutants() -> None:
     assert expected == {
         "KRaftMutantHwmNoEpochCheck": "LeaderCompleteness",
         "KRaftMutantVotedForNotPersisted": "ElectionSafety",
+        "KRaftMutantLeaderKeepsStaleHwm": "FetchedHighWatermarkMonotonic",
     }
 
 
