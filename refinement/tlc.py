@@ -14,8 +14,10 @@ Keys (``key=value``, separated by blanks):
 - ``spec``     the module to check, a path relative to ``spec/`` (required);
 - ``kind``     ``ci`` (must pass, run by ``check-all`` and the tests), ``liveness`` (must pass,
                run by ``check-all``), ``deep`` (must pass, run only with ``--deep``) or
-               ``mutant`` (must FAIL with the named invariant/property, run by ``check-all``);
-- ``expect``   for mutants: the exact name TLC must report as violated (required there);
+               ``mutant`` (must FAIL with the named invariant/property, run by ``check-all``)
+               or ``witness`` (the real spec; must FAIL with the named "cannot happen"
+               invariant, which shows the behaviour is reachable, run by ``check-all``);
+- ``expect``   for mutants and witnesses: the exact name TLC must report as violated;
 - ``timeout``  seconds before the run is abandoned (optional).
 
 Adding a model is adding a ``.cfg`` file; nothing in this module lists models by hand. A
@@ -112,6 +114,9 @@ class ModelKind(enum.Enum):
     CI = "ci"
     DEEP = "deep"
     MUTANT = "mutant"
+    # A reachability check on the real spec: `expect` names an invariant that says "this
+    # cannot happen"; TLC must report it violated (the behaviour is exercised).
+    WITNESS = "witness"
     LIVENESS = "liveness"
 
 
@@ -127,7 +132,7 @@ class Model:
 
     def judge(self, result: TlcResult) -> tuple[bool, str]:
         """Whether the result is the expected one, and a one-line verdict."""
-        if self.kind is ModelKind.MUTANT:
+        if self.kind in (ModelKind.MUTANT, ModelKind.WITNESS):
             if result.ok:
                 return False, f"UNEXPECTED PASS (expected {self.expect} violated)"
             if result.violated == self.expect:
@@ -288,6 +293,8 @@ _BARE_ASSIGN = re.compile(r"^(\w+) = (.*)$")
 
 _LOCATION = re.compile(r"^(\w+) line (\d+), col (\d+) to line (\d+), col (\d+) of module (\w+)$")
 _CALLED = re.compile(r":\s*(\w+)\s*\(")
+# A span such as `ElectionTimeout(s) /\ KeepFetched` (one value of a constant \E, conjoined).
+_APPLIED = re.compile(r"\s*(\w+)\s*\(")
 
 
 def _action_name(label: str, module_dir: Path | None) -> str:
@@ -296,7 +303,8 @@ def _action_name(label: str, module_dir: Path | None) -> str:
     TLC labels a step `Inc line 5, col 8 to line 5, col 36 of module T`.  A disjunct such as
     `\\E m \\in DOMAIN messages : HandleVoteRequest(m)` ranges over a state-dependent set, so
     TLC names it after the enclosing definition (`Next`); then the operator applied in that
-    source span is the action's name.
+    source span is the action's name.  So is the first operator of a conjunction such as
+    `ElectionTimeout(s) /\\ KeepFetched`.
     """
     m = _LOCATION.match(label)
     if m is None:
@@ -315,7 +323,8 @@ def _action_name(label: str, module_dir: Path | None) -> str:
         return name
     span[-1] = span[-1][:c2]
     span[0] = span[0][c1 - 1 :]
-    called = _CALLED.search("\n".join(span))
+    text = "\n".join(span)
+    called = _CALLED.search(text) or _APPLIED.match(text)
     return called.group(1) if called else name
 
 
@@ -548,7 +557,7 @@ def load_model(config: Path) -> Model | None:
         raise ValueError(f"{config}: model metadata needs spec= and kind=")
     kind = ModelKind(meta["kind"])
     expect = meta.get("expect")
-    if kind is ModelKind.MUTANT and not expect:
+    if kind in (ModelKind.MUTANT, ModelKind.WITNESS) and not expect:
         raise ValueError(f"{config}: a mutant needs expect=<invariant name>")
     return Model(
         name=config.stem,
@@ -563,7 +572,13 @@ def load_model(config: Path) -> Model | None:
 
 def load_models(dirs: Sequence[Path] = MODEL_DIRS) -> tuple[Model, ...]:
     """Every model declared by a .cfg under `dirs`, sorted by kind then name."""
-    order = {ModelKind.CI: 0, ModelKind.LIVENESS: 1, ModelKind.MUTANT: 2, ModelKind.DEEP: 3}
+    order = {
+        ModelKind.CI: 0,
+        ModelKind.LIVENESS: 1,
+        ModelKind.WITNESS: 2,
+        ModelKind.MUTANT: 3,
+        ModelKind.DEEP: 4,
+    }
     loaded = [load_model(cfg) for d in dirs if d.is_dir() for cfg in sorted(d.glob("*.cfg"))]
     models = [m for m in loaded if m is not None]
     return tuple(sorted(models, key=lambda m: (order[m.kind], m.name)))

@@ -51,6 +51,7 @@ _MODELLED = frozenset(
 _NODE_ACTIONS = frozenset(
     {
         "ElectionTimeout",
+        "BecomeCandidate",
         "BecomeLeader",
         "Resign",
         "SendFetchRequest",
@@ -114,11 +115,18 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
     if t == "VoteRequest":
         base |= {
             "epoch": _int(msg, "candidateEpoch"),
+            "preVote": msg.get("preVote") is True,
             "lastEpoch": _int(msg, "lastEpoch"),
             "endOffset": _int(msg, "lastEndOffset"),
         }
     elif t == "VoteResponse":
-        base |= {"epoch": _int(msg, "leaderEpoch"), "granted": msg.get("voteGranted") is True}
+        # Whether it answers a pre-vote is not on the wire; TraceKRaft matches either unless
+        # the trace says (see vote_response_kind_known).
+        base |= {
+            "epoch": _int(msg, "leaderEpoch"),
+            "granted": msg.get("voteGranted") is True,
+            "preVote": msg.get("preVote") is True,
+        }
     elif t == "BeginQuorumEpochRequest":
         base |= {"epoch": _int(msg, "leaderEpoch")}
     elif t == "BeginQuorumEpochResponse":
@@ -157,7 +165,8 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
             "epoch": _int(msg, "leaderEpoch"),
             "leader": _nil(_int(msg, "leaderId")),
             "kind": kind,
-            "hwm": max(_int(msg, "highWatermark"), 0),
+            # -1: a new leader that does not know its HWM yet (KRaft.tla's UnknownHwm).
+            "hwm": max(_int(msg, "highWatermark"), -1),
             "divEnd": div_end,
             "divEpoch": div_epoch,
             "count": sum(b[1] - b[0] + 1 for b in batches),
@@ -170,6 +179,11 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
 _NO_MSG: dict[str, TlaValue] = {"type": "none"}
 
 
+def vote_response_kind_known(msg: JsonObject) -> bool:
+    """Whether a logged VoteResponse says if it answers a pre-vote (`preVote` logged)."""
+    return msg.get("type") != "VoteResponse" or isinstance(msg.get("preVote"), bool)
+
+
 def _op(
     a: str,
     n: int = 0,
@@ -178,8 +192,17 @@ def _op(
     e: int = 0,
     m: dict[str, TlaValue] | None = None,
     exact: bool = True,
+    any_pre: bool = False,
 ) -> dict[str, TlaValue]:
-    return {"a": a, "n": n, "x": x, "e": e, "m": _NO_MSG if m is None else m, "exact": exact}
+    return {
+        "a": a,
+        "n": n,
+        "x": x,
+        "e": e,
+        "m": _NO_MSG if m is None else m,
+        "exact": exact,
+        "anyPre": any_pre,
+    }
 
 
 @dataclass
@@ -201,7 +224,8 @@ class _Mapper:
         if act == "DropMessage":
             if msg is not None and msg.get("type") in _MODELLED:
                 m, exact = spec_message(msg)
-                return [_op("Drop", node, m=m, exact=exact)]
+                any_pre = not vote_response_kind_known(msg)
+                return [_op("Drop", node, m=m, exact=exact, any_pre=any_pre)]
             return [_op("Skip")]
         if act in ("Crash", "Stop"):
             # A stop closes (flushes) the log; to the spec both are Crash.
@@ -259,21 +283,26 @@ class _Mapper:
         if t not in _MODELLED:
             return 0
         m, exact = spec_message(msg)
-        ops.append(_op("Recv", node, m=m, exact=exact))
+        any_pre = not vote_response_kind_known(msg)
+        ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
         if t == "EndQuorumEpochRequest":
-            # The implementation learns the resigning leader first, then (first successor)
-            # starts its election inside the same handler: one KRaft step.
+            # The implementation learns the resigning leader first; its election, if any,
+            # starts with a later ElectionTimeout (Kafka 4.x: only the fetch timer is cut).
             ops.append(
                 _op("LearnLeader", node, x=_int(msg, "leaderId"), e=_int(msg, "leaderEpoch"))
             )
             ops.append(_op("HandleEndQuorumEpochRequest", node))
-            return 1 if nxt == "ElectionTimeout" else 0
+            return 0
+        ldr = _int(msg, "leaderId") if t == "VoteResponse" else NIL
+        learn = ldr >= 0 and ldr != node
+        if learn:
+            # The implementation learns a leader of its epoch from the response before it
+            # counts the (pre-)vote; of a larger epoch, after adopting the epoch.
+            ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
         ops.append(_op(f"Handle{t}", node))
-        if t == "VoteResponse":
-            ldr = _int(msg, "leaderId")
-            if ldr >= 0 and ldr != node:
-                ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
-        elif t == "FetchResponse":
+        if learn:
+            ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
+        if t == "FetchResponse":
             if isinstance(msg.get("divergingEpoch"), list) and _int(msg, "error", 0) == 0:
                 ops.append(_op("RaiseHwm", node, x=max(_int(msg, "highWatermark"), 0)))
         elif t == "FetchRequest":

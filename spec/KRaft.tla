@@ -19,7 +19,7 @@
 (*                                                                         *)
 (* Action names are the trace event names of the implementation.          *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences, FiniteSets, TLC
+EXTENDS Integers, Sequences, FiniteSets, TLC
 
 CONSTANTS
     Server,       \* all replicas
@@ -35,11 +35,11 @@ CONSTANTS
 ASSUME /\ Voters \subseteq Server /\ Voters # {}
        /\ Nil \notin Server
        /\ MaxEpoch \in Nat /\ MaxLogLen \in Nat /\ MaxMessages \in Nat /\ MaxRestarts \in Nat
-       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted"}
+       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted", "LeaderKeepsStaleHwm"}
 
 Observers == Server \ Voters
 
-States == {"Unattached", "Voted", "Candidate", "Leader", "Follower", "Resigned"}
+States == {"Unattached", "Voted", "Prospective", "Candidate", "Leader", "Follower", "Resigned"}
 
 \* The value of the LeaderChange control record a new leader appends first.
 LC == "LC"
@@ -53,7 +53,10 @@ VARIABLES
     highWatermark,  \* volatile: records 1..highWatermark are committed
     alive,          \* FALSE while crashed
     endOffset,      \* leader: endOffset[l][f] = fetch offset last validated for f
-    votesGranted,   \* candidate: voters that granted the vote of this epoch
+    votesGranted,   \* prospective/candidate: voters that granted the (pre-)vote of this round
+    votesRejected,  \* prospective: voters that rejected its pre-vote (read only in Prospective)
+    fetched,        \* follower: a Fetch of this epoch was answered by its leader since it
+                    \* became Follower (Kafka's hasFetchedFromLeader; FALSE otherwise)
     endorsed,       \* leader: voters that acknowledged this epoch (BeginQuorumEpoch / Fetch)
     messages,       \* the network: message -> number of copies
     restarts,       \* crashes so far
@@ -63,9 +66,9 @@ VARIABLES
 
 serverVars == <<state, currentEpoch, votedFor, leader, alive>>
 logVars == <<log, highWatermark>>
-leaderVars == <<endOffset, votesGranted, endorsed>>
+leaderVars == <<endOffset, votesGranted, votesRejected, endorsed>>
 ghostVars == <<restarts, elected, committed>>
-vars == <<serverVars, logVars, leaderVars, messages, ghostVars>>
+vars == <<serverVars, logVars, leaderVars, fetched, messages, ghostVars>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -88,6 +91,21 @@ LogUpToDate(lastEpoch, endOff, l) ==
 
 NoOffsets == [t \in Server |-> 0]
 
+\* The HWM a Fetch response carries when the leader does not know it (Kafka's -1).
+UnknownHwm == -1
+
+\* A new leader does not know the HWM until it first advances it in its own epoch (Kafka's
+\* LeaderState starts with an empty high watermark and answers fetches with -1): the HWM it
+\* held as a follower may lag behind what another follower already learned.  highWatermark[l]
+\* stays the HWM of l's log (never lowered); it is known to the leader once it points at a
+\* record of the leader's epoch, which only AdvanceHighWatermark can make it do.
+HwmKnown(l) ==
+    \/ Mutant = "LeaderKeepsStaleHwm"
+    \/ highWatermark[l] > 0 /\ log[l][highWatermark[l]].epoch = currentEpoch[l]
+
+\* The HWM a leader puts in a Fetch response.
+LeaderHwm(l) == IF HwmKnown(l) THEN highWatermark[l] ELSE UnknownHwm
+
 \* Bag operations; a bag's domain holds only messages with at least one copy.
 RECURSIVE SumCounts(_, _)
 SumCounts(b, D) == IF D = {} THEN 0
@@ -104,8 +122,10 @@ Room(k) == BagSize(messages) + k <= MaxMessages
 Discard(m) == messages' = Remove(messages, m)
 Reply(resp, req) == messages' = Add(Remove(messages, req), resp)
 
-VoteRequests(c, e) ==
-    {[type |-> "VoteRequest", src |-> c, dst |-> t, epoch |-> e,
+\* A Candidate's vote requests carry its new epoch; a Prospective's pre-vote requests
+\* (KIP-996) carry its current epoch, unchanged.
+VoteRequests(c, e, pre) ==
+    {[type |-> "VoteRequest", src |-> c, dst |-> t, epoch |-> e, preVote |-> pre,
       lastEpoch |-> LastEpoch(log[c]), endOffset |-> Len(log[c])] : t \in Voters \ {c}}
 
 \* The orderings of a set, for the preferred-successor list of EndQuorumEpoch.
@@ -142,6 +162,8 @@ Init ==
     /\ alive = [s \in Server |-> TRUE]
     /\ endOffset = [s \in Server |-> NoOffsets]
     /\ votesGranted = [s \in Server |-> {}]
+    /\ votesRejected = [s \in Server |-> {}]
+    /\ fetched = [s \in Server |-> FALSE]
     /\ endorsed = [s \in Server |-> {}]
     /\ messages = <<>>
     /\ restarts = 0
@@ -149,14 +171,54 @@ Init ==
     /\ committed = {}
 
 -----------------------------------------------------------------------------
-(* Election *)
+(* Election, with KIP-996 pre-vote as Apache Kafka 4.x ships it *)
 
-\* A voter that hears nothing from a leader starts an election in the next epoch and votes
-\* for itself, persisting the vote before the requests go out.
+\* Where a Prospective goes when its pre-vote fails (Kafka's transition after an election
+\* loss): back to the leader it knew, else to its vote of this epoch, else Unattached.
+LossState(s) ==
+    IF leader[s] # Nil THEN "Follower" ELSE IF votedFor[s] # Nil THEN "Voted" ELSE "Unattached"
+
+\* The election timer (a follower's fetch timer) of a voter runs out.  Unattached, Voted,
+\* Follower and Candidate become Prospective in the SAME epoch, keeping their vote (a
+\* Follower's is dropped, as Kafka stores none once it knows the leader) and known leader,
+\* persisting nothing, and send pre-vote requests.  A Prospective that got no majority
+\* in time goes back (LossState).  Resigned moves to Unattached in the next epoch (and times out
+\* again into Prospective).  No pre-vote at MaxEpoch: it could not lead to a candidate.
 ElectionTimeout(s) ==
     /\ alive[s]
     /\ s \in Voters
-    /\ state[s] \in {"Unattached", "Voted", "Follower", "Candidate", "Resigned"}
+    /\ currentEpoch[s] < MaxEpoch
+    /\ CASE state[s] \in {"Unattached", "Voted", "Follower", "Candidate"} ->
+              /\ Room(Cardinality(Voters) - 1)
+              /\ state' = [state EXCEPT ![s] = "Prospective"]
+              /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
+              /\ votesRejected' = [votesRejected EXCEPT ![s] = {}]
+              /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s], TRUE))
+              \* Kafka keeps no vote once a leader is known (its quorum-state stores either):
+              \* a Prospective that was a Follower knows the leader and no vote.
+              /\ votedFor' = [votedFor EXCEPT ![s] = IF state[s] = "Follower" THEN Nil ELSE @]
+              /\ UNCHANGED <<currentEpoch, leader>>
+         [] state[s] = "Prospective" ->
+              /\ state' = [state EXCEPT ![s] = LossState(s)]
+              /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
+              /\ UNCHANGED <<currentEpoch, votedFor, leader, votesRejected, messages>>
+         [] state[s] = "Resigned" ->
+              /\ state' = [state EXCEPT ![s] = "Unattached"]
+              /\ currentEpoch' = [currentEpoch EXCEPT ![s] = @ + 1]
+              /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
+              /\ leader' = [leader EXCEPT ![s] = Nil]
+              /\ UNCHANGED <<votesGranted, votesRejected, messages>>
+         [] OTHER -> FALSE
+    /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
+    /\ endorsed' = [endorsed EXCEPT ![s] = {}]
+    /\ UNCHANGED <<alive, logVars, ghostVars>>
+
+\* A Prospective with a majority of pre-votes (its own counted) stands for election: epoch + 1,
+\* votes for itself (persisted before the requests go out), asks every other voter.
+BecomeCandidate(s) ==
+    /\ alive[s]
+    /\ state[s] = "Prospective"
+    /\ IsMajority(votesGranted[s])
     /\ currentEpoch[s] < MaxEpoch
     /\ Room(Cardinality(Voters) - 1)
     /\ state' = [state EXCEPT ![s] = "Candidate"]
@@ -164,44 +226,69 @@ ElectionTimeout(s) ==
     /\ votedFor' = [votedFor EXCEPT ![s] = s]
     /\ leader' = [leader EXCEPT ![s] = Nil]
     /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
-    /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
-    /\ endorsed' = [endorsed EXCEPT ![s] = {}]
-    /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s] + 1))
-    /\ UNCHANGED <<alive, logVars, ghostVars>>
+    /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s] + 1, FALSE))
+    /\ UNCHANGED <<alive, logVars, endOffset, votesRejected, endorsed, ghostVars>>
 
-\* KIP-595 vote handling, in order: reject an older epoch (adopt a newer one), one vote per
-\* epoch, the candidate must be a voter, its log must be at least as up-to-date.
+\* Kafka's handleVoteRequest, in order: an older epoch is rejected; a newer one (of a pre-vote
+\* too: someone reached it) makes the receiver Unattached in it; the candidate and the receiver
+\* must be voters; then the granting rule of the receiver's state (EpochState.canGrantVote):
+\*   Unattached, Voted, Prospective: a pre-vote iff the candidate's log is up to date; a vote
+\*     only to the replica already voted for, else not while a leader is known, else iff up to
+\*     date;
+\*   Follower: a pre-vote iff up to date and no Fetch was answered by its leader yet (a voter
+\*     cut off from a live leader cannot disrupt it); never a vote;
+\*   Candidate: a pre-vote iff up to date; never a vote;   Leader, Resigned: nothing.
+\* A granted vote is persisted (Unattached -> Voted; a Prospective records it and restarts its
+\* tally); a granted pre-vote changes nothing.
 HandleVoteRequest(m) ==
     LET s == m.dst
         c == m.src
+        pre == m.preVote
         newer == m.epoch > currentEpoch[s]
         epoch1 == IF newer THEN m.epoch ELSE currentEpoch[s]
+        state1 == IF newer THEN "Unattached" ELSE state[s]
         voted1 == IF newer THEN Nil ELSE votedFor[s]
+        leader1 == IF newer THEN Nil ELSE leader[s]
+        upToDate == LogUpToDate(m.lastEpoch, m.endOffset, log[s])
         grant == /\ m.epoch = epoch1
-                 /\ voted1 \in {Nil, c}
-                 /\ c \in Voters
-                 /\ LogUpToDate(m.lastEpoch, m.endOffset, log[s])
+                 /\ c \in Voters /\ s \in Voters
+                 /\ CASE state1 \in {"Unattached", "Voted", "Prospective"} ->
+                           IF pre THEN upToDate
+                           ELSE IF voted1 # Nil THEN voted1 = c
+                           ELSE leader1 = Nil /\ upToDate
+                      [] state1 = "Follower" -> pre /\ upToDate /\ ~fetched[s]
+                      [] state1 = "Candidate" -> pre /\ upToDate
+                      [] OTHER -> FALSE
+        vote == grant /\ ~pre /\ voted1 = Nil
     IN
     /\ m.type = "VoteRequest"
     /\ alive[s]
     /\ currentEpoch' = [currentEpoch EXCEPT ![s] = epoch1]
-    /\ votedFor' = [votedFor EXCEPT ![s] = IF grant THEN c ELSE voted1]
-    /\ leader' = [leader EXCEPT ![s] = IF newer THEN Nil ELSE @]
-    /\ state' = [state EXCEPT ![s] =
-                    IF newer THEN (IF grant THEN "Voted" ELSE "Unattached")
-                    ELSE IF grant /\ @ = "Unattached" THEN "Voted"
-                    ELSE @]
+    /\ votedFor' = [votedFor EXCEPT ![s] = IF vote THEN c ELSE voted1]
+    /\ leader' = [leader EXCEPT ![s] = leader1]
+    /\ state' = [state EXCEPT ![s] = IF vote /\ state1 = "Unattached" THEN "Voted" ELSE state1]
     /\ IF newer
        THEN /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
             /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
             /\ endorsed' = [endorsed EXCEPT ![s] = {}]
+            /\ UNCHANGED votesRejected
+       ELSE IF vote /\ state1 = "Prospective"
+       THEN /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
+            /\ votesRejected' = [votesRejected EXCEPT ![s] = {}]
+            /\ UNCHANGED <<endOffset, endorsed>>
        ELSE UNCHANGED leaderVars
     /\ Reply([type |-> "VoteResponse", src |-> s, dst |-> c, epoch |-> epoch1,
-              granted |-> grant], m)
+              granted |-> grant, preVote |-> pre], m)
     /\ UNCHANGED <<alive, logVars, ghostVars>>
 
+\* A larger epoch makes the receiver Unattached in it.  A Prospective counts the answers to its
+\* pre-vote: a grant, or a rejection; once a majority can no longer grant, it loses at once
+\* (LossState).  A Candidate counts grants of its vote; rejections only stop its retries.
 HandleVoteResponse(m) ==
-    LET c == m.dst IN
+    LET c == m.dst
+        rejected1 == votesRejected[c] \cup {m.src}
+        counts == m.epoch = currentEpoch[c] /\ m.src \notin votesGranted[c] \cup votesRejected[c]
+    IN
     /\ m.type = "VoteResponse"
     /\ alive[c]
     /\ IF m.epoch > currentEpoch[c]
@@ -213,10 +300,22 @@ HandleVoteResponse(m) ==
             /\ endOffset' = [endOffset EXCEPT ![c] = NoOffsets]
             /\ votesGranted' = [votesGranted EXCEPT ![c] = {}]
             /\ endorsed' = [endorsed EXCEPT ![c] = {}]
-       ELSE /\ IF state[c] = "Candidate" /\ m.epoch = currentEpoch[c] /\ m.granted
-               THEN votesGranted' = [votesGranted EXCEPT ![c] = @ \cup {m.src}]
-               ELSE UNCHANGED votesGranted
-            /\ UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, endorsed>>
+            /\ UNCHANGED votesRejected
+       ELSE /\ CASE state[c] = "Prospective" /\ m.preVote /\ counts /\ m.granted ->
+                      /\ votesGranted' = [votesGranted EXCEPT ![c] = @ \cup {m.src}]
+                      /\ UNCHANGED <<state, votesRejected>>
+                 [] state[c] = "Prospective" /\ m.preVote /\ counts /\ ~m.granted ->
+                      IF IsMajority(Voters \ rejected1)
+                      THEN /\ votesRejected' = [votesRejected EXCEPT ![c] = rejected1]
+                           /\ UNCHANGED <<state, votesGranted>>
+                      ELSE /\ state' = [state EXCEPT ![c] = LossState(c)]
+                           /\ votesGranted' = [votesGranted EXCEPT ![c] = {}]
+                           /\ UNCHANGED votesRejected
+                 [] state[c] = "Candidate" /\ ~m.preVote /\ counts /\ m.granted ->
+                      /\ votesGranted' = [votesGranted EXCEPT ![c] = @ \cup {m.src}]
+                      /\ UNCHANGED <<state, votesRejected>>
+                 [] OTHER -> UNCHANGED <<state, votesGranted, votesRejected>>
+            /\ UNCHANGED <<currentEpoch, votedFor, leader, endOffset, endorsed>>
     /\ Discard(m)
     /\ UNCHANGED <<alive, logVars, ghostVars>>
 
@@ -236,7 +335,8 @@ BecomeLeader(c) ==
     /\ messages' = AddAll(messages,
           {[type |-> "BeginQuorumEpochRequest", src |-> c, dst |-> t, epoch |-> currentEpoch[c]]
              : t \in Voters \ {c}})
-    /\ UNCHANGED <<currentEpoch, votedFor, alive, highWatermark, votesGranted, restarts, committed>>
+    /\ UNCHANGED <<currentEpoch, votedFor, alive, highWatermark, votesGranted, votesRejected,
+                   restarts, committed>>
 
 \* Accept if the epoch is newer, or the same epoch with no conflicting known leader.
 HandleBeginQuorumEpochRequest(m) ==
@@ -259,7 +359,7 @@ HandleBeginQuorumEpochRequest(m) ==
     /\ Reply([type |-> "BeginQuorumEpochResponse", src |-> s, dst |-> l,
               epoch |-> IF accept THEN m.epoch ELSE currentEpoch[s],
               leader |-> IF accept THEN l ELSE leader[s]], m)
-    /\ UNCHANGED <<alive, logVars, ghostVars>>
+    /\ UNCHANGED <<alive, logVars, votesRejected, ghostVars>>
 
 \* Success records the endorsement; a larger epoch (FENCED_LEADER_EPOCH) ends the leadership.
 HandleBeginQuorumEpochResponse(m) ==
@@ -279,7 +379,7 @@ HandleBeginQuorumEpochResponse(m) ==
                ELSE UNCHANGED endorsed
             /\ UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, votesGranted>>
     /\ Discard(m)
-    /\ UNCHANGED <<alive, logVars, ghostVars>>
+    /\ UNCHANGED <<alive, logVars, votesRejected, ghostVars>>
 
 \* Graceful resignation: EndQuorumEpoch to the other voters with the preferred successors
 \* sorted by replicated offset, highest first (ties in any order).
@@ -295,40 +395,32 @@ Resign(l) ==
     /\ state' = [state EXCEPT ![l] = "Resigned"]
     /\ endOffset' = [endOffset EXCEPT ![l] = NoOffsets]
     /\ endorsed' = [endorsed EXCEPT ![l] = {}]
-    /\ UNCHANGED <<currentEpoch, votedFor, leader, alive, logVars, votesGranted, ghostVars>>
+    /\ UNCHANGED <<currentEpoch, votedFor, leader, alive, logVars, votesGranted, votesRejected,
+                   ghostVars>>
 
-\* Rejected for an older epoch or an unknown/other leader of this epoch.  The first preferred
-\* successor starts an election at once; the others only learn the epoch and wait out a
-\* back-off, which in this untimed model is the nondeterminism of ElectionTimeout.
+\* Rejected for an older epoch or an unknown/other leader of this epoch.  A newer epoch makes
+\* the receiver a Follower of the resigning leader.  Kafka 4.x then only shortens the
+\* receiver's fetch timer (at once for the first preferred successor, after a back-off for the
+\* others), so the election starts with its ElectionTimeout -> Prospective: in this untimed
+\* model, the nondeterminism of ElectionTimeout.
 HandleEndQuorumEpochRequest(m) ==
     LET s == m.dst
         l == m.src
         newer == m.epoch > currentEpoch[s]
-        accept == newer \/ (m.epoch = currentEpoch[s] /\ leader[s] = l)
-        first == m.successors[1] = s /\ m.epoch < MaxEpoch
-                 /\ BagSize(messages) - 1 + Cardinality(Voters) - 1 <= MaxMessages
     IN
     /\ m.type = "EndQuorumEpochRequest"
     /\ alive[s]
-    /\ IF accept /\ first
-       THEN /\ state' = [state EXCEPT ![s] = "Candidate"]
-            /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch + 1]
-            /\ votedFor' = [votedFor EXCEPT ![s] = s]
-            /\ leader' = [leader EXCEPT ![s] = Nil]
-            /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
+    /\ IF newer
+       THEN /\ state' = [state EXCEPT ![s] = "Follower"]
+            /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch]
+            /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
+            /\ leader' = [leader EXCEPT ![s] = l]
             /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
+            /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
             /\ endorsed' = [endorsed EXCEPT ![s] = {}]
-            /\ messages' = AddAll(Remove(messages, m), VoteRequests(s, m.epoch + 1))
-       ELSE /\ IF accept /\ newer
-               THEN /\ state' = [state EXCEPT ![s] = "Follower"]
-                    /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch]
-                    /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
-                    /\ leader' = [leader EXCEPT ![s] = l]
-                    /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
-                    /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
-                    /\ endorsed' = [endorsed EXCEPT ![s] = {}]
-               ELSE UNCHANGED <<state, currentEpoch, votedFor, leader, leaderVars>>
-            /\ Discard(m)
+            /\ UNCHANGED votesRejected
+       ELSE UNCHANGED <<state, currentEpoch, votedFor, leader, leaderVars>>
+    /\ Discard(m)
     /\ UNCHANGED <<alive, logVars, ghostVars>>
 
 -----------------------------------------------------------------------------
@@ -372,20 +464,21 @@ HandleFetchRequest(m) ==
     /\ m.type = "FetchRequest"
     /\ alive[l]
     /\ IF state[l] # "Leader" \/ m.epoch # currentEpoch[l]
-       THEN /\ Reply(FetchResponse(l, f, currentEpoch[l], leader[l], "error", m, <<>>, 0, 0, 0), m)
+       THEN /\ Reply(FetchResponse(l, f, currentEpoch[l], leader[l], "error", m, <<>>,
+                                  UnknownHwm, 0, 0), m)
             /\ UNCHANGED leaderVars
        ELSE IF valid
        THEN /\ \E k \in (IF remaining = 0 THEN {0} ELSE 1..remaining) :
                   Reply(FetchResponse(l, f, currentEpoch[l], l, "ok", m,
                           SubSeq(log[l], m.fetchOffset + 1, m.fetchOffset + k),
-                          highWatermark[l], 0, 0), m)
+                          LeaderHwm(l), 0, 0), m)
             /\ endOffset' = [endOffset EXCEPT ![l][f] = m.fetchOffset]
             /\ endorsed' = [endorsed EXCEPT ![l] = IF f \in Voters THEN @ \cup {f} ELSE @]
             /\ UNCHANGED votesGranted
        ELSE /\ Reply(FetchResponse(l, f, currentEpoch[l], l, "diverging", m, <<>>,
-                                   highWatermark[l], divEpoch, divEnd), m)
+                                   LeaderHwm(l), divEpoch, divEnd), m)
             /\ UNCHANGED leaderVars
-    /\ UNCHANGED <<serverVars, logVars, ghostVars>>
+    /\ UNCHANGED <<serverVars, logVars, votesRejected, ghostVars>>
 
 \* The follower adopts a newer epoch/leader; otherwise, if the response answers the fetch it
 \* would send now, it truncates to the diverging offset or appends and moves its HWM.
@@ -427,7 +520,7 @@ HandleFetchResponse(m) ==
          [] OTHER -> UNCHANGED <<state, currentEpoch, votedFor, leader, leaderVars, logVars,
                                  committed>>
     /\ Discard(m)
-    /\ UNCHANGED <<alive, restarts, elected>>
+    /\ UNCHANGED <<alive, votesRejected, restarts, elected>>
 
 \* The largest offset that a majority of voters (the leader by its own log end) has reached.
 MajorityOffset(l) ==
@@ -479,15 +572,20 @@ Restart(s) ==
     /\ endorsed' = [endorsed EXCEPT ![s] = {}]
     /\ IF st = "Candidate"
        THEN /\ Room(Cardinality(Voters) - 1)
-            /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s]))
+            /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s], FALSE))
        ELSE UNCHANGED messages
-    /\ UNCHANGED <<currentEpoch, leader, log, ghostVars>>
+    /\ UNCHANGED <<currentEpoch, leader, log, votesRejected, ghostVars>>
 
 DropMessage(m) ==
     /\ Discard(m)
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
+\* Any message but a Fetch request: Kafka keeps one Fetch in flight per connection and matches
+\* the answer to it, so a leader never answers one fetch twice to a follower that sees both
+\* (the model would then deliver two answers of one fetch with different HWMs).  A duplicated
+\* Fetch *response* (a stale answer arriving again) stays in the model.
 DuplicateMessage(m) ==
+    /\ m.type # "FetchRequest"
     /\ messages[m] = 1
     /\ Room(1)
     /\ messages' = Add(messages, m)
@@ -500,24 +598,46 @@ DuplicateMessage(m) ==
 \* (e.g. `DuplicateMessage <- NoFault`), which keeps one spec for all models.
 NoFault(m) == FALSE
 
+\* `fetched` (Kafka's FollowerState.hasFetchedFromLeader) is kept by every step that leaves a
+\* replica following the same leader in the same epoch, and reset by every other one (a
+\* (re)entry into Follower starts it afresh); a Fetch response without error from the leader
+\* of the follower's epoch sets it.  Conjoined to each step after the step's own effects.
+StillFollowing(s) ==
+    /\ alive[s] /\ alive'[s]
+    /\ state[s] = "Follower" /\ state'[s] = "Follower"
+    /\ currentEpoch'[s] = currentEpoch[s] /\ leader'[s] = leader[s]
+
+KeepFetched == fetched' = [s \in Server |-> StillFollowing(s) /\ fetched[s]]
+
+FetchedAfter(m) ==
+    fetched' = [s \in Server |->
+                   StillFollowing(s)
+                   /\ (fetched[s] \/ (s = m.dst /\ m.kind # "error" /\ m.src = leader[s]
+                                      /\ m.epoch = currentEpoch[s]))]
+
+\* Every step but HandleFetchResponse, each with its effect on `fetched`.
+NextExceptFetchResponse ==
+    \/ \E s \in Server : ElectionTimeout(s) /\ KeepFetched
+    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched
+    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched
+    \/ \E s \in Server : Resign(s) /\ KeepFetched
+    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched
+    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched
+    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched
+    \/ \E s \in Server : Crash(s) /\ KeepFetched
+    \/ \E s \in Server : Restart(s) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleEndQuorumEpochRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : DropMessage(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : DuplicateMessage(m) /\ KeepFetched
+
 Next ==
-    \/ \E s \in Server : ElectionTimeout(s)
-    \/ \E s \in Server : BecomeLeader(s)
-    \/ \E s \in Server : Resign(s)
-    \/ \E s \in Server, v \in Values : ClientAppend(s, v)
-    \/ \E s \in Server : SendFetchRequest(s)
-    \/ \E s \in Server : AdvanceHighWatermark(s)
-    \/ \E s \in Server : Crash(s)
-    \/ \E s \in Server : Restart(s)
-    \/ \E m \in DOMAIN messages : HandleVoteRequest(m)
-    \/ \E m \in DOMAIN messages : HandleVoteResponse(m)
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m)
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m)
-    \/ \E m \in DOMAIN messages : HandleEndQuorumEpochRequest(m)
-    \/ \E m \in DOMAIN messages : HandleFetchRequest(m)
-    \/ \E m \in DOMAIN messages : HandleFetchResponse(m)
-    \/ \E m \in DOMAIN messages : DropMessage(m)
-    \/ \E m \in DOMAIN messages : DuplicateMessage(m)
+    \/ NextExceptFetchResponse
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m)
 
 Spec == Init /\ [][Next]_vars
 
@@ -536,6 +656,9 @@ TypeOK ==
     /\ alive \in [Server -> BOOLEAN]
     /\ endOffset \in [Server -> [Server -> Nat]]
     /\ votesGranted \in [Server -> SUBSET Voters]
+    /\ votesRejected \in [Server -> SUBSET Voters]
+    /\ fetched \in [Server -> BOOLEAN]
+    /\ \A s \in Server : fetched[s] => state[s] = "Follower"
     /\ endorsed \in [Server -> SUBSET Voters]
     /\ \A m \in DOMAIN messages : messages[m] \in Nat \ {0}
     /\ restarts \in 0..MaxRestarts
@@ -569,6 +692,15 @@ MajorityReachedHighWatermark ==
             /\ Len(log[v]) >= highWatermark[l]
             /\ SubSeq(log[v], 1, highWatermark[l]) = SubSeq(log[l], 1, highWatermark[l])})
 
+\* No replica receives, from the leader of its current epoch, a known HWM below the one it
+\* holds (Kafka's follower refuses such an update as a non-monotonic HWM).  Messages in flight
+\* are part of the state, so this is checked on every response a replica may still receive.
+FetchedHighWatermarkMonotonic ==
+    \A r \in DOMAIN messages :
+        (/\ r.type = "FetchResponse" /\ r.kind # "error" /\ r.hwm # UnknownHwm
+         /\ alive[r.dst] /\ r.epoch = currentEpoch[r.dst])
+            => r.hwm >= highWatermark[r.dst]
+
 \* Action properties (checked as PROPERTIES).
 EpochMonotonic == [][\A s \in Server : currentEpoch'[s] >= currentEpoch[s]]_vars
 
@@ -580,34 +712,65 @@ HighWatermarkMonotonic ==
 (* Liveness: no faults, and timeouts only while no election is under way (the effect of
    randomised election timeouts) *)
 
-Quiet == \A t \in Server : state[t] \notin {"Candidate", "Leader"}
+Quiet == \A t \in Server : state[t] \notin {"Prospective", "Candidate", "Leader"}
 
 LiveElectionTimeout(s) == Quiet /\ ElectionTimeout(s)
 
+LiveNextExceptFetchResponse ==
+    \/ \E s \in Server : LiveElectionTimeout(s) /\ KeepFetched
+    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched
+    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched
+    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched
+    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched
+    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched
+
 LiveNext ==
-    \/ \E s \in Server : LiveElectionTimeout(s)
-    \/ \E s \in Server : BecomeLeader(s)
-    \/ \E s \in Server, v \in Values : ClientAppend(s, v)
-    \/ \E s \in Server : SendFetchRequest(s)
-    \/ \E s \in Server : AdvanceHighWatermark(s)
-    \/ \E m \in DOMAIN messages : HandleVoteRequest(m)
-    \/ \E m \in DOMAIN messages : HandleVoteResponse(m)
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m)
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m)
-    \/ \E m \in DOMAIN messages : HandleFetchRequest(m)
-    \/ \E m \in DOMAIN messages : HandleFetchResponse(m)
+    \/ LiveNextExceptFetchResponse
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m)
 
 LiveSpec ==
     /\ Init /\ [][LiveNext]_vars
-    /\ \A s \in Server : WF_vars(LiveElectionTimeout(s)) /\ WF_vars(BecomeLeader(s))
-    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteRequest(m))
-    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteResponse(m))
+    /\ \A s \in Server :
+          /\ WF_vars(LiveElectionTimeout(s) /\ KeepFetched)
+          /\ WF_vars(BecomeCandidate(s) /\ KeepFetched)
+          /\ WF_vars(BecomeLeader(s) /\ KeepFetched)
+    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched)
+    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched)
 
 EventuallyLeaderElected == <>(\E s \in Server : state[s] = "Leader")
 
-\* State identity without `endorsed`, which no guard or invariant reads (a smaller search).
+-----------------------------------------------------------------------------
+(* Pre-vote is exercised: witnesses that must be reachable, each stated as "this never
+   happens" and reported violated by a model of kind witness. *)
+
+\* A follower that has fetched from its leader rejects a pre-vote of its epoch (the disruption
+\* of a live leader that KIP-996 prevents).  An invariant.
+NoPreVoteRejectedByFollower ==
+    ~\E m \in DOMAIN messages :
+        /\ m.type = "VoteResponse" /\ m.preVote /\ ~m.granted
+        /\ state[m.src] = "Follower" /\ fetched[m.src] /\ m.epoch = currentEpoch[m.src]
+
+\* Action properties: a Prospective becomes Candidate although a voter rejected its pre-vote
+\* of this round; a Prospective that knew a leader loses on rejections and follows it again.
+NoPreVoteWonDespiteRejection ==
+    [][~\E s \in Server : BecomeCandidate(s) /\ votesRejected[s] # {}]_vars
+
+NoPreVoteLostToRejections ==
+    [][~\E m \in DOMAIN messages :
+          /\ HandleVoteResponse(m)
+          /\ state[m.dst] = "Prospective" /\ state'[m.dst] = "Follower"
+          /\ currentEpoch'[m.dst] = currentEpoch[m.dst]]_vars
+
+\* votesRejected is read only in Prospective and reset on entering it: outside, it is left out.
 ModelView == <<state, currentEpoch, votedFor, leader, log, highWatermark, alive, endOffset,
-               votesGranted, messages, restarts, elected, committed>>
+               votesGranted,
+               [s \in Server |-> IF state[s] = "Prospective" THEN votesRejected[s] ELSE {}],
+               fetched, messages, restarts, elected, committed>>
 
 \* Symmetry: voters among themselves, observers among themselves, and values.
 Symmetry == Permutations(Voters) \cup Permutations(Observers) \cup Permutations(Values)

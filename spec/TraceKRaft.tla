@@ -59,13 +59,23 @@ FetchMatches(r, p) ==
           \A o \in p.batches[b][1]..p.batches[b][2] :
              r.entries[o - p.batches[1][1] + 1].epoch = p.batches[b][3]
 
-Matches(r, op) == IF op.exact THEN r = op.m ELSE FetchMatches(r, op.m)
+\* A VoteResponse does not say whether it answers a pre-vote (Kafka's wire format has no such
+\* field); unless the trace tells (`preVote` logged), either spec response matches (`anyPre`).
+Matches(r, op) ==
+    IF ~op.exact THEN FetchMatches(r, op.m)
+    ELSE IF op.anyPre THEN r.type = op.m.type /\ [r EXCEPT !.preVote = op.m.preVote] = op.m
+    ELSE r = op.m
+
+Candidates(op) ==
+    IF ~op.exact THEN sent
+    ELSE IF op.anyPre THEN {[op.m EXCEPT !.preVote = b] : b \in BOOLEAN} \cap sent
+    ELSE {op.m} \cap sent
 
 \* Re-delivery: a message sent earlier arrives again.  The implementation retransmits
 \* identical requests (retries, a parked fetch answered later) and the network duplicates;
 \* in KRaft that is DuplicateMessage taken while the message was in the bag.
 Recv(op) ==
-    \E r \in (IF op.exact THEN {op.m} \cap sent ELSE sent) :
+    \E r \in Candidates(op) :
         /\ Matches(r, op)
         /\ cur' = r
         /\ IF r \in DOMAIN messages THEN UNCHANGED messages ELSE messages' = Add(messages, r)
@@ -79,20 +89,6 @@ Drop(op) ==
 -----------------------------------------------------------------------------
 (* Bridging steps: what the implementation legitimately does that KRaft leaves out *)
 
-\* Like Apache Kafka, a replica that knows the leader of its epoch refuses every vote in it
-\* (KRaft lets a follower that has not voted grant one; fewer grants are always safe).
-RejectVoteKnowingLeader(m) ==
-    LET s == m.dst IN
-    /\ alive[s]
-    /\ Reply([type |-> "VoteResponse", src |-> s, dst |-> m.src, epoch |-> currentEpoch[s],
-              granted |-> FALSE], m)
-    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
-
-TraceHandleVoteRequest(m) ==
-    IF m.epoch = currentEpoch[m.dst] /\ leader[m.dst] # Nil
-    THEN RejectVoteKnowingLeader(m)
-    ELSE HandleVoteRequest(m)
-
 \* A response that names the leader of the receiver's epoch teaches it the leader (the
 \* implementation reads the leader from every response, as Kafka does).  Only a real leader
 \* of that epoch can be learned.
@@ -102,8 +98,8 @@ LearnLeader(s, ldr, e) ==
          /\ state' = [state EXCEPT ![s] = "Follower"]
          /\ leader' = [leader EXCEPT ![s] = ldr]
          /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
-         /\ UNCHANGED <<currentEpoch, votedFor, alive, endOffset, endorsed, logVars, messages,
-                        ghostVars>>
+         /\ UNCHANGED <<currentEpoch, votedFor, alive, endOffset, votesRejected, endorsed, logVars,
+                        messages, ghostVars>>
     ELSE UNCHANGED vars
 
 \* The implementation starts a new fetch while an old one may still be in the network (after
@@ -137,8 +133,8 @@ RefreshHwm(m) ==
         /\ r.type = "FetchResponse" /\ r.src = ld /\ r.dst = m.src
         /\ r.fetchOffset = m.fetchOffset /\ r.lastFetchedEpoch = m.lastFetchedEpoch
         /\ r.epoch = currentEpoch[ld] /\ r.kind # "error"
-        /\ r.hwm <= highWatermark[ld]
-        /\ messages' = Add(Remove(messages, r), [r EXCEPT !.hwm = highWatermark[ld]])
+        /\ r.hwm <= LeaderHwm(ld)
+        /\ messages' = Add(Remove(messages, r), [r EXCEPT !.hwm = LeaderHwm(ld)])
         /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 \* A follower that truncated on a diverging answer also takes the leader's HWM (capped by its
@@ -164,7 +160,7 @@ DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
       [] op.a = "Drop" -> Drop(op)
-      [] op.a = "HandleVoteRequest" -> TraceHandleVoteRequest(cur)
+      [] op.a = "HandleVoteRequest" -> HandleVoteRequest(cur)
       [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
       [] op.a = "HandleBeginQuorumEpochRequest" -> HandleBeginQuorumEpochRequest(cur)
       [] op.a = "HandleBeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(cur)
@@ -175,6 +171,7 @@ DoOp(op) ==
       [] op.a = "RaiseHwm" -> RaiseHwm(op.n, op.x)
       [] op.a = "LearnLeader" -> LearnLeader(op.n, op.x, op.e)
       [] op.a = "ElectionTimeout" -> ElectionTimeout(op.n)
+      [] op.a = "BecomeCandidate" -> BecomeCandidate(op.n)
       [] op.a = "BecomeLeader" -> BecomeLeader(op.n)
       [] op.a = "Resign" -> Resign(op.n)
       [] op.a = "ClientAppend" -> ClientAppend(op.n, "v")
@@ -186,7 +183,7 @@ DoOp(op) ==
 
 \* The logged state of the acting node after the event (primed: checked on the new state).
 \* The implementation stores no vote once it knows a leader (Kafka's quorum-state), so the
-\* vote is compared only in Unattached, Voted and Candidate; a null HWM is 0.
+\* vote is compared only in Unattached, Voted, Prospective and Candidate; a null HWM is 0.
 StateMatches(e) ==
     LET s == e.node
         st == e.st
@@ -200,7 +197,8 @@ StateMatches(e) ==
        /\ state'[s] = st.state
        /\ currentEpoch'[s] = st.epoch
        /\ leader'[s] = N(st.leader)
-       /\ st.state \in {"Unattached", "Voted", "Candidate"} => votedFor'[s] = N(st.votedFor)
+       /\ st.state \in {"Unattached", "Voted", "Prospective", "Candidate"}
+             => votedFor'[s] = N(st.votedFor)
        /\ Len(log'[s]) = st.endOffset
        /\ LastEpoch(log'[s]) = st.lastEpoch
        /\ highWatermark'[s] = st.hwm
@@ -221,7 +219,8 @@ ServerView(s) ==
      votedFor |-> votedFor[s], leader |-> leader[s], endOffset |-> Len(log[s]),
      lastEpoch |-> LastEpoch(log[s]), hwm |-> highWatermark[s],
      logEpochs |-> [i \in 1..Len(log[s]) |-> log[s][i].epoch],
-     fetchOffsets |-> endOffset[s], votesGranted |-> votesGranted[s]]
+     fetchOffsets |-> endOffset[s], votesGranted |-> votesGranted[s],
+     votesRejected |-> votesRejected[s], fetched |-> fetched[s]]
 
 Report == <<"TRACE-STATE", [servers |-> [s \in Server |-> ServerView(s)], inFlight |-> messages]>>
 
@@ -229,6 +228,8 @@ TraceNext ==
     LET e == Trace[l] IN
     /\ l <= Len(Trace)
     /\ DoOp(e.ops[k])
+    \* KRaft's Next conjoins the effect on `fetched` to every step (KRaft.tla).
+    /\ IF e.ops[k].a = "HandleFetchResponse" THEN FetchedAfter(cur) ELSE KeepFetched
     /\ sent' = sent \cup DOMAIN messages'
     /\ IF e.ops[k].a = "Recv" THEN TRUE ELSE UNCHANGED cur
     /\ IF k = Len(e.ops)

@@ -1,4 +1,5 @@
-"""TLC on spec/KRaft.tla: the CI models pass, the mutants fail with the named invariant.
+"""TLC on spec/KRaft.tla: the CI models pass, the mutants fail with the named invariant, and
+the witnesses (the real spec) reach what they say cannot happen (pre-vote is exercised).
 
 Also checks the TLC output parser of refinement.tlc on output captured from a real TLC run.
 """
@@ -29,11 +30,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 KRAFT = [m for m in load_models() if m.spec.name == "KRaft.tla"]
 MUST_PASS = [m for m in KRAFT if m.kind in (ModelKind.CI, ModelKind.LIVENESS)]
 MUTANTS = [m for m in KRAFT if m.kind is ModelKind.MUTANT]
+WITNESSES = [m for m in KRAFT if m.kind is ModelKind.WITNESS]
 DEEP = [m for m in KRAFT if m.kind is ModelKind.DEEP]
 
 # The action names of KRaft.tla, which are the implementation's trace event names.
 ACTIONS = {
     "ElectionTimeout",
+    "BecomeCandidate",
     "HandleVoteRequest",
     "HandleVoteResponse",
     "BecomeLeader",
@@ -83,6 +86,22 @@ def test_kraft_mutant_violates_expected_invariant(model: Model) -> None:
 
 
 @pytest.mark.tlc
+@pytest.mark.parametrize("model", WITNESSES, ids=_ids(WITNESSES))
+def test_kraft_witness_reaches_the_pre_vote_behaviour(model: Model) -> None:
+    # The "cannot happen" invariant or action property is violated: the behaviour is reachable.
+    result = check_model(model)
+    assert not result.ok
+    assert result.error_kind in (ErrorKind.INVARIANT, ErrorKind.PROPERTY)
+    assert result.violated == model.expect
+    assert model.judge(result) == (True, f"violates {model.expect} (expected)")
+    actions = result.counterexample_actions
+    assert set(actions[1:]) <= ACTIONS
+    # Every witness goes through a pre-vote: Prospective -> Candidate before the first leader.
+    assert "BecomeCandidate" in actions
+    assert actions.index("BecomeCandidate") < actions.index("BecomeLeader")
+
+
+@pytest.mark.tlc
 @pytest.mark.slow
 @pytest.mark.parametrize("model", DEEP, ids=_ids(DEEP))
 def test_kraft_deep_model_passes(model: Model) -> None:
@@ -92,11 +111,23 @@ def test_kraft_deep_model_passes(model: Model) -> None:
 
 def test_registry_has_the_kraft_models_and_mutants() -> None:
     kinds = {m.kind for m in KRAFT}
-    assert {ModelKind.CI, ModelKind.LIVENESS, ModelKind.MUTANT, ModelKind.DEEP} <= kinds
+    assert {
+        ModelKind.CI,
+        ModelKind.LIVENESS,
+        ModelKind.MUTANT,
+        ModelKind.WITNESS,
+        ModelKind.DEEP,
+    } <= kinds
     expected = {m.name: m.expect for m in MUTANTS}
     assert expected == {
         "KRaftMutantHwmNoEpochCheck": "LeaderCompleteness",
         "KRaftMutantVotedForNotPersisted": "ElectionSafety",
+        "KRaftMutantLeaderKeepsStaleHwm": "FetchedHighWatermarkMonotonic",
+    }
+    assert {m.name: m.expect for m in WITNESSES} == {
+        "KRaftWitnessNoPreVoteRejectedByFollower": "NoPreVoteRejectedByFollower",
+        "KRaftWitnessNoPreVoteWonDespiteRejection": "NoPreVoteWonDespiteRejection",
+        "KRaftWitnessNoPreVoteLostToRejections": "NoPreVoteLostToRejections",
     }
 
 
@@ -139,6 +170,35 @@ def test_parser_reads_a_captured_invariant_violation() -> None:
     assert first["state"].startswith("(s")
     # The final state shows two leaders of epoch 1.
     assert last["elected"].count("<<1, s") == 2
+
+
+def test_parser_names_a_conjoined_step_by_its_first_operator(tmp_path: Path) -> None:
+    # KRaft's Next conjoins `KeepFetched` to each step; TLC labels such a step by the enclosing
+    # definition and a source span, in which the action is the first operator applied.
+    (tmp_path / "M.tla").write_text(
+        "Next ==\n    \\/ \\E s \\in Server : ElectionTimeout(s) /\\ KeepFetched\n"
+    )
+    text = (
+        "@!@!@STARTMSG 2110:1 @!@!@\nInvariant Inv is violated.\n@!@!@ENDMSG 2110 @!@!@\n"
+        "@!@!@STARTMSG 2217:4 @!@!@\n1: <Initial predicate>\n/\\ x = 0\n\n"
+        "@!@!@ENDMSG 2217 @!@!@\n"
+        "@!@!@STARTMSG 2217:4 @!@!@\n2: <Next line 2, col 26 to line 2, col 58 of module M>\n"
+        "/\\ x = 1\n\n@!@!@ENDMSG 2217 @!@!@\n"
+    )
+    result = parse_tlc_output(text, module_dir=tmp_path)
+    assert result.violated == "Inv"
+    assert result.counterexample_actions == ("Initial predicate", "ElectionTimeout")
+
+
+def test_witness_metadata_needs_the_invariant_it_must_violate(tmp_path: Path) -> None:
+    cfg = tmp_path / "W.cfg"
+    cfg.write_text("\\* model: spec=KRaft.tla kind=witness expect=NoPreVoteRejectedByFollower\n")
+    model = load_model(cfg)
+    assert model is not None and model.kind is ModelKind.WITNESS
+    assert model.expect == "NoPreVoteRejectedByFollower"
+    cfg.write_text("\\* model: spec=KRaft.tla kind=witness\n")
+    with pytest.raises(ValueError, match="expect"):
+        load_model(cfg)
 
 
 def test_parser_reads_a_captured_success() -> None:
