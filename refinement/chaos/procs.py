@@ -24,7 +24,7 @@ from kraft.log import LOG_DIR_NAME
 from kraft.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
 from kraft.server.config import render_properties
 
-__all__ = ["ChaosCluster", "Journal", "TailLoss"]
+__all__ = ["ChaosCluster", "Journal", "TailLoss", "drop_unflushed_tail", "segments"]
 
 _LOG_SUFFIX = ".log"
 
@@ -255,31 +255,46 @@ class ChaosCluster:
         return names
 
     def lose_unflushed(self, n: int, cut: float, torn: bool) -> TailLoss:
-        """Cut node `n`'s segments (it must be down) back towards what it fsynced: in the
-        un-fsynced part [durable, size) of the first segment that has one, at `cut` (0 drops
-        all of it, 1 none), on a batch boundary unless `torn`; later segments back to their
-        durable size. Never below a journalled size: fsynced bytes are kept."""
+        """Cut node `n`'s segments (it must be down) back towards what it fsynced; see
+        `drop_unflushed_tail`."""
         if self.is_running(n):
             raise RuntimeError(f"node {n} is running; kill it before dropping its tail")
-        durable = self.journals[n].refresh()
-        files: list[tuple[str, int, int, int]] = []
-        dropped = 0
-        cutting = False
-        for seg in self._segments(n):
-            size = seg.stat().st_size
-            keep = durable.get(os.path.realpath(seg), 0)
-            if size <= keep:
-                continue
-            if cutting:
-                new = keep
-            else:
-                new = keep + int(min(max(cut, 0.0), 1.0) * (size - keep))
-                if not torn:
-                    new = max([e for e in _batch_ends(seg, new) if e <= new] + [keep])
-                    new = max(new, keep)
-            if new < size:
-                os.truncate(seg, new)
-                files.append((seg.name, keep, size, new))
-                dropped += size - new
-                cutting = True
-        return TailLoss(n, dropped, tuple(files))
+        dropped, files = drop_unflushed_tail(self.log_dir(n), self.journals[n].refresh(), cut, torn)
+        return TailLoss(n, dropped, files)
+
+
+def segments(log_dir: Path) -> list[Path]:
+    """The `%020d.log` segment files of a log directory, oldest first."""
+    return sorted(p for p in log_dir.glob("*" + _LOG_SUFFIX) if p.name[:-4].isdigit())
+
+
+def drop_unflushed_tail(
+    log_dir: Path, durable: Mapping[str, int], cut: float, torn: bool
+) -> tuple[int, tuple[tuple[str, int, int, int], ...]]:
+    """What a power loss may do to a log whose process is gone: in the first segment that has
+    bytes beyond its durable size (`durable`: real path -> size, from the fsync journal),
+    cut inside that un-fsynced part at `cut` (0 drops all of it, 1 none), on a batch boundary
+    unless `torn`; every later segment back to its durable size (unflushed data of a newer
+    segment does not outlive that of an older one). Never below a durable size: what was
+    fsynced is kept. Returns (bytes dropped, (name, durable, size before, size after) per
+    file cut)."""
+    files: list[tuple[str, int, int, int]] = []
+    dropped = 0
+    cutting = False
+    for seg in segments(log_dir):
+        size = seg.stat().st_size
+        keep = durable.get(os.path.realpath(seg), 0)
+        if size <= keep:
+            continue
+        if cutting:
+            new = keep
+        else:
+            new = keep + int(min(max(cut, 0.0), 1.0) * (size - keep))
+            if not torn:
+                new = max([e for e in _batch_ends(seg, new) if e <= new] + [keep])
+        if new < size:
+            os.truncate(seg, new)
+            files.append((seg.name, keep, size, new))
+            dropped += size - new
+            cutting = True
+    return dropped, tuple(files)
