@@ -35,6 +35,12 @@ class FaultKind(Enum):
 
 ALL_KINDS: tuple[FaultKind, ...] = tuple(FaultKind)
 
+# Faults that must outlast the followers' fetch timeout (the harness runs the nodes with
+# 1000 ms, jittered by up to half the 500 ms election timeout) to make them elect another
+# leader while the old one is paused or cut off: a zombie, not a hiccup.
+LEADER_LOSS_KINDS = frozenset({FaultKind.PAUSE_LEADER, FaultKind.PARTITION_LEADER})
+LEADER_LOSS_MIN_HOLD_MS = 2000
+
 
 class Target(Enum):
     LEADER = "leader"
@@ -100,7 +106,8 @@ def make_schedule(
     max_hold_ms: int = 3000,
 ) -> list[Fault]:
     """`cycles` faults. The kinds come in rounds: each round is a seeded shuffle of `kinds`,
-    so a run of len(kinds) cycles has every kind once, and a long run has them evenly."""
+    so a run of len(kinds) cycles has every kind once, and a long run has them evenly.
+    Pauses and partitions of the leader last at least LEADER_LOSS_MIN_HOLD_MS."""
     if cycles < 0:
         raise ValueError("cycles must not be negative")
     if not kinds:
@@ -124,7 +131,10 @@ def make_schedule(
                 kind=kind,
                 target=target,
                 pick=rng.randrange(1 << 16),
-                hold_ms=rng.randint(min_hold_ms, max_hold_ms),
+                hold_ms=max(
+                    rng.randint(min_hold_ms, max_hold_ms),
+                    LEADER_LOSS_MIN_HOLD_MS if kind in LEADER_LOSS_KINDS else 0,
+                ),
                 delay_ms=rng.randint(20, 250),
                 jitter_ms=rng.randint(0, 50),
                 loss=round(rng.uniform(0.05, 0.3), 3),

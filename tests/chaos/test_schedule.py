@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from refinement.chaos.schedule import ALL_KINDS, FaultKind, Target, make_schedule, parse_kinds
+from refinement.chaos.schedule import (
+    ALL_KINDS,
+    LEADER_LOSS_KINDS,
+    LEADER_LOSS_MIN_HOLD_MS,
+    FaultKind,
+    Target,
+    make_schedule,
+    parse_kinds,
+)
 
 
 def test_the_same_seed_gives_the_same_schedule() -> None:
@@ -29,7 +37,10 @@ def test_every_kind_comes_once_per_round() -> None:
 
 def test_draws_stay_in_their_ranges() -> None:
     for f in make_schedule(11, 200, min_hold_ms=400, max_hold_ms=900):
-        assert 400 <= f.hold_ms <= 900
+        if f.kind in LEADER_LOSS_KINDS:
+            assert f.hold_ms == LEADER_LOSS_MIN_HOLD_MS
+        else:
+            assert 400 <= f.hold_ms <= 900
         assert 0.05 <= f.loss <= 0.3
         assert 0 <= f.cut <= 1
         assert f.style in ("blackhole", "reset")
