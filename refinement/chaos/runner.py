@@ -445,10 +445,8 @@ class _Run:
         deadline = time.monotonic() + self.config.recovery_timeout_s
         while time.monotonic() < deadline:
             self._restart_exited()
-            if await self.leader() is not None:
-                times = self.history.ack_times()
-                if times and times[-1] > healed:
-                    return time.monotonic()
+            if self.history.last_ack > healed and await self.leader() is not None:
+                return time.monotonic()
             await asyncio.sleep(0.1)
         return None
 

@@ -52,14 +52,14 @@ class History:
     attempts: list[Attempt] = field(default_factory=list)
     issued: list[bytes] = field(default_factory=list)
     acks: dict[bytes, Attempt] = field(default_factory=dict)
+    last_ack: float = float("-inf")  # time.monotonic() of the latest acknowledgement
 
     def record(self, a: Attempt) -> None:
         self.attempts.append(a)
-        if a.outcome is Outcome.ACK and a.value not in self.acks:
-            self.acks[a.value] = a
-
-    def ack_times(self) -> list[float]:
-        return sorted(a.ended for a in self.attempts if a.outcome is Outcome.ACK)
+        if a.outcome is Outcome.ACK:
+            self.last_ack = max(self.last_ack, a.ended)
+            if a.value not in self.acks:
+                self.acks[a.value] = a
 
 
 @dataclass(frozen=True, slots=True)
