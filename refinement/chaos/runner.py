@@ -466,7 +466,7 @@ class _Run:
         self.network.heal()
         for n in cluster.node_ids:
             cluster.resume(n)
-            cluster.start(n)
+        self._restart_exited()  # every fault was healed: a node down now exited on its own
         self.say("healed everything; stopping the writers")
         for w in self.writers:
             w.stopping = True
