@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import shutil
 import tempfile
 import time
@@ -160,6 +161,14 @@ class ChaosReport:
             and not self.problems
         )
 
+    def replay_command(self) -> str:
+        c = self.config
+        kinds = ",".join(k.value for k in c.kinds) if c.kinds != ALL_KINDS else "all"
+        return (
+            f"kraft chaos --seed {c.seed} --cycles {len(self.cycles)} --faults {kinds} "
+            f"--min-hold-ms {c.min_hold_ms} --max-hold-ms {c.max_hold_ms}"
+        )
+
     def _per_kind(self) -> list[str]:
         """Per fault kind: cycles, recovery after the heal, failover (leader faults)."""
         rows = ["  per fault: kind, cycles, recovery after heal p50/max, failover p50/p99"]
@@ -223,7 +232,10 @@ class ChaosReport:
             out += [f"  duplicate: {d}" for d in v.duplicate_examples[:3]]
         out.append(f"  TLC trace validation: {self.tlc}")
         out += [f"  problem: {p}" for p in self.problems]
-        out.append(f"  data: {self.root}")
+        out.append(f"  replay the schedule: {self.replay_command()}")
+        out.append(
+            f"  data: {self.root} (node logs, traces, fsync journals, history.ndjson, cycles.txt)"
+        )
         out.append(f"chaos: {'PASSED' if self.passed else 'FAILED'}")
         return "\n".join(out)
 
@@ -510,12 +522,34 @@ class _Run:
         if end is None:
             end = min((recs[-1][0] + 1 if recs else 0) for recs in logs.values())
         rep.verdict = judge(h, logs, end)
+        self._write_history()
         rep.attempts = len(h.attempts)
         rep.unknown = sum(1 for a in h.attempts if a.outcome is Outcome.UNKNOWN)
         rep.unresolved = sum(1 for v in h.issued if v not in h.acks)
         rep.refused = sum(1 for a in h.attempts if a.outcome is Outcome.REFUSED)
         rep.dropped_frames = self.network.dropped()
         self._availability()
+
+    def _write_history(self) -> None:
+        """The writers' history and the cycles, beside the node data, for a post-mortem."""
+        with open(self.root / "history.ndjson", "w", encoding="utf-8") as f:
+            for a in self.history.attempts:
+                row = {
+                    "writer": a.writer,
+                    "value": a.value.decode(errors="replace"),
+                    "node": a.node,
+                    "started": round(a.started - self.t0, 4),
+                    "ended": round(a.ended - self.t0, 4),
+                    "outcome": a.outcome.value,
+                    "offset": a.offset,
+                    "epoch": a.epoch,
+                    "error": a.error,
+                }
+                f.write(json.dumps(row, sort_keys=True) + "\n")
+        with open(self.root / "cycles.txt", "w", encoding="utf-8") as f:
+            for c in self.report.cycles:
+                f.write(f"{c.fault.cycle + 1} {c.started - self.t0:.2f}s {c.line()}\n")
+                f.write(f"    {c.fault.describe()}\n")
 
     def _availability(self) -> None:
         rep, h = self.report, self.history
