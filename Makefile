@@ -107,3 +107,16 @@ run: setup
 
 clean:
 	rm -rf $(VENV) build tools/*.jar $(KAFKA_DIR)/libs $(KAFKA_DIR)/libs.tmp $(KAFKA_STAMP) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The real-cluster fault harness (refinement/chaos, `kraft chaos --help`): a 3-voter cluster
+# of `kraft start` processes under CYCLES seeded fault cycles with concurrent writers; prints
+# acknowledged / lost / duplicated, failover p50/p99 and the longest unavailability.
+# DURATION (seconds) stops starting cycles after that long; CHAOS_ARGS passes anything else.
+.PHONY: chaos
+CYCLES ?= 100
+CHAOS_SEED ?= 1
+DURATION ?=
+CHAOS_ARGS ?= --tlc-max-events 4000
+chaos: setup
+	$(VENV)/bin/kraft chaos --cycles $(CYCLES) --seed $(CHAOS_SEED) \
+	    $(if $(DURATION),--duration $(DURATION)) $(CHAOS_ARGS)

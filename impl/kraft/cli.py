@@ -52,6 +52,12 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     return campaign.run_from_args(args)
 
 
+def _cmd_chaos(args: argparse.Namespace) -> int:
+    from refinement.chaos.cli import run_from_args
+
+    return run_from_args(args)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kraft import demo
 
@@ -425,6 +431,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(campaign)
     campaign.set_defaults(handler=_cmd_campaign)
+
+    from refinement.chaos.cli import DESCRIPTION as CHAOS_DESCRIPTION
+    from refinement.chaos.cli import EPILOG as CHAOS_EPILOG
+    from refinement.chaos.cli import add_arguments as add_chaos_arguments
+
+    chaos = sub.add_parser(
+        "chaos",
+        help="a real cluster under seeded faults (kills, pauses, partitions, lost fsyncs)",
+        description=CHAOS_DESCRIPTION,
+        epilog=CHAOS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_chaos_arguments(chaos)
+    chaos.set_defaults(handler=_cmd_chaos)
 
     demo = sub.add_parser(
         "demo",

@@ -1,0 +1,5 @@
+"""python -m refinement.chaos: see refinement.chaos.cli."""
+
+from refinement.chaos.cli import main
+
+raise SystemExit(main())
