@@ -358,18 +358,33 @@ class Producer:
     """An idempotent writer (kraft.core.producers): its id, the sequence number of its next
     record, and the leader it last wrote to (tried first next time). A resend after a lost
     connection carries the same id and sequence, and the leader answers it with the offsets
-    the first copy got instead of storing the values twice. One append at a time per Producer.
+    the first copy got instead of storing the values twice: inside one `append` call, and
+    also when the caller calls `append` again with the same values after it failed with an
+    unknown outcome. One append at a time per Producer.
     """
 
     producer_id: ProducerId = field(default_factory=new_producer_id)
     next_sequence: int = 0
     leader: Address | None = None
+    # The append whose outcome is unknown: (its sequence, its values).
+    pending: tuple[int, tuple[bytes, ...]] | None = None
 
     def reset(self) -> None:
-        """After an append whose outcome is unknown: a new id (as Kafka bumps the epoch), so
-        the next append's sequence cannot leave a gap the leader would refuse."""
+        """A new id (as Kafka bumps the producer epoch): after a pending append is given up,
+        its sequence cannot be left as a gap that the leader would refuse."""
         self.producer_id = new_producer_id()
         self.next_sequence = 0
+        self.pending = None
+
+
+# Answers that say the values were not stored: the next append may not reuse their sequence.
+_NOT_STORED = frozenset(
+    {
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
+    }
+)
 
 
 async def append(
@@ -381,19 +396,31 @@ async def append(
 ) -> AppendAck:
     """Append `values` as one batch, idempotently; returns once committed. Raises ClientError
     on an error answer other than a redirect, or when no leader accepts them within
-    `timeout_ms`. Pass a Producer to reuse its id and remembered leader across appends."""
+    `timeout_ms`. Pass a Producer to reuse its id and remembered leader across appends, and
+    to resend, deduplicated, values whose earlier append ended with an unknown outcome."""
     p = producer if producer is not None else Producer()
+    batch = tuple(values)
+    if p.pending is not None and p.pending[1] != batch:
+        p.reset()  # other values after an unknown outcome: that outcome stays unknown
+    sequence = p.pending[0] if p.pending is not None else p.next_sequence
+    p.pending = (sequence, batch)
     try:
-        ack = await _append(bootstrap, values, timeout_ms, p)
-    except ClientError:
-        p.reset()
+        ack = await _append(bootstrap, batch, timeout_ms, p, sequence)
+    except ClientError as e:
+        if e.error in _NOT_STORED:
+            p.reset()
         raise
-    p.next_sequence += len(values)
+    p.pending = None
+    p.next_sequence = sequence + len(batch)
     return ack
 
 
 async def _append(
-    bootstrap: Sequence[Address], values: Sequence[bytes], timeout_ms: int, producer: Producer
+    bootstrap: Sequence[Address],
+    values: Sequence[bytes],
+    timeout_ms: int,
+    producer: Producer,
+    sequence: int,
 ) -> AppendAck:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
@@ -404,7 +431,7 @@ async def _append(
     last_error = "no node answered"
     body: MessageDict = {
         "producer_id": producer.producer_id,
-        "sequence": producer.next_sequence,
+        "sequence": sequence,
         "records": [{"value": v} for v in values],
     }
     while True:
