@@ -582,8 +582,9 @@ class SegmentedLog:
         for i, seg in enumerate(segments):
             last = i == len(segments) - 1
             if seg.base_offset != expected:
-                if seg.size == 0 and last:
-                    # A segment rolled at a bad base and never written: nothing is lost.
+                if all(later.size == 0 for later in segments[i:]):
+                    # Segments rolled past a tail that a crash cut off, never written (several
+                    # rolls can fall in one unflushed window): nothing is lost, drop them.
                     keep = i
                     break
                 raise CorruptLogError(
