@@ -70,7 +70,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check impl refinement
 
 test: setup
-	$(PY) -m pytest -n 2 tests
+	$(PY) -m pytest -n 2 --durations=25 tests
 
 # Everything a reviewer runs: lint, the test suite (which includes the TLC model checks,
 # the mutants and the trace conformance), and the spec table regenerated from TLC output.
