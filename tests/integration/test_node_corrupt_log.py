@@ -40,7 +40,16 @@ def test_a_reader_never_gets_a_rotten_batch_and_the_node_stops_saying_where(
         first.write_bytes(bytes(data))
 
         cluster.start()
-        wait_for("a leader again", lambda: (i := info(address)) is not None and i.state == "Leader")
+        # Readers are served below the high watermark, which a restarted leader knows only
+        # once it committed in its epoch: wait for it, or the read has nothing to read.
+        wait_for(
+            "a leader again, with a high watermark",
+            lambda: (
+                (i := info(address)) is not None
+                and i.state == "Leader"
+                and i.high_watermark is not None
+            ),
+        )
         with pytest.raises(ClientError) as caught:
             asyncio.run(read(address, 0))
         assert caught.value.error is ErrorCode.KAFKA_STORAGE_ERROR

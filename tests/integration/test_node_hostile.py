@@ -102,7 +102,11 @@ def test_a_vote_with_the_largest_epoch_is_refused_by_every_node(cluster: LocalCl
     cluster.start(victim)
     wait_for("the node to rejoin", lambda: info(cluster.addresses[victim]) is not None)
     wait_for("a leader", lambda: leader_of(cluster, cluster.node_ids), timeout_s=15.0)
-    assert b"before-hostile-vote" in _committed_values(cluster, lead.node_id)  # type: ignore[attr-defined]
+    wait_for(
+        "the value acknowledged before the hostile vote, committed",
+        lambda: b"before-hostile-vote" in _committed_values(cluster, lead.node_id),  # type: ignore[attr-defined]
+        timeout_s=15.0,
+    )
 
 
 def test_an_answer_goes_back_on_the_connection_its_request_came_in_on(
