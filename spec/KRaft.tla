@@ -344,10 +344,13 @@ HandleBeginQuorumEpochRequest(m) ==
         l == m.src
         newer == m.epoch > currentEpoch[s]
         accept == newer \/ (m.epoch = currentEpoch[s] /\ leader[s] \in {Nil, l})
+        \* Kafka's maybeTransition: a replica that already knows this epoch's leader (a
+        \* Follower, or a Prospective that came from following it) does not change state.
+        known == ~newer /\ leader[s] = l
     IN
     /\ m.type = "BeginQuorumEpochRequest"
     /\ alive[s]
-    /\ IF accept
+    /\ IF accept /\ ~known
        THEN /\ state' = [state EXCEPT ![s] = "Follower"]
             /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch]
             /\ votedFor' = [votedFor EXCEPT ![s] = IF newer THEN Nil ELSE @]
