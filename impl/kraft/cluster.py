@@ -36,7 +36,25 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-class LocalCluster:
+class NodeFiles:
+    """Where a local cluster keeps each node's files, all under `root`."""
+
+    root: Path
+
+    def data_dir(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}"
+
+    def config_path(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}.properties"
+
+    def log_path(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}.log"
+
+    def trace_path(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}.trace.ndjson"
+
+
+class LocalCluster(NodeFiles):
     def __init__(
         self,
         data_root: Path,
@@ -59,18 +77,6 @@ class LocalCluster:
     @property
     def voters(self) -> str:
         return ",".join(f"{n}@{a.host}:{a.port}" for n, a in self.addresses.items())
-
-    def data_dir(self, node_id: int) -> Path:
-        return self.root / f"node-{node_id}"
-
-    def config_path(self, node_id: int) -> Path:
-        return self.root / f"node-{node_id}.properties"
-
-    def log_path(self, node_id: int) -> Path:
-        return self.root / f"node-{node_id}.log"
-
-    def trace_path(self, node_id: int) -> Path:
-        return self.root / f"node-{node_id}.trace.ndjson"
 
     def format(self) -> None:
         """Format every data directory not formatted yet and (re)write the config files."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraft.cluster import NodeFiles
 from kraft.log import LOG_DIR_NAME
 from kraft.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
 from kraft.server.config import render_properties
@@ -82,7 +83,7 @@ def _batch_ends(path: Path, limit: int) -> list[int]:
     return ends
 
 
-class ChaosCluster:
+class ChaosCluster(NodeFiles):
     def __init__(
         self,
         root: Path,
@@ -108,20 +109,8 @@ class ChaosCluster:
 
     # ---- paths
 
-    def data_dir(self, n: int) -> Path:
-        return self.root / f"node-{n}"
-
     def log_dir(self, n: int) -> Path:
         return self.data_dir(n) / LOG_DIR_NAME
-
-    def config_path(self, n: int) -> Path:
-        return self.root / f"node-{n}.properties"
-
-    def log_path(self, n: int) -> Path:
-        return self.root / f"node-{n}.log"
-
-    def trace_path(self, n: int) -> Path:
-        return self.root / f"node-{n}.trace.ndjson"
 
     def journal_path(self, n: int) -> Path:
         return self.root / f"node-{n}.fsync"

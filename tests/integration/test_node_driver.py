@@ -25,7 +25,7 @@ from kraft.core.effects import (
 from kraft.core.events import ClientAppend, Event, Tick
 from kraft.core.messages import VoteResponse
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset
 from kraft.log import SegmentedLog
 from kraft.quorum_state import read_quorum_state
 from kraft.records import encode_batch
@@ -106,7 +106,6 @@ def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, Segmente
         tmp_path / "quorum-state",
         rec,  # type: ignore[arg-type]
         lambda: next(clock),
-        cluster_id=ClusterId("AAAAAAAAAAAAAAAAAAAAAQ"),
         voter_ids=(NodeId(1), NodeId(2), NodeId(3)),
     )
     driver.start()

@@ -24,7 +24,7 @@ from kraft.core.events import Event, Tick
 from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 
 S = ReplicaState
 SNAP = OffsetAndEpoch(Epoch(2), Offset(100))
@@ -127,7 +127,6 @@ def test_the_node_driver_warns_why_it_cannot_progress(
             tmp_path / "quorum-state",
             None,  # type: ignore[arg-type]
             lambda: next(clock),
-            cluster_id=ClusterId("AAAAAAAAAAAAAAAAAAAAAQ"),
             voter_ids=(NodeId(1), NodeId(2), NodeId(3)),
         )
         driver.start()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -445,7 +444,7 @@ class Replica:
             self._refuse_append(request_id)
         # Fetches held by a leader that stepped down get the new epoch and leader at once.
         for src, req, _, token in parked:
-            self._answering(token, self._handle_fetch_request, src, req)
+            self._answer_held(token, src, req, park=True)
 
     def _keeps_election_timer(self, new: ReplicaState) -> bool:
         """Kafka's transitionToUnattached: moving to Unattached (or back to Voted) keeps the
@@ -606,13 +605,13 @@ class Replica:
         reply_to = self._reply_to if isinstance(msg, _RESPONSES) else None
         self._out.append(Send(dst, msg, reply_to))
 
-    def _answering(
-        self, token: int | None, handle: Callable[..., None], *args: object, **kw: bool
+    def _answer_held(
+        self, token: int | None, src: NodeId, req: FetchRequest, *, park: bool
     ) -> None:
-        """Handle a held request again, its answer routed by the token it arrived with."""
+        """Handle a held Fetch again, its answer routed by the token it arrived with."""
         outer, self._reply_to = self._reply_to, token
         try:
-            handle(*args, **kw)
+            self._handle_fetch_request(src, req, park=park)
         finally:
             self._reply_to = outer
 
@@ -1210,7 +1209,7 @@ class Replica:
         due = [p for p in ld.parked if all_of_them or p[2] <= now]
         ld.parked = [p for p in ld.parked if p not in due]
         for src, req, _, token in due:
-            self._answering(token, self._handle_fetch_request, src, req, park=False)
+            self._answer_held(token, src, req, park=False)
 
     # --- Fetch (follower / observer side)
 

@@ -60,7 +60,7 @@ from kraft.core.effects import (
 from kraft.core.events import ClientAppend, Event, Shutdown, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
-from kraft.ids import NO_PRODUCER, ClusterId, Epoch, NodeId, Offset, ProducerId
+from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
 from kraft.log import CorruptLogError, SegmentedLog
 from kraft.quorum_state import write_quorum_state
 from kraft.tracing import TraceFile
@@ -116,7 +116,6 @@ class Driver:
         outbound: Outbound,
         clock: Clock,
         *,
-        cluster_id: ClusterId,
         voter_ids: tuple[NodeId, ...],
         append_linger_ms: int = 0,
         trace: TraceFile | None = None,
@@ -126,7 +125,6 @@ class Driver:
         self._qs_path = quorum_state_path
         self._out = outbound
         self._clock = clock
-        self._cluster_id = cluster_id
         self._voter_ids = voter_ids
         self._linger_ms = append_linger_ms
         self._trace = trace

@@ -186,7 +186,6 @@ class Node:
             qs_path,
             transport,
             clock,
-            cluster_id=meta.cluster_id,
             voter_ids=tuple(v.node_id for v in config.voters),
             append_linger_ms=config.append_linger_ms,
             trace=trace,
