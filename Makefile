@@ -17,7 +17,7 @@ KAFKA_DIR := tools/kafka
 KAFKA_STAMP := $(KAFKA_DIR)/.fetched
 export KAFKA_LIBS := $(abspath $(KAFKA_DIR)/libs)
 
-.PHONY: setup venv tla kafka interop compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench run clean
+.PHONY: setup venv tla kafka interop compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench bench-compare run clean
 
 setup: venv tla kafka compiled
 
@@ -101,6 +101,12 @@ campaign: setup
 
 bench: setup
 	$(PY) -m benchmarks.run --out BENCHMARKS.md
+
+# This checkout's benchmarks beside a base revision's, interleaved:
+# make bench-compare BASE=<rev> [SUITE=simulator]
+BASE ?= HEAD~1
+bench-compare: setup
+	$(PY) -m benchmarks.compare --base $(BASE) $(if $(SUITE),--only "$(SUITE)")
 
 run: setup
 	$(VENV)/bin/kraft demo
