@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kraft.ids import Epoch, Offset
-from kraft.log import LOG_DIR_NAME, SegmentedLog
 from kraft.records import encode_batch
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 
 RECORDS = 1_000_000
 RECORD_BYTES = 100

@@ -26,10 +26,10 @@ from kraft.core.events import ClientAppend, Event, Tick
 from kraft.core.messages import VoteResponse
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.log import SegmentedLog
-from kraft.quorum_state import read_quorum_state
 from kraft.records import encode_batch
 from kraft.server.driver import Driver
+from kraft.storage.quorum_state import read_quorum_state
+from kraft.storage.segmented_log import SegmentedLog
 
 E = Epoch(3)
 

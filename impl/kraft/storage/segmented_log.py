@@ -1,128 +1,57 @@
-"""The replicated log of KRaft (`__cluster_metadata-0`) in Apache Kafka's on-disk format.
-
-`ReplicatedLog` is the interface the replica drives; `SegmentedLog` keeps it in `%020d.log`
-segment files with Kafka's `leader-epoch-checkpoint`, and `kraft.log_memory.MemoryLog` keeps it
-in memory for the deterministic simulator with the same semantics.
-
-Contracts shared by both implementations:
-- Appends are all or nothing: a rejected append raises `LogAppendError` and changes nothing.
-- `truncate_to(offset)` removes whole batches: an offset inside a batch truncates at that
-  batch's base offset (a batch is the unit of replication, as in Kafka).
-- `read` returns whole batches starting with the one that contains `offset`, at least one even
-  if it is larger than `max_bytes` (Kafka's fetch rule). A read never spans two segments.
-- Data is durable only up to `flushed_offset`; `flush()` makes everything appended durable.
-  Truncation and start-offset changes are durable when they return (they are rare).
+"""The replicated log as Apache Kafka lays it out on disk: `<data-dir>/__cluster_metadata-0/`
+holding `%020d.log` segment files, Kafka's `leader-epoch-checkpoint` beside them and the
+`log-start-offset-checkpoint` in the data dir. `SegmentedLog` keeps the `ReplicatedLog`
+contract (kraft.storage.replicated_log); a segment is kraft.storage.segment, opening after a
+crash is kraft.storage.recovery.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import struct
-from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Protocol
 
-from kraft.durable import atomic_write, fsync_dir
-from kraft.epoch_cache import (
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.records import BATCH_HEADER_SIZE, ControlRecord, encode_batch, encode_control_batch
+from kraft.storage.batch_checks import (
+    ValidatedBatch,
+    batch_from_encoded,
+    check_leader_epoch,
+    info_of,
+    leader_encoded_batch,
+    validate_follower_data,
+    verify_batches,
+)
+from kraft.storage.durable import atomic_write, fsync_dir
+from kraft.storage.epoch_cache import (
     CheckpointFormatError,
     LeaderEpochCache,
     read_checkpoint_file,
     write_checkpoint_file,
 )
-from kraft.errors import KraftError
-from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    ControlRecord,
-    CorruptRecordError,
-    encode_batch,
-    encode_control_batch,
-    iter_batches,
-    parse_batch_header,
-    verify_crc,
+from kraft.storage.recovery import RecoveryReport, recover_segments
+from kraft.storage.replicated_log import (
+    EMPTY_LOG_EPOCH,
+    AppendInfo,
+    AppendViolation,
+    CorruptLogError,
+    LogAppendError,
+    LogError,
+    LogOffsetOutOfRangeError,
+    LogReadResult,
 )
+from kraft.storage.segment import LOG_SUFFIX, Segment, segment_name, write_all
 
 LOG_DIR_NAME = "__cluster_metadata-0"
 EPOCH_CHECKPOINT_NAME = "leader-epoch-checkpoint"
 # Kafka keeps log start offsets in this data-dir file ("topic partition offset" lines).
 LOG_START_CHECKPOINT_NAME = "log-start-offset-checkpoint"
-LOG_SUFFIX = ".log"
 DEFAULT_SEGMENT_BYTES = 8 * 1024 * 1024
 # Kafka's default log.index.interval.bytes.
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-# Epoch of an empty log, as KafkaMetadataLog.lastFetchedEpoch answers without a snapshot.
-EMPTY_LOG_EPOCH = Epoch(0)
-
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_MAGIC_POS = 16
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class LogError(KraftError):
-    """Base class of the errors of the replicated log."""
-
-
-class AppendViolation(Enum):
-    EMPTY = "empty append"
-    CORRUPT_BATCH = "corrupt batch"
-    NOT_CONTIGUOUS = "offsets not contiguous"
-    EPOCH_DECREASED = "epoch decreased"
-
-
-class LogAppendError(LogError):
-    """An append broke a rule of the log; nothing was appended."""
-
-    def __init__(self, violation: AppendViolation, detail: str) -> None:
-        super().__init__(f"{violation.value}: {detail}")
-        self.violation = violation
-
-
-class LogOffsetOutOfRangeError(LogError):
-    """A read or truncation named an offset outside [start_offset, end_offset]."""
-
-
-class CorruptLogError(LogError):
-    """Damage in the middle of the log (valid data follows it): refusing to drop data silently."""
-
-    def __init__(self, path: Path, position: int, detail: str) -> None:
-        super().__init__(f"{path} at byte {position}: {detail}")
-        self.path = path
-        self.position = position
-
-
-# --------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    first_offset: Offset
-    last_offset: Offset
-    last_epoch: Epoch
-    batches: int
-    bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class LogReadResult:
-    """Whole batches: `first_offset` is the first base offset, `next_offset` follows the last."""
-
-    first_offset: Offset
-    next_offset: Offset
-    data: memoryview
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,333 +78,13 @@ class RegionReadResult:
         return sum(r.length for r in self.regions)
 
 
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    """What opening the log found; `bytes_dropped` > 0 only for a damaged tail."""
-
-    segments: int
-    batches: int
-    bytes_dropped: int = 0
-    offset_dropped_from: Offset | None = None
-    reason: str | None = None
-    epoch_cache_rebuilt: bool = False
-
-
-class ReplicatedLog(Protocol):
-    @property
-    def start_offset(self) -> Offset: ...
-    @property
-    def end_offset(self) -> Offset: ...
-    @property
-    def last_epoch(self) -> Epoch: ...
-    @property
-    def flushed_offset(self) -> Offset: ...
-    @property
-    def flush_needed(self) -> bool: ...
-    @property
-    def end_offset_and_epoch(self) -> OffsetAndEpoch: ...
-
-    def append_as_leader(
-        self, values: Sequence[bytes], epoch: Epoch, *, timestamp_ms: int
-    ) -> AppendInfo: ...
-    def append_control_as_leader(
-        self, record: ControlRecord, epoch: Epoch, *, timestamp_ms: int
-    ) -> AppendInfo: ...
-    def append_as_follower(self, data: bytes | memoryview) -> AppendInfo: ...
-    def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult: ...
-    def truncate_to(self, offset: Offset) -> None: ...
-    def truncate_fully_and_start_at(self, offset: Offset) -> None: ...
-    def advance_start_offset(self, offset: Offset) -> None: ...
-    def end_offset_for_epoch(self, epoch: Epoch) -> OffsetAndEpoch: ...
-    def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]: ...
-    def flush(self) -> None: ...
-    def close(self) -> None: ...
-
-
-# --------------------------------------------------------------------------- shared checks
-
-
-@dataclass(frozen=True, slots=True)
-class ValidatedBatch:
-    position: int
-    base_offset: int
-    next_offset: int
-    epoch: int
-    size: int
-
-
-def validate_follower_data(
-    data: bytes | memoryview, end_offset: int, last_epoch: int
-) -> list[ValidatedBatch]:
-    """Check whole batches for CRC, contiguity from end_offset and non-decreasing epochs."""
-    if len(data) == 0:
-        raise LogAppendError(AppendViolation.EMPTY, "no batches")
-    out: list[ValidatedBatch] = []
-    pos = 0
-    expected = end_offset
-    epoch_floor = last_epoch
-    while pos < len(data):
-        try:
-            header = parse_batch_header(data, pos)
-            verify_crc(data, pos, header)
-        except CorruptRecordError as exc:
-            raise LogAppendError(AppendViolation.CORRUPT_BATCH, str(exc)) from exc
-        if header.base_offset != expected:
-            raise LogAppendError(
-                AppendViolation.NOT_CONTIGUOUS,
-                f"batch at position {pos} has base offset {header.base_offset}, "
-                f"expected {expected}",
-            )
-        epoch = header.partition_leader_epoch
-        if epoch < epoch_floor:
-            raise LogAppendError(
-                AppendViolation.EPOCH_DECREASED,
-                f"batch at offset {header.base_offset} has epoch {epoch} < {epoch_floor}",
-            )
-        size = header.size_in_bytes
-        out.append(ValidatedBatch(pos, header.base_offset, header.next_offset, epoch, size))
-        expected = header.next_offset
-        epoch_floor = epoch
-        pos += size
-    return out
-
-
-def check_leader_epoch(epoch: Epoch, last_epoch: Epoch) -> None:
-    if epoch < 0 or epoch < last_epoch:
-        raise LogAppendError(
-            AppendViolation.EPOCH_DECREASED, f"leader epoch {epoch} < last epoch {last_epoch}"
-        )
-
-
-def batch_from_encoded(data: bytes) -> ValidatedBatch:
-    header = parse_batch_header(data, 0)
-    return ValidatedBatch(
-        0, header.base_offset, header.next_offset, header.partition_leader_epoch, len(data)
-    )
-
-
-def info_of(batches: Sequence[ValidatedBatch]) -> AppendInfo:
-    return AppendInfo(
-        first_offset=Offset(batches[0].base_offset),
-        last_offset=Offset(batches[-1].next_offset - 1),
-        last_epoch=Epoch(batches[-1].epoch),
-        batches=len(batches),
-        bytes=sum(b.size for b in batches),
-    )
-
-
-# --------------------------------------------------------------------------- segments
-
-
-def verify_batches(data: memoryview | bytes, path: Path, position: int) -> None:
-    """Check every batch of `data` (read from `path` at byte `position`): CorruptLogError at
-    the first one whose header or CRC is bad."""
-    good = 0
-    try:
-        for pos, header in iter_batches(data):
-            good = pos + header.length + LOG_OVERHEAD
-    except CorruptRecordError as e:
-        raise CorruptLogError(path, position + good, f"batch fails validation: {e}") from None
-
-
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}{LOG_SUFFIX}"
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-class _Segment:
-    """One `%020d.log` file plus its sparse in-memory offset index (base offset -> position)."""
-
-    __slots__ = (
-        "_map",
-        "_map_len",
-        "base_offset",
-        "bytes_since_index",
-        "fd",
-        "index_offsets",
-        "index_positions",
-        "next_offset",
-        "path",
-        "size",
-    )
-
-    def __init__(self, path: Path, base_offset: int, *, create: bool) -> None:
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
-        self.path = path
-        self.fd = os.open(path, flags, 0o644)
-        self.base_offset = base_offset
-        self.next_offset = base_offset
-        self.size = os.fstat(self.fd).st_size
-        self.index_offsets = array("q")
-        self.index_positions = array("q")
-        self.bytes_since_index = 0
-        self._map: mmap.mmap | None = None
-        self._map_len = 0
-
-    def note_batch(self, position: int, base_offset: int, size: int, interval: int) -> None:
-        """Index the batch at `position` if `interval` bytes were written since the last entry."""
-        if not self.index_offsets or self.bytes_since_index >= interval:
-            self.index_offsets.append(base_offset)
-            self.index_positions.append(position)
-            self.bytes_since_index = 0
-        self.bytes_since_index += size
-
-    def view(self) -> memoryview:
-        """A read-only view of the whole file (remapped when the file grew)."""
-        if self._map is None or self._map_len < self.size:
-            self.drop_map()
-            self._map = mmap.mmap(self.fd, self.size, prot=mmap.PROT_READ)
-            self._map_len = self.size
-        return memoryview(self._map)[: self.size]
-
-    def drop_map(self) -> None:
-        if self._map is not None:
-            # A view still held by a caller keeps the mapping alive until it is released.
-            with contextlib.suppress(BufferError):
-                self._map.close()
-            self._map = None
-            self._map_len = 0
-
-    def truncate(self, size: int, next_offset: int) -> None:
-        self.drop_map()
-        os.ftruncate(self.fd, size)
-        self.size = size
-        self.next_offset = next_offset
-        keep = bisect_right(self.index_positions, size - 1) if size > 0 else 0
-        del self.index_offsets[keep:]
-        del self.index_positions[keep:]
-        # Conservative: the next batch gets an entry of its own.
-        self.bytes_since_index = 1 << 62 if keep else 0
-
-    def locate(self, offset: int, max_bytes: int) -> tuple[int, int, int, int]:
-        """(start position, end position, first base offset, next offset) of a read."""
-        buf = self.view()
-        i = bisect_right(self.index_offsets, offset) - 1
-        pos = self.index_positions[max(i, 0)]
-        while True:
-            base, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
-            last = base + struct.unpack_from(">i", buf, pos + 23)[0]
-            if last >= offset:
-                break
-            pos += length + LOG_OVERHEAD
-        start, first_base = pos, base
-        first_end = start + length + LOG_OVERHEAD
-        bound = start + max(max_bytes, 0)
-        if bound >= self.size:
-            return start, self.size, first_base, self.next_offset
-        j = bisect_right(self.index_positions, bound) - 1
-        pos = max(self.index_positions[j], first_end) if j >= 0 else first_end
-        while pos < bound:
-            size = _OFFSET_AND_LENGTH.unpack_from(buf, pos)[1] + LOG_OVERHEAD
-            if pos + size > bound:
-                break
-            pos += size
-        end = max(pos, first_end)
-        if end >= self.size:
-            return start, self.size, first_base, self.next_offset
-        next_base = _OFFSET_AND_LENGTH.unpack_from(buf, end)[0]
-        return start, end, first_base, next_base
-
-    def close(self) -> None:
-        self.drop_map()
-        os.close(self.fd)
-
-
-# --------------------------------------------------------------------------- recovery
-
-
-@dataclass(slots=True)
-class _ScanResult:
-    batches: int = 0
-    damage_at: int | None = None
-    reason: str | None = None
-
-
-def _scan_segment(
-    seg: _Segment,
-    verify: bool,
-    cache: LeaderEpochCache,
-    interval: int,
-    expected: int,
-) -> _ScanResult:
-    """Index the segment's batches; stop at the first damaged one (damage_at, reason)."""
-    result = _ScanResult()
-    seg.next_offset = expected
-    if seg.size == 0:
-        return result
-    buf = seg.view()
-    pos = 0
-    epoch_floor = cache.latest_epoch if cache.latest_epoch is not None else -1
-    try:
-        while pos < seg.size:
-            try:
-                header = parse_batch_header(buf, pos)
-                if verify:
-                    verify_crc(buf, pos, header)
-            except CorruptRecordError as exc:
-                result.damage_at, result.reason = pos, str(exc)
-                return result
-            if header.base_offset != expected:
-                result.damage_at = pos
-                result.reason = f"base offset {header.base_offset} where {expected} was expected"
-                return result
-            epoch = header.partition_leader_epoch
-            if epoch < epoch_floor:
-                result.damage_at = pos
-                result.reason = f"epoch {epoch} below the previous epoch {epoch_floor}"
-                return result
-            if epoch > epoch_floor:
-                cache.assign(Epoch(epoch), Offset(header.base_offset))
-                epoch_floor = epoch
-            size = header.size_in_bytes
-            seg.note_batch(pos, header.base_offset, size, interval)
-            expected = header.next_offset
-            seg.next_offset = expected
-            result.batches += 1
-            pos += size
-    finally:
-        del buf
-    return result
-
-
-def _valid_batch_after(buf: memoryview | bytes, start: int, min_offset: int) -> int | None:
-    """Position of a CRC-valid batch at or after `start` with base offset >= min_offset."""
-    data = bytes(buf) if isinstance(buf, memoryview) else buf
-    probe = start + _MAGIC_POS
-    magic = bytes([MAGIC])
-    while True:
-        hit = data.find(magic, probe)
-        if hit < 0:
-            return None
-        cand = hit - _MAGIC_POS
-        probe = hit + 1
-        if cand < start or len(data) - cand < BATCH_HEADER_SIZE:
-            continue
-        base = _OFFSET_AND_LENGTH.unpack_from(data, cand)[0]
-        if base < min_offset:
-            continue
-        try:
-            header = parse_batch_header(data, cand)
-            verify_crc(data, cand, header)
-        except CorruptRecordError:
-            continue
-        return cand
-
-
-# --------------------------------------------------------------------------- segmented log
-
-
 class SegmentedLog:
     """The log as Kafka lays it out: `<data-dir>/__cluster_metadata-0/%020d.log` segments."""
 
     def __init__(
         self,
         data_dir: Path,
-        segments: list[_Segment],
+        segments: list[Segment],
         cache: LeaderEpochCache,
         start_offset: int,
         *,
@@ -492,7 +101,7 @@ class SegmentedLog:
         self._segment_bytes = segment_bytes
         self._interval = index_interval_bytes
         self._flushed = segments[-1].next_offset
-        self._unflushed: list[_Segment] = []
+        self._unflushed: list[Segment] = []
         self._dir_dirty = False
         self._closed = False
         self.recovery_report = report
@@ -532,7 +141,7 @@ class SegmentedLog:
         stored_start = _read_log_start(data_dir)
         if not bases:
             base = stored_start or 0
-            seg = _Segment(log_dir / segment_name(base), base, create=True)
+            seg = Segment(log_dir / segment_name(base), base, create=True)
             fsync_dir(log_dir)
             log = cls(
                 data_dir,
@@ -545,7 +154,7 @@ class SegmentedLog:
             )
             log._write_epoch_checkpoint()
             return log
-        segments = [_Segment(log_dir / segment_name(b), b, create=False) for b in bases]
+        segments = [Segment(log_dir / segment_name(b), b, create=False) for b in bases]
         try:
             return cls._recover(
                 data_dir,
@@ -564,65 +173,20 @@ class SegmentedLog:
     def _recover(
         cls,
         data_dir: Path,
-        segments: list[_Segment],
+        segments: list[Segment],
         stored_start: int | None,
         *,
         segment_bytes: int,
         index_interval_bytes: int,
         full_check: bool,
     ) -> SegmentedLog:
-        log_dir = data_dir / LOG_DIR_NAME
-        cache = LeaderEpochCache()
-        expected = segments[0].base_offset
-        batches = 0
-        bytes_dropped = 0
-        dropped_from: int | None = None
-        reason: str | None = None
-        keep = len(segments)
-        for i, seg in enumerate(segments):
-            last = i == len(segments) - 1
-            if seg.base_offset != expected:
-                if all(later.size == 0 for later in segments[i:]):
-                    # Segments rolled past a tail that a crash cut off, never written (several
-                    # rolls can fall in one unflushed window): nothing is lost, drop them.
-                    keep = i
-                    break
-                raise CorruptLogError(
-                    seg.path, 0, f"segment base {seg.base_offset}, previous ends at {expected}"
-                )
-            scan = _scan_segment(seg, full_check or last, cache, index_interval_bytes, expected)
-            batches += scan.batches
-            expected = seg.next_offset
-            if scan.damage_at is None:
-                continue
-            # Damage: it is a torn tail only if no valid batch follows it anywhere.
-            buf = seg.view()
-            after = _valid_batch_after(buf, scan.damage_at + 1, expected)
-            del buf
-            if after is not None:
-                raise CorruptLogError(
-                    seg.path,
-                    scan.damage_at,
-                    f"{scan.reason}; a valid batch follows at byte {after}",
-                )
-            for later in segments[i + 1 :]:
-                if later.size and _valid_batch_after(later.view(), 0, expected) is not None:
-                    raise CorruptLogError(
-                        seg.path, scan.damage_at, f"{scan.reason}; {later.path} holds valid data"
-                    )
-            bytes_dropped = seg.size - scan.damage_at + sum(s.size for s in segments[i + 1 :])
-            dropped_from, reason = expected, scan.reason
-            seg.truncate(scan.damage_at, expected)
-            os.fsync(seg.fd)
-            keep = i + 1
-            break
-        for seg in segments[keep:]:
-            seg.close()
-            seg.path.unlink()
-        if keep < len(segments):
-            fsync_dir(log_dir)
-        segments = segments[:keep]
-
+        found = recover_segments(
+            data_dir / LOG_DIR_NAME,
+            segments,
+            index_interval_bytes=index_interval_bytes,
+            full_check=full_check,
+        )
+        segments, cache, batches = found.segments, found.cache, found.batches
         first_base = segments[0].base_offset
         end = segments[-1].next_offset
         start = max(first_base, stored_start or 0)
@@ -644,9 +208,9 @@ class SegmentedLog:
         log.recovery_report = RecoveryReport(
             segments=len(log._segments),
             batches=batches,
-            bytes_dropped=bytes_dropped,
-            offset_dropped_from=None if dropped_from is None else Offset(dropped_from),
-            reason=reason,
+            bytes_dropped=found.bytes_dropped,
+            offset_dropped_from=None if found.dropped_from is None else Offset(found.dropped_from),
+            reason=found.reason,
             epoch_cache_rebuilt=rebuilt,
         )
         return log
@@ -717,7 +281,23 @@ class SegmentedLog:
         data = encode_control_batch(self.end_offset, epoch, record, timestamp_ms=timestamp_ms)
         return self._append_validated(data, [batch_from_encoded(data)])
 
+    def append_leader_encoded(
+        self, data: bytes | memoryview, first_offset: Offset, last_offset: Offset, epoch: Epoch
+    ) -> AppendInfo:
+        """The batch this replica's core encoded as leader: constant-time checks only."""
+        self._check_open()
+        batch = leader_encoded_batch(
+            data,
+            first_offset,
+            last_offset,
+            epoch,
+            end_offset=self.end_offset,
+            last_epoch=self.last_epoch,
+        )
+        return self._append_validated(data, [batch])
+
     def append_as_follower(self, data: bytes | memoryview) -> AppendInfo:
+        """Batches fetched from a leader: every header and CRC checked before any is written."""
         self._check_open()
         batches = validate_follower_data(data, self.end_offset, self.last_epoch)
         return self._append_validated(data, batches)
@@ -730,7 +310,7 @@ class SegmentedLog:
         run_start = 0
         i = 0
         undo = [(self._segments[-1], self._segments[-1].size, self._segments[-1].next_offset)]
-        created: list[_Segment] = []
+        created: list[Segment] = []
         try:
             while i < len(batches):
                 seg = self._segments[-1]
@@ -747,7 +327,7 @@ class SegmentedLog:
                     created.append(seg)
                     continue
                 run_start = batches[i].position
-                _write_all(seg.fd, view[run_start : run_start + run_bytes])
+                write_all(seg.fd, view[run_start : run_start + run_bytes])
                 pos = seg.size
                 for b in batches[i:j]:
                     seg.note_batch(pos, b.base_offset, b.size, self._interval)
@@ -769,7 +349,7 @@ class SegmentedLog:
             self._write_epoch_checkpoint()
         return info_of(batches)
 
-    def _undo_append(self, undo: list[tuple[_Segment, int, int]], created: list[_Segment]) -> None:
+    def _undo_append(self, undo: list[tuple[Segment, int, int]], created: list[Segment]) -> None:
         for seg in created:
             self._segments.remove(seg)
             self._bases.remove(seg.base_offset)
@@ -780,8 +360,8 @@ class SegmentedLog:
         for seg, size, next_offset in undo:
             seg.truncate(size, next_offset)
 
-    def _roll(self, base_offset: int) -> _Segment:
-        seg = _Segment(self.dir / segment_name(base_offset), base_offset, create=True)
+    def _roll(self, base_offset: int) -> Segment:
+        seg = Segment(self.dir / segment_name(base_offset), base_offset, create=True)
         self._segments.append(seg)
         self._bases.append(base_offset)
         self._dir_dirty = True
@@ -789,7 +369,7 @@ class SegmentedLog:
 
     # ---- reads
 
-    def _segment_for(self, offset: int) -> _Segment | None:
+    def _segment_for(self, offset: int) -> Segment | None:
         if offset < self._start or offset > self.end_offset:
             raise LogOffsetOutOfRangeError(
                 f"offset {offset} outside [{self._start}, {self.end_offset}]"
@@ -875,7 +455,7 @@ class SegmentedLog:
         for seg in self._segments:
             seg.close()
             seg.path.unlink()
-        seg = _Segment(self.dir / segment_name(offset), offset, create=True)
+        seg = Segment(self.dir / segment_name(offset), offset, create=True)
         self._segments = [seg]
         self._bases = [offset]
         self._unflushed = []
@@ -975,19 +555,12 @@ def _read_log_start(data_dir: Path) -> int | None:
 
 
 __all__ = [
+    "DEFAULT_INDEX_INTERVAL_BYTES",
     "DEFAULT_SEGMENT_BYTES",
     "EPOCH_CHECKPOINT_NAME",
     "LOG_DIR_NAME",
-    "AppendInfo",
-    "AppendViolation",
-    "CorruptLogError",
+    "LOG_START_CHECKPOINT_NAME",
     "FileRegion",
-    "LogAppendError",
-    "LogError",
-    "LogOffsetOutOfRangeError",
-    "LogReadResult",
-    "RecoveryReport",
     "RegionReadResult",
-    "ReplicatedLog",
     "SegmentedLog",
 ]
