@@ -628,7 +628,10 @@ class Simulator:
             elif t is AppendToLog:
                 assert isinstance(e, AppendToLog)
                 try:
-                    log.append_as_follower(e.data)
+                    if e.leader_encoded:
+                        log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+                    else:
+                        log.append_as_follower(e.data)
                 except Exception as exc:
                     self._violation(
                         "EffectRejected",

@@ -55,7 +55,7 @@ class ScriptedReplica:
             self.end += len(event.values)
             data = encode_batch(first, E, list(event.values), timestamp_ms=0)
             return [
-                AppendToLog(Offset(first), Offset(self.end - 1), E, data),
+                AppendToLog(Offset(first), Offset(self.end - 1), E, data, leader_encoded=True),
                 FlushLog(),
                 Send(NodeId(2), VoteResponse(ErrorCode.NONE, NodeId(1), E, False)),
                 AppendResult(

@@ -279,7 +279,10 @@ class Driver:
     def _perform(self, effects: list[Effect]) -> None:
         for e in effects:
             if isinstance(e, AppendToLog):
-                self.log.append_as_follower(e.data)
+                if e.leader_encoded:
+                    self.log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+                else:
+                    self.log.append_as_follower(e.data)
             elif isinstance(e, TruncateLog):
                 self.log.truncate_to(e.offset)
                 self._truncated(e.offset)
