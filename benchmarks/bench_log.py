@@ -1,7 +1,10 @@
 """Log benchmarks next to their raw-syscall baselines: `python -m benchmarks.bench_log`.
 
 Durable append with group commit (one fsync per 1000-record batch) and the fetch path (1 MiB
-reads at arbitrary offsets), each the median of 5 runs, in one process on one filesystem.
+reads at arbitrary offsets), each the median of 5 runs, in one process on one filesystem. A
+leader's own batches are appended both ways side by side: fully validated as fetched bytes
+(`append_as_follower`, what the node did before) and with the constant-time checks of
+`append_leader_encoded` (what it does now), on disk and in memory.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kraft.ids import Epoch, Offset
-from kraft.log import LOG_DIR_NAME, SegmentedLog
 from kraft.records import encode_batch
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 
 RECORDS = 1_000_000
 RECORD_BYTES = 100
@@ -78,6 +82,49 @@ def append_as_leader_rate(batch_count: int) -> Callable[[Path], float]:
         return batch_count * PER_BATCH / elapsed
 
     return once
+
+
+def append_leader_encoded_rate(
+    batches: list[bytes], *, sync: bool = True
+) -> Callable[[Path], float]:
+    """The same pre-encoded batches, performed as a leader's own AppendToLog effects."""
+
+    def once(work: Path) -> float:
+        log = SegmentedLog.open(work)
+        start = time.perf_counter()
+        for i, data in enumerate(batches):
+            first = i * PER_BATCH
+            log.append_leader_encoded(data, Offset(first), Offset(first + PER_BATCH - 1), Epoch(1))
+            if sync:
+                log.flush()
+        elapsed = time.perf_counter() - start
+        log.close()
+        return len(batches) * PER_BATCH / elapsed
+
+    return once
+
+
+SMALL_BATCHES = 100_000
+
+
+def memory_own_append_rates(batch_count: int = SMALL_BATCHES) -> dict[str, float]:
+    """Batches/s of one-record leader batches into a MemoryLog (the simulator's case): fully
+    validated vs leader-encoded, median of RUNS each, interleaved run by run."""
+    values = _values()[:1]
+    batches = [encode_batch(i, 1, values, timestamp_ms=0) for i in range(batch_count)]
+    samples: dict[str, list[float]] = {"append_as_follower": [], "append_leader_encoded": []}
+    for _ in range(RUNS):
+        log = MemoryLog()
+        start = time.perf_counter()
+        for data in batches:
+            log.append_as_follower(data)
+        samples["append_as_follower"].append(batch_count / (time.perf_counter() - start))
+        log = MemoryLog()
+        start = time.perf_counter()
+        for i, data in enumerate(batches):
+            log.append_leader_encoded(data, Offset(i), Offset(i), Epoch(1))
+        samples["append_leader_encoded"].append(batch_count / (time.perf_counter() - start))
+    return {name: statistics.median(rates) for name, rates in samples.items()}
 
 
 def raw_write_fdatasync_rate(batches: list[bytes], *, sync: bool = True) -> Callable[[Path], float]:
@@ -184,6 +231,22 @@ def main() -> None:
             f"  append_as_follower               : {follower_cpu:12,.0f} records/s "
             f"({follower_cpu / raw_cpu:.0%} of raw)"
         )
+        own = median_of(RUNS, append_leader_encoded_rate(batches), root)
+        own_cpu = median_of(RUNS, append_leader_encoded_rate(batches, sync=False), root)
+        print("a leader's own batches (AppendToLog), fully validated vs leader-encoded:")
+        print(f"  append_as_follower + flush       : {follower:12,.0f} records/s")
+        print(
+            f"  append_leader_encoded + flush    : {own:12,.0f} records/s ({own / follower:.2f}x)"
+        )
+        print(f"  append_as_follower, no fsync     : {follower_cpu:12,.0f} records/s")
+        print(
+            f"  append_leader_encoded, no fsync  : {own_cpu:12,.0f} records/s "
+            f"({own_cpu / follower_cpu:.2f}x)"
+        )
+        mem = memory_own_append_rates()
+        print(f"  MemoryLog, {SMALL_BATCHES:,} one-record batches:")
+        for name, rate in mem.items():
+            print(f"    {name:28s} : {rate:12,.0f} batches/s")
         print(f"fetch path, {READS} reads of 1 MiB at random offsets, median of {RUNS}:")
         for name, rate in fetch_rates(batches, root).items():
             print(f"  {name:42s}: {rate:6.2f} GB/s")

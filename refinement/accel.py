@@ -39,10 +39,10 @@ HOT_MODULES = (
     "kraft/core/quorum_math.py",
     "kraft/core/replica.py",
     "kraft/core/voter_set.py",
-    "kraft/epoch_cache.py",
-    "kraft/log_adapter.py",
-    "kraft/log_memory.py",
     "kraft/records.py",
+    "kraft/storage/epoch_cache.py",
+    "kraft/storage/log_adapter.py",
+    "kraft/storage/memory_log.py",
     "refinement/invariants.py",
     "refinement/sim.py",
 )

@@ -2,7 +2,7 @@
 every event.
 
 The simulator drives the pure replica core (kraft.core.replica) over an in-memory network and
-in-memory logs (kraft.log_memory.MemoryLog). One `random.Random(seed)` draws every network
+in-memory logs (kraft.storage.memory_log.MemoryLog). One `random.Random(seed)` draws every network
 delay, loss, duplication, partition, crash and client append; each replica gets its own
 generator derived from (seed, node, incarnation). Same seed, same run, same trace bytes.
 
@@ -63,7 +63,7 @@ from kraft.core.messages import (
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
-from kraft.log_memory import MemoryLog
+from kraft.storage.memory_log import MemoryLog
 from refinement import invariants as inv
 from refinement.faults import PROFILES, FaultProfile
 from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
@@ -177,7 +177,7 @@ ReplicaFactory = Callable[[NodeSetup], SimReplica]
 def core_replica_factory(setup: NodeSetup) -> SimReplica:
     """Build the real replica core (imported here so stubs can run without it)."""
     from kraft.core.replica import Replica, ReplicaConfig
-    from kraft.log_adapter import BatchReader, log_state_of
+    from kraft.storage.log_adapter import BatchReader, log_state_of
 
     t = setup.timing
     config = ReplicaConfig(
@@ -628,7 +628,10 @@ class Simulator:
             elif t is AppendToLog:
                 assert isinstance(e, AppendToLog)
                 try:
-                    log.append_as_follower(e.data)
+                    if e.leader_encoded:
+                        log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+                    else:
+                        log.append_as_follower(e.data)
                 except Exception as exc:
                     self._violation(
                         "EffectRejected",

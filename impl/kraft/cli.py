@@ -88,8 +88,8 @@ def _cmd_format(args: argparse.Namespace) -> int:
 
     from kraft.errors import KraftError
     from kraft.ids import DirectoryId
-    from kraft.meta_properties import format_storage, generate_cluster_id
     from kraft.protocol import uuid_from_base64
+    from kraft.storage.meta_properties import format_storage, generate_cluster_id
 
     cluster_id = args.cluster_id
     if args.random_cluster_id:

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kraft.client import Address
-from kraft.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
 from kraft.server.config import render_properties
+from kraft.storage.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
 
 __all__ = ["LocalCluster", "free_ports"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraft.cluster import NodeFiles
-from kraft.log import LOG_DIR_NAME
-from kraft.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
 from kraft.server.config import render_properties
+from kraft.storage.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
+from kraft.storage.segmented_log import LOG_DIR_NAME
 
 __all__ = ["ChaosCluster", "Journal", "TailLoss", "drop_unflushed_tail", "segments"]
 

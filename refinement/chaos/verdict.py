@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraft.ids import Offset
-from kraft.log import SegmentedLog
 from kraft.records import decode_records, iter_batches
+from kraft.storage.segmented_log import SegmentedLog
 from refinement.chaos.writers import History, Outcome
 
 __all__ = ["LogRecord", "Verdict", "judge", "percentile", "read_log"]

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from kraft.ids import Epoch, Offset
-from kraft.log import LOG_DIR_NAME, CorruptLogError, SegmentedLog
 from kraft.records import decode_records, iter_batches
+from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 from refinement.chaos.probe import durable_sizes
 from refinement.chaos.procs import Journal, drop_unflushed_tail, segments
 
@@ -31,7 +32,7 @@ _WRITER = textwrap.dedent(
     from refinement.chaos.probe import install
     install(Path(sys.argv[1]))
     from kraft.ids import Epoch
-    from kraft.log import SegmentedLog
+    from kraft.storage.segmented_log import SegmentedLog
     log = SegmentedLog.open(sys.argv[2], segment_bytes=int(sys.argv[3]))
     for i in range({flushed}):
         log.append_as_leader([b"durable-%d" % i], Epoch(1), timestamp_ms=0)

@@ -20,7 +20,6 @@ from kraft.client import (
 )
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId
-from kraft.meta_properties import read_meta_properties
 from kraft.protocol import api_versions_response
 from kraft.protocol.client_api import KRAFT_APPEND_KEY
 from kraft.server.config import (
@@ -30,6 +29,7 @@ from kraft.server.config import (
     parse_properties,
     parse_voters,
 )
+from kraft.storage.meta_properties import read_meta_properties
 
 CID = "MkU3OEVBNTcwNTJENDM2Qg"
 

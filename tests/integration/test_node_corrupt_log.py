@@ -12,8 +12,8 @@ from cluster_harness import FAST, info, wait_for
 from kraft.client import ClientError, append, read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.errors import ErrorCode
-from kraft.log import LOG_DIR_NAME
 from kraft.records import LOG_OVERHEAD, iter_batches
+from kraft.storage.segmented_log import LOG_DIR_NAME
 
 
 def test_a_reader_never_gets_a_rotten_batch_and_the_node_stops_saying_where(

@@ -26,10 +26,10 @@ from kraft.core.events import ClientAppend, Event, Tick
 from kraft.core.messages import VoteResponse
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.log import SegmentedLog
-from kraft.quorum_state import read_quorum_state
 from kraft.records import encode_batch
 from kraft.server.driver import Driver
+from kraft.storage.quorum_state import read_quorum_state
+from kraft.storage.segmented_log import SegmentedLog
 
 E = Epoch(3)
 
@@ -55,7 +55,7 @@ class ScriptedReplica:
             self.end += len(event.values)
             data = encode_batch(first, E, list(event.values), timestamp_ms=0)
             return [
-                AppendToLog(Offset(first), Offset(self.end - 1), E, data),
+                AppendToLog(Offset(first), Offset(self.end - 1), E, data, leader_encoded=True),
                 FlushLog(),
                 Send(NodeId(2), VoteResponse(ErrorCode.NONE, NodeId(1), E, False)),
                 AppendResult(

@@ -37,7 +37,7 @@ from kafka_harness import (
 )
 
 from kraft.cluster import LocalCluster
-from kraft.meta_properties import generate_cluster_id
+from kraft.storage.meta_properties import generate_cluster_id
 
 pytestmark = pytest.mark.interop
 

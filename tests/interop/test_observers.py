@@ -29,7 +29,7 @@ from kafka_harness import (
     wait_for,
 )
 
-from kraft.meta_properties import generate_cluster_id
+from kraft.storage.meta_properties import generate_cluster_id
 
 pytestmark = pytest.mark.interop
 

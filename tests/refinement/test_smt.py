@@ -26,7 +26,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
-from kraft.log_memory import MemoryLog
+from kraft.storage.memory_log import MemoryLog
 from refinement import invariant_defs as defs
 from refinement import invariants as inv
 from refinement import smt

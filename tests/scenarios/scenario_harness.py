@@ -1,6 +1,6 @@
 """A minimal in-memory cluster loop for scenario tests: replicas, in-flight messages, one
-bytearray log per node built from AppendToLog/TruncateLog. The real simulator lives in
-refinement/sim.py; this one stays small on purpose."""
+MemoryLog per node that performs its AppendToLog/TruncateLog/FlushLog effects. The real
+simulator lives in refinement/sim.py; this one stays small on purpose."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from fake_log import MemLog, key
+from memory_logs import key, perform_append
 
 from kraft.core.effects import (
     AppendResult,
@@ -36,6 +36,8 @@ from kraft.core.messages import (
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, NodeId
+from kraft.storage.log_adapter import BatchReader, log_state_of
+from kraft.storage.memory_log import MemoryLog
 
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
             FetchSnapshotRequest)  # fmt: skip
@@ -45,7 +47,7 @@ CLUSTER = ClusterId("scenario-cluster")
 @dataclass
 class Node:
     config: ReplicaConfig
-    log: MemLog = field(default_factory=MemLog)
+    log: MemoryLog = field(default_factory=MemoryLog)
     stored: ElectionState | None = None
     replica: Replica | None = None
     alive: bool = True
@@ -91,8 +93,8 @@ class Cluster:
         n.replica = Replica(
             n.config,
             election_state=n.stored,
-            log_state=n.log.log_state(),
-            reader=n.log,
+            log_state=log_state_of(n.log),
+            reader=BatchReader(n.log),
             rng=random.Random(self.rng.random()),
             now_ms=self.now,
         )
@@ -103,8 +105,8 @@ class Cluster:
         n.alive = False
         n.replica = None
         n.hwm_history = []  # the HWM is not durable: a restarted replica learns it again
-        # Unflushed data would be lost; every append here is flushed in the same step.
-        n.log.truncate(n.log.flushed)
+        # Unflushed data is lost; every append here is flushed in the same step.
+        n.log.simulate_crash()
 
     def r(self, i: int) -> Replica:
         rep = self.nodes[i].replica
@@ -139,13 +141,11 @@ class Cluster:
             if isinstance(e, PersistElectionState):
                 n.stored = e.state
             elif isinstance(e, AppendToLog):
-                n.log.append(e.first_offset, e.data)
-                assert n.log.end_offset == e.last_offset + 1
+                perform_append(n.log, e)
             elif isinstance(e, TruncateLog):
-                n.log.truncate(e.offset)
-                n.log.flushed = min(n.log.flushed, e.offset)
+                n.log.truncate_to(e.offset)
             elif isinstance(e, FlushLog):
-                n.log.flushed = n.log.end_offset
+                n.log.flush()
             elif isinstance(e, HighWatermarkMoved):
                 assert not n.hwm_history or e.high_watermark > n.hwm_history[-1]
                 n.hwm_history.append(e.high_watermark)

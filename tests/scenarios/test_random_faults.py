@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from memory_logs import entries
 from scenario_harness import Cluster
 
 from kraft.core.vocabulary import ReplicaState
@@ -58,9 +59,9 @@ def run(seed: int) -> int:
             assert v.end_offset == n.log.end_offset, i
             hwm = v.high_watermark or 0
             assert hwm <= v.end_offset
-            entries = n.log.entries()
+            logged = entries(n.log)
             for offset in range(hwm):
-                assert committed.setdefault(offset, entries[offset][1]) == entries[offset][1]
+                assert committed.setdefault(offset, logged[offset][1]) == logged[offset][1]
     # Heal, restart everyone (a fresh process after a shutdown): a leader emerges.
     c.heal()
     for i in ids:

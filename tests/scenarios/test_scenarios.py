@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from memory_logs import entries, values
 from scenario_harness import Cluster
 
 from kraft.core.effects import TruncateLog
@@ -33,10 +34,10 @@ def assert_committed_prefixes_match(c: Cluster) -> None:
     """Every replica's log agrees with the leader's up to its own high watermark."""
     lead = c.leader()
     assert lead is not None
-    ref = c.nodes[lead].log.entries()
+    ref = entries(c.nodes[lead].log)
     for n in c.nodes.values():
         hwm = n.hwm_history[-1] if n.hwm_history else 0
-        assert n.log.entries()[:hwm] == ref[:hwm]
+        assert entries(n.log)[:hwm] == ref[:hwm]
 
 
 def elect(c: Cluster, skip: tuple[int, ...] = ()) -> int:
@@ -110,7 +111,7 @@ def test_zombie_leader_cannot_advance_its_high_watermark() -> None:
         lambda: c.view(old).state is S.FOLLOWER and c.view(old).end_offset == c.view(new).end_offset
     )
     c.run(c.now + 100)
-    assert c.nodes[old].log.values() == [b"committed", b"real"]
+    assert values(c.nodes[old].log) == [b"committed", b"real"]
     assert_election_safety(c)
     assert_committed_prefixes_match(c)
 
@@ -130,7 +131,7 @@ def test_divergence_and_truncation_after_a_leader_change() -> None:
     c.append(old, b"lost-1")
     c.append(old, b"lost-2")
     c.run(c.now + 100)
-    assert c.nodes[buddy].log.values()[-2:] == [b"lost-1", b"lost-2"]  # replicated, uncommitted
+    assert values(c.nodes[buddy].log)[-2:] == [b"lost-1", b"lost-2"]  # replicated, uncommitted
     c.run_until(lambda: any(i in majority for i in c.leaders()))
     new = next(i for i in c.leaders() if i in majority)
     c.append(new, b"kept-1")
@@ -153,7 +154,7 @@ def test_divergence_and_truncation_after_a_leader_change() -> None:
     )
     assert buddy in truncations and old in truncations
     for i in c.nodes:
-        assert c.nodes[i].log.values() == [b"base", b"kept-1", b"kept-2", b"kept-3"], i
+        assert values(c.nodes[i].log) == [b"base", b"kept-1", b"kept-2", b"kept-3"], i
     assert_election_safety(c)
 
 
@@ -193,7 +194,7 @@ def test_graceful_resignation_elects_first_successor_without_timeout() -> None:
     new = c.leader()
     assert new != old
     assert c.now - t0 < 200  # far below the election (1000) and fetch (2000) timeouts
-    assert c.nodes[new].log.values() == [b"a"]
+    assert values(c.nodes[new].log) == [b"a"]
     assert_election_safety(c)
 
 
@@ -215,8 +216,8 @@ def test_observer_catches_up() -> None:
         )
     )
     assert c.view(observer).state is S.FOLLOWER and not c.view(observer).is_voter
-    assert c.nodes[observer].log.values() == c.nodes[lead].log.values()
-    assert len(c.nodes[observer].log.values()) == 30
+    assert values(c.nodes[observer].log) == values(c.nodes[lead].log)
+    assert len(values(c.nodes[observer].log)) == 30
     # it never took part in an election
     assert {s for s, _ in c.nodes[observer].states} <= {S.UNATTACHED, S.FOLLOWER}
     assert_committed_prefixes_match(c)
@@ -250,7 +251,7 @@ def test_a_rejoining_voter_does_not_disrupt_the_leader() -> None:
     assert (c.view(away).state, c.view(away).leader_id) == (S.FOLLOWER, lead)
     c.append(lead, b"after")
     c.run(c.now + 200)
-    assert c.nodes[away].log.values() == [b"before", b"after"]
+    assert values(c.nodes[away].log) == [b"before", b"after"]
     assert_election_safety(c)
 
 

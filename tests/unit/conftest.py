@@ -1,4 +1,4 @@
-"""Puts tests/support (shared fakes, e.g. fake_log.py) on sys.path. Not tests/ itself: its
+"""Puts tests/support (shared helpers, e.g. memory_logs.py) on sys.path. Not tests/ itself: its
 tests/refinement folder would shadow the `refinement` package."""
 
 import sys

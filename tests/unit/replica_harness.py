@@ -1,5 +1,6 @@
-"""A tiny deterministic harness for unit tests of one Replica: a fake log (batches built
-with kraft.records, read back whole), a seeded rng, and helpers to pick effects."""
+"""A tiny deterministic harness for unit tests of one Replica: the in-memory log
+(kraft.storage.memory_log.MemoryLog, whose log effects it performs as the node does), a seeded
+rng, and helpers to pick effects."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 from collections.abc import Sequence
 from typing import TypeVar
 
-from fake_log import MemLog, build_log, key
+from memory_logs import build_log, key, perform_append
 
 from kraft.core.effects import (
     AppendToLog,
@@ -24,13 +25,15 @@ from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset
+from kraft.storage.log_adapter import BatchReader, log_state_of
+from kraft.storage.memory_log import MemoryLog
 
 CLUSTER = ClusterId("unit-cluster")
 T = TypeVar("T")
 
 
 class Harness:
-    """One replica under test plus its fake log; `step` applies log effects to the log."""
+    """One replica under test plus its log; `step` applies log effects to the log."""
 
     def __init__(
         self,
@@ -38,13 +41,13 @@ class Harness:
         voters: Sequence[int] = (1, 2, 3),
         *,
         election: ElectionState | None = None,
-        log: MemLog | None = None,
+        log: MemoryLog | None = None,
         seed: int = 0,
         now: int = 0,
         **cfg: int,
     ) -> None:
         self.now = now
-        self.log = log or MemLog()
+        self.log = log or MemoryLog()
         self.config = ReplicaConfig(
             key(node),
             CLUSTER,
@@ -54,8 +57,8 @@ class Harness:
         self.replica = Replica(
             self.config,
             election_state=election,
-            log_state=self.log.log_state(),
-            reader=self.log,
+            log_state=log_state_of(self.log),
+            reader=BatchReader(self.log),
             rng=random.Random(seed),
             now_ms=now,
         )
@@ -65,9 +68,11 @@ class Harness:
     def apply(self, effects: list[Effect]) -> list[Effect]:
         for e in effects:
             if isinstance(e, AppendToLog):
-                self.log.append(e.first_offset, e.data)
+                perform_append(self.log, e)
             elif isinstance(e, TruncateLog):
-                self.log.truncate(e.offset)
+                self.log.truncate_to(e.offset)
+            elif isinstance(e, FlushLog):
+                self.log.flush()
             elif isinstance(e, PersistElectionState):
                 self.stored = e.state
         return effects
@@ -131,7 +136,7 @@ __all__ = [
     "Epoch",
     "FlushLog",
     "Harness",
-    "MemLog",
+    "MemoryLog",
     "Offset",
     "build_log",
     "grant",

@@ -40,7 +40,7 @@ from kraft.ids import (
     OffsetAndEpoch,
     ReplicaKey,
 )
-from kraft.quorum_state import (
+from kraft.storage.quorum_state import (
     QuorumStateError,
     decode_quorum_state,
     encode_quorum_state,

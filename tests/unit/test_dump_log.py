@@ -8,8 +8,8 @@ import pytest
 
 from kraft.cli import main
 from kraft.ids import Epoch
-from kraft.log import SegmentedLog
 from kraft.records import LeaderChangeMessage
+from kraft.storage.segmented_log import SegmentedLog
 
 
 def _make_log(tmp_path: Path) -> Path:

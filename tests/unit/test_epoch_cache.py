@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kraft.epoch_cache import (
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.storage.epoch_cache import (
     CheckpointFormatError,
     EpochEntry,
     LeaderEpochCache,
@@ -15,7 +16,6 @@ from kraft.epoch_cache import (
     read_checkpoint_file,
     write_checkpoint_file,
 )
-from kraft.ids import Epoch, Offset, OffsetAndEpoch
 
 
 def cache_of(*pairs: tuple[int, int]) -> LeaderEpochCache:

@@ -4,7 +4,7 @@ acknowledged values were stored twice after resends to the next node)."""
 
 from __future__ import annotations
 
-from fake_log import MemLog
+from memory_logs import raw_batches
 from replica_harness import Harness, of, sent
 from test_replica_leader import fetch, leader
 
@@ -15,6 +15,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import encode_batch, iter_batches
+from kraft.storage.memory_log import MemoryLog
 
 P = ProducerId(4242)
 
@@ -60,7 +61,7 @@ def test_a_resend_is_answered_with_the_first_copys_offsets_and_not_stored_again(
 def test_the_batch_carries_the_producer_id_and_sequence_as_kafka_writes_them() -> None:
     h = leader()
     send(h, 1, 7, b"x", b"y", b"z")
-    *_, (_, _, _, data) = h.log.batches_
+    *_, (_, data) = raw_batches(h.log)
     [(_, header)] = list(iter_batches(data))
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (P, 0, 7)
 
@@ -82,7 +83,7 @@ def test_a_new_leader_knows_what_the_old_one_stored_for_each_producer() -> None:
     original = send(old, 1, 0, b"once")
     # Node 2 replicates the old leader's log through a Fetch answer.
     follower = Harness(node=2, election=ElectionState(Epoch(2), leader_id=NodeId(1)))
-    data = b"".join(d for *_, d in old.log.batches_)
+    data = b"".join(d for _, d in raw_batches(old.log))
     follower.recv(
         1,
         FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(2), Offset(-1), Offset(0), records=data),
@@ -90,9 +91,9 @@ def test_a_new_leader_knows_what_the_old_one_stored_for_each_producer() -> None:
     )
     assert follower.log.end_offset == old.log.end_offset
     # Restart node 2 from its log (the table is rebuilt from it), and elect it.
-    log = MemLog()
-    for base, _, _, batch in follower.log.batches_:
-        log.append(base, batch)
+    log = MemoryLog()
+    for _, batch in raw_batches(follower.log):
+        log.append_as_follower(batch)
     h = Harness(node=2, log=log, election=ElectionState(Epoch(2)))
     elect(h)
     end = h.log.end_offset

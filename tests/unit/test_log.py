@@ -8,20 +8,20 @@ from pathlib import Path
 import pytest
 
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.log import (
-    AppendViolation,
-    LogAppendError,
-    LogOffsetOutOfRangeError,
-    ReplicatedLog,
-    SegmentedLog,
-)
-from kraft.log_memory import MemoryLog
 from kraft.records import (
     KRaftVersionRecord,
     decode_batch,
     encode_batch,
     iter_batches,
 )
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.replicated_log import (
+    AppendViolation,
+    LogAppendError,
+    LogOffsetOutOfRangeError,
+    ReplicatedLog,
+)
+from kraft.storage.segmented_log import SegmentedLog
 
 Factory = Callable[[], ReplicatedLog]
 

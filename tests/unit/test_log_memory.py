@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kraft.ids import Epoch, Offset
-from kraft.log import LOG_DIR_NAME, SegmentedLog
-from kraft.log_memory import MemoryLog
 from kraft.records import iter_batches
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 
 
 def test_crash_drops_everything_not_flushed() -> None:

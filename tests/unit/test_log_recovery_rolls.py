@@ -8,7 +8,8 @@ from pathlib import Path
 
 from test_log_segmented import fill
 
-from kraft.log import LOG_DIR_NAME, SegmentedLog, segment_name
+from kraft.storage.segment import segment_name
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 
 
 def test_several_empty_segments_after_a_cut_tail_are_dropped(tmp_path: Path) -> None:

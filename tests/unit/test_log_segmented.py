@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from kraft.ids import Epoch, Offset
-from kraft.log import (
-    EPOCH_CHECKPOINT_NAME,
-    LOG_DIR_NAME,
-    CorruptLogError,
-    SegmentedLog,
-)
 from kraft.records import decode_batch, iter_batches
+from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segmented_log import EPOCH_CHECKPOINT_NAME, LOG_DIR_NAME, SegmentedLog
 
 EPOCH_FIELD = range(12, 16)  # PartitionLeaderEpoch: outside the CRC, so undetectable
 

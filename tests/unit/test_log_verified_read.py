@@ -10,10 +10,11 @@ import pytest
 from test_log_segmented import fill
 
 from kraft.ids import Offset
-from kraft.log import CorruptLogError, SegmentedLog
-from kraft.log_adapter import BatchReader
-from kraft.log_memory import MemoryLog
 from kraft.records import LOG_OVERHEAD, iter_batches
+from kraft.storage.log_adapter import BatchReader
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segmented_log import SegmentedLog
 
 
 def _rot_first_segment(tmp_path: Path) -> tuple[Path, int]:

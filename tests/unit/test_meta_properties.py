@@ -1,4 +1,4 @@
-"""kraft.meta_properties: Kafka's meta.properties file and `format`.
+"""kraft.storage.meta_properties: Kafka's meta.properties file and `format`.
 
 Kafka's format: Java properties text, `version=1`, `cluster.id`, `node.id` and `directory.id`
 (a UUID in Kafka's text form: URL-safe base64 of its 16 bytes, no padding).
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kraft.errors import KraftError
 from kraft.ids import ClusterId, DirectoryId, NodeId
-from kraft.meta_properties import (
+from kraft.storage.meta_properties import (
     META_PROPERTIES,
     MetaProperties,
     MetaPropertiesError,

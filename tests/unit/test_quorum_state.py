@@ -9,7 +9,7 @@ import pytest
 
 from kraft.core.effects import ElectionState
 from kraft.ids import DirectoryId, Epoch, NodeId, ReplicaKey
-from kraft.quorum_state import (
+from kraft.storage.quorum_state import (
     QuorumStateError,
     decode_quorum_state,
     decode_uuid,

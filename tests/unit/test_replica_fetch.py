@@ -65,6 +65,7 @@ def test_follower_appends_flushes_and_fetches_again() -> None:
     effects = h.recv(2, ok(2, 3, data))
     [append] = of(effects, AppendToLog)
     assert (append.first_offset, append.last_offset, append.epoch) == (2, 3, 2)
+    assert not append.leader_encoded  # fetched bytes: the log validates every batch
     kinds = [type(e) for e in effects]
     assert kinds.index(AppendToLog) < kinds.index(FlushLog)
     assert h.view.end_offset == 4 and h.view.last_epoch == 2

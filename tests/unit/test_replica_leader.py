@@ -173,6 +173,7 @@ def test_client_append_is_flushed_before_its_result() -> None:
     assert ActionTaken(Action.CLIENT_APPEND) in effects
     [append] = of(effects, AppendToLog)
     assert (append.first_offset, append.last_offset, append.epoch) == (3, 4, 2)
+    assert append.leader_encoded  # the log need not re-validate what the core encoded
     kinds = [type(e) for e in effects]
     assert kinds.index(AppendToLog) < kinds.index(FlushLog) < kinds.index(AppendResult)
     [result] = of(effects, AppendResult)

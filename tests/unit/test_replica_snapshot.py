@@ -115,8 +115,8 @@ class _OneEffect:
 def test_the_node_driver_warns_why_it_cannot_progress(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from kraft.log import SegmentedLog
     from kraft.server.driver import Driver
+    from kraft.storage.segmented_log import SegmentedLog
 
     async def run() -> None:
         log = SegmentedLog.open(tmp_path)

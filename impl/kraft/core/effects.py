@@ -32,12 +32,17 @@ class PersistElectionState:
 
 @dataclass(frozen=True, slots=True)
 class AppendToLog:
-    """Append these encoded batches, whose offsets the replica already assigned."""
+    """Append these encoded batches, whose offsets the replica already assigned.
+
+    `leader_encoded`: the replica encoded `data` itself, as leader (one batch of its epoch), so
+    the log need not parse and CRC-check it again; batches fetched from a leader are False and
+    fully validated."""
 
     first_offset: Offset
     last_offset: Offset
     epoch: Epoch
     data: Records = field(compare=False)
+    leader_encoded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -944,7 +944,7 @@ class Replica:
 
     def _append(self, first: Offset, last: Offset, data: bytes) -> None:
         """Leader append of one batch in its epoch, made durable before later effects."""
-        self._out.append(AppendToLog(first, last, self._epoch, data))
+        self._out.append(AppendToLog(first, last, self._epoch, data, leader_encoded=True))
         self._log.append([(self._epoch, first)], Offset(last + 1))
         self._out.append(FlushLog())
         if self._leader is not None and self._leader.parked:

@@ -61,8 +61,9 @@ from kraft.core.events import ClientAppend, Event, Shutdown, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
-from kraft.log import CorruptLogError, SegmentedLog
-from kraft.quorum_state import write_quorum_state
+from kraft.storage.quorum_state import write_quorum_state
+from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segmented_log import SegmentedLog
 from kraft.tracing import TraceFile
 
 __all__ = ["AppendOutcome", "Clock", "Driver", "Outbound"]
@@ -278,7 +279,10 @@ class Driver:
     def _perform(self, effects: list[Effect]) -> None:
         for e in effects:
             if isinstance(e, AppendToLog):
-                self.log.append_as_follower(e.data)
+                if e.leader_encoded:
+                    self.log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+                else:
+                    self.log.append_as_follower(e.data)
             elif isinstance(e, TruncateLog):
                 self.log.truncate_to(e.offset)
                 self._truncated(e.offset)

@@ -57,7 +57,6 @@ from kraft.ids import (
     ProducerId,
     ReplicaKey,
 )
-from kraft.log import CorruptLogError
 from kraft.protocol import (
     NODE_APIS,
     ApiKey,
@@ -91,6 +90,7 @@ from kraft.server.controller_apis import (
     update_voter_response,
 )
 from kraft.server.driver import AppendOutcome, Driver, Release
+from kraft.storage.replicated_log import CorruptLogError
 from kraft.wire_adapter import (
     Listener,
     NodeEndpoints,

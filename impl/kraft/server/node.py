@@ -29,15 +29,15 @@ from kraft.core.messages import (
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
-from kraft.log import LOG_DIR_NAME, SegmentedLog
-from kraft.log_adapter import BatchReader, log_state_of
-from kraft.meta_properties import MetaProperties, read_meta_properties
-from kraft.quorum_state import FILE_NAME as QUORUM_STATE_FILE
-from kraft.quorum_state import read_quorum_state
 from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
 from kraft.server.peers import PeerLink
+from kraft.storage.log_adapter import BatchReader, log_state_of
+from kraft.storage.meta_properties import MetaProperties, read_meta_properties
+from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
+from kraft.storage.quorum_state import read_quorum_state
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 from kraft.tracing import TraceFile
 from kraft.wire_adapter import Listener
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.storage.durable import atomic_write
 
 CHECKPOINT_VERSION = 0
 # Kafka's UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET.

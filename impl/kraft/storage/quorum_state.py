@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kraft.core.effects import ElectionState
-from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import (
     MAX_EPOCH,
@@ -32,6 +31,7 @@ from kraft.ids import (
     NodeId,
     ReplicaKey,
 )
+from kraft.storage.durable import atomic_write
 
 FILE_NAME = "quorum-state"
 DATA_VERSION = "data_version"

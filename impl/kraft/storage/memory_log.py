@@ -1,4 +1,4 @@
-"""An in-memory `ReplicatedLog` for the deterministic simulator.
+"""An in-memory `ReplicatedLog` for the deterministic simulator and the core's unit tests.
 
 Same semantics as `SegmentedLog`, including crashes: appended batches are durable only once
 flushed, and `simulate_crash()` keeps what a crash of the segmented log keeps (truncation and
@@ -12,23 +12,26 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 
-from kraft.epoch_cache import LeaderEpochCache
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.log import (
+from kraft.records import ControlRecord, encode_batch, encode_control_batch
+from kraft.storage.batch_checks import (
+    ValidatedBatch,
+    batch_from_encoded,
+    check_leader_epoch,
+    info_of,
+    leader_encoded_batch,
+    validate_follower_data,
+    verify_batches,
+)
+from kraft.storage.epoch_cache import LeaderEpochCache
+from kraft.storage.replicated_log import (
     EMPTY_LOG_EPOCH,
     AppendInfo,
     AppendViolation,
     LogAppendError,
     LogOffsetOutOfRangeError,
     LogReadResult,
-    ValidatedBatch,
-    batch_from_encoded,
-    check_leader_epoch,
-    info_of,
-    validate_follower_data,
-    verify_batches,
 )
-from kraft.records import ControlRecord, encode_batch, encode_control_batch
 
 
 class MemoryLog:
@@ -103,7 +106,22 @@ class MemoryLog:
         data = encode_control_batch(self.end_offset, epoch, record, timestamp_ms=timestamp_ms)
         return self._append(data, [batch_from_encoded(data)])
 
+    def append_leader_encoded(
+        self, data: bytes | memoryview, first_offset: Offset, last_offset: Offset, epoch: Epoch
+    ) -> AppendInfo:
+        """The batch this replica's core encoded as leader: constant-time checks only."""
+        batch = leader_encoded_batch(
+            data,
+            first_offset,
+            last_offset,
+            epoch,
+            end_offset=self.end_offset,
+            last_epoch=self.last_epoch,
+        )
+        return self._append(bytes(data), [batch])
+
     def append_as_follower(self, data: bytes | memoryview) -> AppendInfo:
+        """Batches fetched from a leader: every header and CRC checked before any is stored."""
         batches = validate_follower_data(data, self.end_offset, self.last_epoch)
         return self._append(bytes(data), batches)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from kraft.core.log_mirror import LogState
 from kraft.core.producers import ProducerBatch, producer_batch_of
 from kraft.ids import Offset
-from kraft.log import ReplicatedLog
 from kraft.records import iter_batches
+from kraft.storage.replicated_log import ReplicatedLog
 
 _SCAN_BYTES = 8 << 20
 

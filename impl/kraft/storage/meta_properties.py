@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from kraft.durable import atomic_write
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, ClusterId, DirectoryId, NodeId
 from kraft.protocol.topic_ids import METADATA_TOPIC_ID, uuid_from_base64, uuid_to_base64
+from kraft.storage.durable import atomic_write
 
 __all__ = [
     "META_PROPERTIES",
