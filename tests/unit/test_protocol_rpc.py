@@ -1,4 +1,4 @@
-"""kraft.wire_adapter: core RPC dataclasses <-> Kafka wire messages for __cluster_metadata-0.
+"""kraft.protocol.rpc: core RPC dataclasses <-> Kafka wire messages for __cluster_metadata-0.
 
 Round trips go all the way through bytes: core -> wire dict -> encode_*_payload -> decode ->
 wire dict -> core, for every message type at every version the adapter translates. Where an
@@ -59,7 +59,7 @@ from kraft.protocol import (
     encode_response,
     encode_response_payload,
 )
-from kraft.wire_adapter import (
+from kraft.protocol.rpc import (
     KRAFT_VERSIONS,
     PREFERRED_VERSIONS,
     InvalidWireResponseError,
