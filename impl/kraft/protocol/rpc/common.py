@@ -99,6 +99,8 @@ class Rpc(ABC):
     The registry calls a translator only with messages of its own types; `expect` checks that
     once per call, so a misrouted message is a TypeError, never a wrong translation."""
 
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey]
     versions: ClassVar[tuple[int, int]]
     request_type: ClassVar[type[Request]]

@@ -50,6 +50,8 @@ _NO_OFFSET: Final = Offset(-1)
 
 
 class FetchRpc(Rpc):
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey] = ApiKey.FETCH
     versions: ClassVar[tuple[int, int]] = (13, SUPPORTED_APIS[ApiKey.FETCH][1])
     request_type: ClassVar[type[Request]] = FetchRequest

@@ -46,6 +46,8 @@ _NO_SNAPSHOT: Final = OffsetAndEpoch(NO_EPOCH, Offset(-1))
 
 
 class FetchSnapshotRpc(Rpc):
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey] = ApiKey.FETCH_SNAPSHOT
     versions: ClassVar[tuple[int, int]] = SUPPORTED_APIS[ApiKey.FETCH_SNAPSHOT]
     request_type: ClassVar[type[Request]] = FetchSnapshotRequest

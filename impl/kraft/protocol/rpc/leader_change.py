@@ -75,6 +75,8 @@ def _response_to_wire(
 
 
 class BeginQuorumEpochRpc(Rpc):
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey] = ApiKey.BEGIN_QUORUM_EPOCH
     versions: ClassVar[tuple[int, int]] = SUPPORTED_APIS[ApiKey.BEGIN_QUORUM_EPOCH]
     request_type: ClassVar[type[Request]] = BeginQuorumEpochRequest
@@ -127,6 +129,8 @@ class BeginQuorumEpochRpc(Rpc):
 
 
 class EndQuorumEpochRpc(Rpc):
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey] = ApiKey.END_QUORUM_EPOCH
     versions: ClassVar[tuple[int, int]] = SUPPORTED_APIS[ApiKey.END_QUORUM_EPOCH]
     request_type: ClassVar[type[Request]] = EndQuorumEpochRequest

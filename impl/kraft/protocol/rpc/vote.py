@@ -35,6 +35,8 @@ __all__ = ["VoteRpc"]
 
 
 class VoteRpc(Rpc):
+    __slots__ = ()
+
     api_key: ClassVar[ApiKey] = ApiKey.VOTE
     versions: ClassVar[tuple[int, int]] = SUPPORTED_APIS[ApiKey.VOTE]
     request_type: ClassVar[type[Request]] = VoteRequest
