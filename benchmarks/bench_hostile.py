@@ -28,7 +28,7 @@ from kraft.core.messages import FetchRequest, VoteRequest
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.protocol import ApiKey, RequestHeader, encode_request_payload
 from kraft.protocol.client_api import KRAFT_APPEND_KEY, encode_client_request
-from kraft.wire_adapter import describe_quorum_request, request_to_wire
+from kraft.protocol.rpc import describe_quorum_request, request_to_wire
 
 MiB = 1024 * 1024
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kraft.client import Address
     from kraft.core.quorum_info import QuorumDescription, ReplicaDescription
-    from kraft.wire_adapter import NodeEndpoints
+    from kraft.protocol.rpc import NodeEndpoints
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -52,14 +52,7 @@ from kraft.protocol.client_api import (
     encode_client_request,
     is_client_api,
 )
-from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_structs, get_uuid
-from kraft.records import CorruptRecordError, iter_batches, iter_values
-from kraft.server.controller_apis import (
-    ClusterDescription,
-    describe_cluster_from_wire,
-    describe_cluster_request,
-)
-from kraft.wire_adapter import (
+from kraft.protocol.rpc import (
     KRAFT_VERSIONS,
     NodeEndpoints,
     describe_quorum_from_wire,
@@ -67,6 +60,13 @@ from kraft.wire_adapter import (
     describe_quorum_request,
     request_to_wire,
     response_from_wire,
+)
+from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_structs, get_uuid
+from kraft.records import CorruptRecordError, iter_batches, iter_values
+from kraft.server.controller_apis import (
+    ClusterDescription,
+    describe_cluster_from_wire,
+    describe_cluster_request,
 )
 
 __all__ = [

@@ -19,9 +19,9 @@ from kraft.core.messages import FetchRequest, FetchResponse, Request, VoteReques
 from kraft.errors import ErrorCode
 from kraft.ids import MAX_EPOCH, ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.protocol import RequestHeader, decode_response_payload, encode_request_payload
+from kraft.protocol.rpc import request_to_wire, response_from_wire
 from kraft.storage.quorum_state import FILE_NAME, read_quorum_state
 from kraft.storage.segmented_log import LOG_DIR_NAME
-from kraft.wire_adapter import request_to_wire, response_from_wire
 
 
 @pytest.fixture(scope="module")

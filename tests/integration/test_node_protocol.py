@@ -27,8 +27,8 @@ from kraft.protocol import (
     frame,
 )
 from kraft.protocol.client_api import KRAFT_APPEND_KEY
+from kraft.protocol.rpc import describe_quorum_from_wire, describe_quorum_request, request_to_wire
 from kraft.server.controller_apis import describe_cluster_from_wire, describe_cluster_request
-from kraft.wire_adapter import describe_quorum_from_wire, describe_quorum_request, request_to_wire
 
 
 @pytest.fixture(scope="module")

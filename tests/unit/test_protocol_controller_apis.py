@@ -20,6 +20,7 @@ from kraft.protocol import (
     encode_response,
 )
 from kraft.protocol.client_api import KRAFT_APPEND_KEY, KRAFT_NODE_INFO_KEY
+from kraft.protocol.rpc import Listener, NodeEndpoints
 from kraft.protocol.values import MessageDict
 from kraft.server.controller_apis import (
     ALL_CLUSTER_OPERATIONS,
@@ -33,7 +34,6 @@ from kraft.server.controller_apis import (
     remove_voter_response,
     update_voter_response,
 )
-from kraft.wire_adapter import Listener, NodeEndpoints
 
 CLUSTER = ClusterId("MkU3OEVBNTcwNTJENDM2Qg")
 CONTROLLERS = (

@@ -30,6 +30,7 @@ from typing import Final
 from kraft.errors import ErrorCode
 from kraft.ids import NO_DIRECTORY, NO_NODE, ClusterId, Epoch, NodeId
 from kraft.protocol import MessageDict
+from kraft.protocol.rpc import InvalidWireResponseError, Listener, NodeEndpoints
 from kraft.protocol.values import (
     FieldTypeError,
     Message,
@@ -41,7 +42,6 @@ from kraft.protocol.values import (
     get_structs,
     get_uuid,
 )
-from kraft.wire_adapter import InvalidWireResponseError, Listener, NodeEndpoints
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",

@@ -11,11 +11,14 @@
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
   released high watermark; the core never sees it. From v17 the answer carries the leader's
   endpoint, as Kafka's does.
-- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot: a Receive event carrying a
-  fresh reply token; the core hands the token back on the Send that answers it, and
-  `prepare_response` replies on that request's own connection with its correlation id. The
-  node id a request claims never routes an answer. A connection keeps the replica id its first
-  request claimed: a later request there claiming another id closes it.
+- The core RPCs (the translators of kraft.protocol.rpc: Vote, BeginQuorumEpoch,
+  EndQuorumEpoch, Fetch, FetchSnapshot): a Receive event carrying a fresh reply token; the
+  core hands the token back on the Send that answers it, and `prepare_response` replies on
+  that request's own connection with its correlation id. The token is the only way an answer
+  finds its connection: the node id a request claims never routes one, and a request from a
+  client with no node id (its translator's sender is None) is answered all the same. A
+  connection keeps the replica id its first request claimed: a later request there claiming
+  another id closes it.
 - KraftAppend / KraftNodeInfo (kraft.protocol.client_api): the private client API.
 
 Bad input: an oversized or negative frame size, an undecodable header, an unknown API key or
@@ -36,15 +39,7 @@ from dataclasses import dataclass, field
 
 from kraft.core.effects import Send
 from kraft.core.events import Receive
-from kraft.core.messages import (
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchResponse,
-    Request,
-    Response,
-    VoteRequest,
-)
+from kraft.core.messages import FetchRequest, FetchResponse, Response
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import (
@@ -79,6 +74,20 @@ from kraft.protocol.client_api import (
     encode_client_response,
     is_client_api,
 )
+from kraft.protocol.rpc import (
+    Listener,
+    NodeEndpoints,
+    WireTranslationError,
+    api_key_of,
+    check_describe_quorum_request,
+    describe_quorum_error_response,
+    describe_quorum_response,
+    error_response,
+    request_from_wire,
+    response_to_wire,
+    sender_of,
+    with_voter_set_keys,
+)
 from kraft.records import LOG_OVERHEAD
 from kraft.server.config import NodeConfig
 from kraft.server.controller_apis import (
@@ -91,19 +100,6 @@ from kraft.server.controller_apis import (
 )
 from kraft.server.driver import AppendOutcome, Driver, Release
 from kraft.storage.replicated_log import CorruptLogError
-from kraft.wire_adapter import (
-    Listener,
-    NodeEndpoints,
-    WireTranslationError,
-    api_key_of,
-    check_describe_quorum_request,
-    describe_quorum_error_response,
-    describe_quorum_response,
-    error_response,
-    request_from_wire,
-    response_to_wire,
-    with_voter_set_keys,
-)
 
 __all__ = ["RequestServer"]
 
@@ -146,14 +142,6 @@ class _Pending:
     correlation_id: int
     version: int
     api_key: int
-
-
-def _sender(req: Request) -> NodeId:
-    if isinstance(req, VoteRequest):
-        return req.candidate.id
-    if isinstance(req, BeginQuorumEpochRequest | EndQuorumEpochRequest):
-        return req.leader_id
-    return req.replica.id
 
 
 class RequestServer:
@@ -327,15 +315,20 @@ class RequestServer:
         if isinstance(req, FetchRequest) and req.replica.id < 0:
             self._consumer_fetch(conn, version, corr, req)
             return
-        src = _sender(req)
-        if conn.claimed is None:
-            conn.claimed = src
-        elif conn.claimed != src:
-            self._refuse(conn, f"a request claims node {src} on node {conn.claimed}'s connection")
-            return
+        src = sender_of(req)
+        if src is not None:
+            if conn.claimed is None:
+                conn.claimed = src
+            elif conn.claimed != src:
+                self._refuse(
+                    conn, f"a request claims node {src} on node {conn.claimed}'s connection"
+                )
+                return
+        # The answer finds this connection by the token alone, whatever node id was claimed.
         token = next(self._tokens)
         self._pending[token] = _Pending(conn, corr, version, api_key)
-        self._driver.submit(Receive(self._clock(), src, req, reply_to=token))
+        sender = NO_NODE if src is None else src
+        self._driver.submit(Receive(self._clock(), sender, req, reply_to=token))
 
     def _reply(
         self, conn: _Connection, api_key: int, version: int, corr: int, body: MessageDict
@@ -373,8 +366,8 @@ class RequestServer:
         api_key = api_key_of(msg)
         p = None if send.reply_to is None else self._pending.pop(send.reply_to, None)
         if p is None or p.api_key != api_key:
-            # Its connection closed (or a core without the token): nobody to answer.
-            log.debug("no pending %s to answer for node %d", ApiKey(api_key).name, send.dst)
+            # Its connection closed (or an answer without a token): nobody to answer.
+            log.debug("no pending %s for reply token %s", api_key.name, send.reply_to)
             return _nothing
         body = response_to_wire(
             msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)

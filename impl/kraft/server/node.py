@@ -19,16 +19,10 @@ import signal
 import time
 
 from kraft.core.effects import Send
-from kraft.core.messages import (
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-    VoteRequest,
-)
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
+from kraft.protocol.rpc import Listener, is_request
 from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
@@ -39,19 +33,10 @@ from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
 from kraft.storage.quorum_state import read_quorum_state
 from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
 from kraft.tracing import TraceFile
-from kraft.wire_adapter import Listener
 
 __all__ = ["Node", "StartupError", "run_node", "wall_anchored_clock"]
 
 log = logging.getLogger("kraft.node")
-
-_REQUESTS = (
-    VoteRequest,
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-)
 
 
 class StartupError(KraftError):
@@ -67,14 +52,15 @@ def wall_anchored_clock() -> Clock:
 
 
 class _Transport:
-    """Routes the core's Sends: requests to the peer links, responses to the listener."""
+    """Routes the core's Sends: a request to the peer link of its destination; an answer to
+    the listener, which finds the request's connection by the answer's reply token alone."""
 
     def __init__(self) -> None:
         self.peers: dict[NodeId, PeerLink] = {}
         self.server: RequestServer | None = None
 
     def prepare(self, send: Send) -> Release:
-        if isinstance(send.message, _REQUESTS):
+        if is_request(send.message):
             peer = self.peers.get(send.dst)
             if peer is None:
                 log.warning("no address for node %d", send.dst)

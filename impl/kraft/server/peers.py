@@ -26,8 +26,8 @@ from kraft.protocol import (
     decode_response_payload,
     encode_request_payload,
 )
+from kraft.protocol.rpc import Listener, request_to_wire, response_from_wire
 from kraft.server.driver import Clock, Release
-from kraft.wire_adapter import Listener, request_to_wire, response_from_wire
 
 __all__ = ["PeerLink"]
 
