@@ -13,6 +13,11 @@ then heals everything, restarts stopped nodes, and requires within a bound a lea
 voter follows (EventuallyLeaderElected) and every client append answered and decided, plus a
 fresh probe append acknowledged (EventuallyCommitted).
 
+The client hears the core's commit rule (kraft.core.commits), as the node's clients do: an
+accepted append is acknowledged when the accepting replica emits AppendCommitted, counted lost
+on its AppendLost. A replica that crashes forgets what it accepted; the liveness phase decides
+those appends (and any a live replica has not decided by the end) from the settled leader's log.
+
 Replay a run: python -m refinement.sim --seed N --profile P --events E [--trace out.ndjson]
 """
 
@@ -26,13 +31,14 @@ import sys
 import time
 import uuid
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, NoReturn, Protocol, cast
 
 from kraft.core.effects import (
     ActionTaken,
+    AppendCommitted,
+    AppendLost,
     AppendResult,
     AppendToLog,
     Effect,
@@ -227,6 +233,8 @@ class SimResult:
     partitions: int = 0
     dropped: int = 0
     recovery_ms: int | None = None
+    # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
+    commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -400,8 +408,10 @@ class Simulator:
         self._next_rid = 1
         self._pending: dict[int, _ClientRequest] = {}
         self._inflight: dict[NodeId, dict[int, _ClientRequest]] = {i: {} for i in self._nodes}
-        self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch]] = {}
-        self._watch: dict[tuple[NodeId, Epoch], deque[tuple[Offset, Offset, int]]] = {}
+        # Accepted, not yet decided: rid -> (node, first, last, epoch, accepted at).
+        self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch, int]] = {}
+        # The outcomes the current step's replica emitted, handled after its checks.
+        self._decided: list[AppendCommitted | AppendLost] = []
         self._client_leader: NodeId | None = None
         # Phase state.
         self._liveness = False
@@ -655,6 +665,9 @@ class Simulator:
             elif t is AppendResult:
                 assert isinstance(e, AppendResult)
                 self._append_result(node, e)
+            elif t is AppendCommitted or t is AppendLost:
+                assert isinstance(e, AppendCommitted | AppendLost)
+                self._decided.append(e)
             elif t is ShutdownComplete:
                 node.stop_requested = True
             elif t is StateChanged:
@@ -733,8 +746,8 @@ class Simulator:
             self._snaps[node.id] = new
             if self._check:
                 self._check_node(old, new)
-            if new.high_watermark != old.high_watermark or new.state != old.state:
-                self._watch_acks(node, new)
+        if self._decided:
+            self._decide()
         if self._liveness:
             self._liveness_progress()
 
@@ -1165,8 +1178,7 @@ class Simulator:
             self._pending.pop(req.rid, None)
             self.result.accepted += 1
             self._client_leader = node.id
-            self._accepted[req.rid] = (node.id, first, last, epoch)
-            self._watch.setdefault((node.id, epoch), deque()).append((last, first, req.rid))
+            self._accepted[req.rid] = (node.id, first, last, epoch, self.now)
         elif res.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             req.target = res.leader_id
             if res.leader_id is not None and res.leader_id != node.id:
@@ -1176,31 +1188,35 @@ class Simulator:
             self._pending.pop(req.rid, None)
             self.result.refused += 1
 
-    def _watch_acks(self, node: _Node, snap: NodeState) -> None:
-        """An accepted append is acknowledged once its leader, still leader in that epoch,
-        exposes a HWM above its last offset."""
-        hwm = snap.high_watermark
-        if snap.state is not ReplicaState.LEADER or hwm is None:
-            return
-        queue = self._watch.get((node.id, snap.epoch))
-        if not queue:
-            return
-        while queue and queue[0][0] < hwm:
-            last, first, rid = queue.popleft()
-            self._acknowledge(rid, first, last, snap.epoch)
+    def _decide(self) -> None:
+        """The outcomes the core decided in this step: acknowledge or count as lost."""
+        decided, self._decided = self._decided, []
+        for d in decided:
+            accepted = self._accepted.pop(d.request_id, None)
+            if accepted is None:
+                continue
+            if isinstance(d, AppendLost):
+                self.result.lost += 1
+                continue
+            self.result.commit_latency_ms.append(self.now - accepted[4])
+            self._acknowledge(d.request_id, d.first_offset, d.last_offset, d.epoch)
 
     def _acknowledge(self, rid: int, first: Offset, last: Offset, epoch: Epoch) -> None:
-        self._accepted.pop(rid, None)
         self.result.committed += 1
         new = AckedRange(first, last, epoch)
+        # Kept in epoch order, which is offset order along the committed log: a former
+        # leader may acknowledge an older epoch after a newer one was acknowledged.
         acked = self._acked
-        if acked and acked[-1].epoch == epoch:
-            top = acked[-1]
-            acked[-1] = AckedRange(min(top.first, first), max(top.last, last), epoch)
-            self._acked_lasts[-1] = acked[-1].last
+        i = len(acked)
+        while i > 0 and acked[i - 1].epoch > epoch:
+            i -= 1
+        if i > 0 and acked[i - 1].epoch == epoch:
+            top = acked[i - 1]
+            acked[i - 1] = AckedRange(min(top.first, first), max(top.last, last), epoch)
+            self._acked_lasts[i - 1] = acked[i - 1].last
         else:
-            acked.append(new)
-            self._acked_lasts.append(last)
+            acked.insert(i, new)
+            self._acked_lasts.insert(i, last)
         self._acked_t = tuple(acked)
         # The new acknowledgement against every node; older ones were checked already.
         v = self._check and inv.committed_never_lost(replace(self._cluster(), acknowledged=(new,)))
@@ -1247,7 +1263,9 @@ class Simulator:
         if self._probe is not None or self._pending:
             return
         snap = self._snaps[leader]
-        for rid, (_nid, _first, last, epoch) in list(self._accepted.items()):
+        # What is still undecided was accepted by an incarnation that died with it (or by a
+        # live replica that has not caught up yet: its core would decide the same).
+        for rid, (_nid, _first, last, epoch, _at) in list(self._accepted.items()):
             if epoch >= snap.epoch:
                 return  # still awaiting its acknowledgement
             # An older epoch is decided once the leader committed in its own epoch (the
