@@ -24,7 +24,6 @@ Pure: no clock, no I/O. The log is read only through `EpochLookup` (the replica'
 from __future__ import annotations
 
 from bisect import insort
-from dataclasses import dataclass
 from typing import Protocol
 
 from kraft.core.effects import AppendCommitted, AppendLost
@@ -41,13 +40,9 @@ class EpochLookup(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class _Accepted:
-    # Ordered by last offset first: the HWM decides from the low end, truncation from the top.
-    last: Offset
-    request_id: int
-    first: Offset
-    epoch: Epoch
+# (last, request id, first, epoch): ordered by last offset first, so that the HWM decides from
+# the low end and truncation from the top. A plain tuple: compared in C, on every append.
+_Accepted = tuple[Offset, int, Offset, Epoch]
 
 
 class CommitRule:
@@ -72,7 +67,12 @@ class CommitRule:
         log: EpochLookup,
     ) -> list[AppendDecided]:
         """Record an accepted append; decided at once if the HWM already passed it."""
-        insort(self._undecided, _Accepted(last, request_id, first, epoch))
+        undecided = self._undecided
+        entry = (last, request_id, first, epoch)
+        if not undecided or undecided[-1] < entry:
+            undecided.append(entry)  # the usual case: appends are accepted in log order
+        else:
+            insort(undecided, entry)
         if high_watermark is not None and last < high_watermark:
             return self.high_watermark_raised(high_watermark, log)
         return []
@@ -82,29 +82,31 @@ class CommitRule:
     ) -> list[AppendDecided]:
         """The replica's HWM is now `high_watermark`: decide every append below it."""
         undecided = self._undecided
-        n = 0
-        while n < len(undecided) and undecided[n].last < high_watermark:
-            n += 1
-        if n == 0:
+        if not undecided or undecided[0][0] >= high_watermark:
             return []
+        n = 0
+        while n < len(undecided) and undecided[n][0] < high_watermark:
+            n += 1
         due, self._undecided = undecided[:n], undecided[n:]
-        return [_committed(a) if log.epoch_at(a.last) == a.epoch else _lost(a) for a in due]
+        return [_committed(a) if log.epoch_at(a[0]) == a[3] else _lost(a) for a in due]
 
     def truncated(self, offset: Offset) -> list[AppendDecided]:
         """The log lost every record at or after `offset`: what ended there is lost."""
         undecided = self._undecided
-        n = len(undecided)
-        while n > 0 and undecided[n - 1].last >= offset:
-            n -= 1
-        if n == len(undecided):
+        if not undecided or undecided[-1][0] < offset:
             return []
+        n = len(undecided)
+        while n > 0 and undecided[n - 1][0] >= offset:
+            n -= 1
         self._undecided, gone = undecided[:n], undecided[n:]
         return [_lost(a) for a in gone]
 
 
 def _committed(a: _Accepted) -> AppendCommitted:
-    return AppendCommitted(a.request_id, a.first, a.last, a.epoch)
+    last, request_id, first, epoch = a
+    return AppendCommitted(request_id, first, last, epoch)
 
 
 def _lost(a: _Accepted) -> AppendLost:
-    return AppendLost(a.request_id, a.first, a.last, a.epoch)
+    last, request_id, first, epoch = a
+    return AppendLost(request_id, first, last, epoch)
