@@ -17,10 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, NoReturn
 
-from kraft.core.effects import (
-    AppendResult,
-    ElectionState,
-)
+from kraft.core.effects import AppendResult, ElectionState
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
@@ -42,6 +39,7 @@ from refinement.trace import JsonObject, JsonValue, TraceEvent, TraceWriter, mes
 
 if TYPE_CHECKING:
     from refinement.sim import ReplicaFactory, SimConfig, SimReplica, SimResult
+
 
 # Heap entry kinds.
 _DELIVER = 0

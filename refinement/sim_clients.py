@@ -9,23 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING
 
-from kraft.core.effects import (
-    AppendLost,
-    AppendResult,
-)
+from kraft.core.effects import AppendLost, AppendResult
 from kraft.core.events import ClientAppend
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
 from refinement import invariants as inv
 from refinement.invariants import AckedRange
+from refinement.sim_base import _CLIENT_SEND, _Node
+from refinement.sim_faults import SimFaults
 
 if TYPE_CHECKING:
     from refinement.sim import ReplicaFactory, SimConfig, SimResult
-from refinement.sim_base import (
-    _CLIENT_SEND,
-    _Node,
-)
-from refinement.sim_faults import SimFaults
 
 # The client: at most this many appends outstanding (new ones are skipped meanwhile), and
 # retries back off exponentially up to the cap, so a leaderless stretch does not turn into a

@@ -6,13 +6,9 @@ not flush) or stops cleanly; partitions heal after a while.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 from kraft.core.events import Shutdown
 from kraft.ids import ClusterId, NodeId
-
-if TYPE_CHECKING:
-    pass
 from refinement.sim_base import (
     _CRASH,
     _FAULT,
@@ -35,6 +31,7 @@ class SimFaults(SimNetwork):
     # ------------------------------------------------------------------ node lifecycle
 
     def _start_node(self, node: _Node, action: str) -> None:
+        # Imported here: refinement.sim (the configuration) imports this module.
         from refinement.sim import NodeSetup
 
         cfg = self.config

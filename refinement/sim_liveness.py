@@ -15,13 +15,11 @@ from typing import IO, TYPE_CHECKING, NoReturn
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import NodeId
 from refinement import invariants as inv
+from refinement.sim_base import _StopRun
+from refinement.sim_clients import SimClients, _ClientRequest
 
 if TYPE_CHECKING:
     from refinement.sim import ReplicaFactory, SimConfig, SimResult
-from refinement.sim_base import (
-    _StopRun,
-)
-from refinement.sim_clients import SimClients, _ClientRequest
 
 
 class SimLiveness(SimClients):

@@ -24,21 +24,12 @@ from kraft.core.effects import (
     TruncateLog,
 )
 from kraft.core.events import Event, Receive, SendFailed, Tick
-from kraft.core.messages import (
-    FetchRequest,
-    FetchResponse,
-    Message,
-    Request,
-)
+from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId
 from refinement import invariants as inv
 from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
-from refinement.trace import JsonObject, message_json
-
-if TYPE_CHECKING:
-    from refinement.sim import ReplicaFactory, SimConfig, SimResult
 from refinement.sim_base import (
     _DELIVER,
     _REQUEST_MESSAGES,
@@ -49,6 +40,10 @@ from refinement.sim_base import (
     SimBase,
     _Node,
 )
+from refinement.trace import JsonObject, message_json
+
+if TYPE_CHECKING:
+    from refinement.sim import ReplicaFactory, SimConfig, SimResult
 
 
 class SimNetwork(SimBase):
