@@ -141,7 +141,12 @@ class SimClients(SimFaults):
         for d in decided:
             accepted = self._accepted.pop(d.request_id, None)
             if accepted is None:
-                continue
+                # Every accepted append is decided once, by the replica that accepted it.
+                self._violation(
+                    "EffectRejected",
+                    f"{type(d).__name__} for request {d.request_id}, which is not an accepted"
+                    " append awaiting its outcome (decided twice, or never accepted)",
+                )
             if isinstance(d, AppendLost):
                 self.result.lost += 1
                 continue
