@@ -31,6 +31,7 @@ from pathlib import Path
 # The modules a simulated event runs through; everything else stays interpreted.
 HOT_MODULES = (
     "kraft/core/bounds.py",
+    "kraft/core/commits.py",
     "kraft/core/effects.py",
     "kraft/core/events.py",
     "kraft/core/log_mirror.py",
@@ -45,6 +46,11 @@ HOT_MODULES = (
     "kraft/storage/memory_log.py",
     "refinement/invariants.py",
     "refinement/sim.py",
+    "refinement/sim_base.py",
+    "refinement/sim_clients.py",
+    "refinement/sim_faults.py",
+    "refinement/sim_liveness.py",
+    "refinement/sim_network.py",
 )
 PACKAGES = ("kraft", "refinement")
 DIGEST_FILE = "SOURCES.sha256"

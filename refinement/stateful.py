@@ -2,15 +2,16 @@
 that breaks an invariant.
 
 `ClusterHarness` is a step-by-step controllable simulator. It subclasses
-refinement.sim.Simulator and reuses its node setup, stepping, effect application, traces and
-focused checkers unchanged; the adapter is `_push`: messages the nodes send go to an explicit
-in-flight list (rather than the timed heap) and scheduled restarts are dropped, so a rule
-decides which message arrives, when, how often, and when a node comes back. Timers, client
-retries, refused connections and forced stops stay on the heap and fire when virtual time
-advances. The private simulator members this touches: `_push`, `_deliver`, `_drop`,
+refinement.sim.Simulator and reuses its node setup, stepping, effect application, traces,
+focused checkers and the core's append outcomes unchanged; the adapter is `_push`: messages
+the nodes send go to an explicit in-flight list (rather than the timed heap) and scheduled
+restarts are dropped, so a rule decides which message arrives, when, how often, and when a
+node comes back. Timers, client retries, refused connections and forced stops stay on the heap
+and fire when virtual time advances. The private simulator members this touches (defined in
+the simulator's layers, refinement.sim_base and above): `_push`, `_deliver`, `_drop`,
 `_crash`, `_start_node`, `_shutdown`, `_heal`, `_client_send`, `_nodes`, `_heap`,
 `_blocked`, `_partitions`, `_pending`, `_next_rid`, `_cluster`, `_trace`, `_tick`,
-`_send_failed`, and the `_StopRun` it raises on a violation.
+`_send_failed`, `_ClientRequest`, and the `_StopRun` it raises on a violation.
 
 Every rule is written to the trace (refinement/trace.py's writer) as a "Rule" line before
 the simulator's own lines of what it caused: the trace of a failing run is its schedule,
@@ -37,10 +38,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kraft.ids import NodeId
 from refinement import invariants as inv
-from refinement import sim as _sim
+from refinement import sim_base as _sim
 from refinement.faults import NONE
 from refinement.invariants import ClusterState, Violation
 from refinement.sim import ReplicaFactory, SimConfig, Simulator, core_replica_factory
+from refinement.sim_clients import _ClientRequest
 from refinement.trace import JsonObject, JsonValue, TraceEvent, parse_line
 
 # ----------------------------------------------------------------------------- the harness
@@ -266,7 +268,7 @@ class ClusterHarness(Simulator):
         rid = self._next_rid
         self._next_rid += 1
         values = tuple(b"c%d.%d" % (rid, k) for k in range(records))
-        self._pending[rid] = _sim._ClientRequest(rid, values, NodeId(node))
+        self._pending[rid] = _ClientRequest(rid, values, NodeId(node))
         self._guard(self._client_send, rid, node)
 
     # ------------------------------------------------------------------ state

@@ -22,7 +22,7 @@ _MAX_FAILURES_SHOWN = 20
 _METRIC_TITLES = {
     "time_to_first_leader_ms": "time to first leader (virtual ms)",
     "election_ms": "election time: first timeout to new leader (virtual ms)",
-    "commit_latency_ms": "commit latency: leader accepted to acknowledged (virtual ms)",
+    "commit_latency_ms": "commit latency: accepted to committed (virtual ms)",
 }
 
 

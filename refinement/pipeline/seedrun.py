@@ -2,8 +2,10 @@
 
 This is the code the Spark executors run; it imports no Spark. The simulator writes its
 ndjson trace into a `TraceDigest` (a text stream that parses each line as it arrives), which
-keeps what the campaign needs: coverage counts, election and commit timings, and, for the
-seeds whose events are kept, the event columns as one compressed Arrow IPC stream.
+keeps what the campaign needs: coverage counts, election timings, and, for the seeds whose
+events are kept, the event columns as one compressed Arrow IPC stream. Commit latencies come
+from the simulator's result (SimResult.commit_latency_ms: acceptance to the core's
+AppendCommitted, kraft.core.commits), not from the trace.
 
 Coverage classes:
 - spec actions: the names of kraft.core.vocabulary.Action, counted from a line's `actions`
@@ -20,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Protocol, TypeAlias, cast
@@ -112,8 +114,6 @@ class TraceDigest(io.StringIO):
         self.first_leader_ms: int | None = None
         self.election_ms: list[int] = []
         self._round_start: int | None = 0  # the first election starts with the cluster
-        self.commit_latency_ms: list[int] = []
-        self._awaiting: dict[tuple[int, int], deque[tuple[int, int]]] = {}
         self._keep = keep_events
         self.columns: dict[str, list[object]] = {c: [] for c in EVENT_COLUMNS[2:]}
 
@@ -198,28 +198,8 @@ class TraceDigest(io.StringIO):
             name_of_state = state["state"]
             assert isinstance(name_of_state, str)
             self._state[node] = name_of_state
-            if name_of_state == "Leader":
-                self._watch(node, t, actions, state)
         if self._keep:
             self._keep_event(index, t, node, action, actions, message, state)
-
-    def _watch(
-        self, node: int, t: int, actions: Sequence[str], state: Mapping[str, object]
-    ) -> None:
-        # The simulator's acknowledgement rule: an append accepted by a leader is acknowledged
-        # once that leader, still leader in that epoch, has a HWM above its last offset.
-        epoch = state["epoch"]
-        end = state["endOffset"]
-        hwm = state["hwm"]
-        assert isinstance(epoch, int) and isinstance(end, int)
-        key = (node, epoch)
-        if "ClientAppend" in actions:
-            self._awaiting.setdefault(key, deque()).append((end - 1, t))
-        queue = self._awaiting.get(key)
-        if queue and isinstance(hwm, int):
-            while queue and queue[0][0] < hwm:
-                _last, accepted_at = queue.popleft()
-                self.commit_latency_ms.append(t - accepted_at)
 
     def _keep_event(  # noqa: PLR0917 (the fields of a trace line)
         self,
@@ -352,7 +332,7 @@ def replay_command(unit: Unit, spec: RunSpec, result: SimResult) -> str:
 def seed_row(
     unit: Unit, spec: RunSpec, result: SimResult, digest: TraceDigest, wall_ms: int
 ) -> SeedRow:
-    lat = sorted(digest.commit_latency_ms)
+    lat = sorted(result.commit_latency_ms)
     first, pair_first = digest.first, digest.pair_first
     counts = sorted(
         (name, kind, n, first[(kind, name)]) for (kind, name), n in digest.counts.items()

@@ -1,4 +1,6 @@
-"""The node's driver: group commit and the rule that a client hears success only when committed.
+"""The node's driver: group commit, and a client hears success only when the core says its
+append committed (kraft.core.commits decides; the driver answers from AppendCommitted and
+AppendLost, released after the fsync like every outbound effect).
 
 kraft.core.effects: "everything before a PersistElectionState or FlushLog is durable before any
 effect after it is performed (in particular before a Send or an AppendResult). A driver may
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraft.core.effects import (
+    AppendCommitted,
+    AppendLost,
     AppendResult,
     AppendToLog,
     Effect,
@@ -95,6 +99,10 @@ class Recorder:
         return lambda: self.timeline.append(f"send->{send.dst}")
 
 
+def committed(request_id: int, first: int, last: int) -> AppendCommitted:
+    return AppendCommitted(request_id, Offset(first), Offset(last), E)
+
+
 def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, SegmentedLog]:
     log = SegmentedLog.open(tmp_path)
     rec = Recorder(log)
@@ -124,13 +132,17 @@ def test_one_fsync_per_batch_and_nothing_sent_before_it(tmp_path: Path) -> None:
         assert log.end_offset == 3
         # Accepted is not committed: no client has an answer yet.
         assert not any(f.done() for f in futures)
-        replica.next_effects = [HighWatermarkMoved(Offset(2))]
+        replica.next_effects = [
+            HighWatermarkMoved(Offset(2)),
+            committed(1, 0, 0),
+            committed(2, 1, 1),
+        ]
         driver.submit(Tick(0))
         driver.process_batch()
         assert [f.done() for f in futures] == [True, True, False]
         assert futures[1].result().last_offset == 1
         assert futures[1].result().error is ErrorCode.NONE
-        replica.next_effects = [HighWatermarkMoved(Offset(3))]
+        replica.next_effects = [HighWatermarkMoved(Offset(3)), committed(3, 2, 2)]
         driver.submit(Tick(0))
         driver.process_batch()
         assert futures[2].result().first_offset == 2
@@ -157,11 +169,49 @@ def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
         lost = driver.client_append((b"lost",), 5000)
         driver.process_batch()
         # A new leader's log diverges at offset 1: our record there goes.
-        replica.next_effects = [TruncateLog(Offset(1)), HighWatermarkMoved(Offset(1))]
+        replica.next_effects = [
+            TruncateLog(Offset(1)),
+            AppendLost(2, Offset(1), Offset(1), E),
+            HighWatermarkMoved(Offset(1)),
+            committed(1, 0, 0),
+        ]
         driver.submit(Tick(0))
         driver.process_batch()
         assert lost.result().error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert "not known to be committed" in (lost.result().message or "")
         assert kept.result().error is ErrorCode.NONE
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_an_outcome_is_released_only_after_the_fsync_of_its_batch(tmp_path: Path) -> None:
+    async def run() -> None:
+        driver, replica, _, log = _driver(tmp_path)
+        fut = driver.client_append((b"v",), 5000)
+        driver.process_batch()
+        # The outcome comes in a batch that also appends (a flush is pending): held until
+        # that batch's fsync, like a Send.
+        data = encode_batch(1, E, [b"w"], timestamp_ms=0)
+        replica.next_effects = [
+            AppendToLog(Offset(1), Offset(1), E, data),
+            FlushLog(),
+            HighWatermarkMoved(Offset(1)),
+            committed(1, 0, 0),
+        ]
+        seen: list[bool] = []
+        flush = log.flush
+
+        def observed_flush() -> None:
+            seen.append(fut.done())
+            flush()
+
+        log.flush = observed_flush  # type: ignore[method-assign]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert seen == [False]
+        assert fut.result().error is ErrorCode.NONE
+        assert driver.high_watermark == 1
         log.close()
 
     asyncio.run(run())

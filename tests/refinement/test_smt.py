@@ -32,7 +32,8 @@ from refinement import invariants as inv
 from refinement import smt
 from refinement.faults import PROFILES
 from refinement.invariants import AckedRange, ClusterState, NodeState
-from refinement.sim import NodeSetup, ReplicaTiming, SimConfig, core_replica_factory, directory_of
+from refinement.sim import NodeSetup, ReplicaTiming, SimConfig, core_replica_factory
+from refinement.sim_base import directory_of
 from refinement.stateful import sample_states
 
 # --------------------------------------------------------------------------- states

@@ -2,8 +2,9 @@
 
 Ordering is the durability contract: a driver performs the effects of a step in the order
 given, and everything before a `PersistElectionState` or `FlushLog` is durable before any
-effect after it is performed (in particular before a `Send` or an `AppendResult`). A driver may
-merge consecutive flushes across steps (group commit) as long as it keeps that order.
+effect after it is performed (in particular before a `Send`, an `AppendResult` or an append's
+outcome). A driver may merge consecutive flushes across steps (group commit) as long as it keeps
+that order.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ class HighWatermarkMoved:
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    """The answer to a ClientAppend: accepted at [first, last] in `epoch` (committed once the
-    HWM passes `last` in that epoch's history), or refused with the leader to ask instead."""
+    """The immediate answer to a ClientAppend: accepted at [first, last] in `epoch`, or refused
+    with the leader to ask instead. An accepted append's outcome follows later, as
+    AppendCommitted or AppendLost (kraft.core.commits)."""
 
     request_id: int
     error: ErrorCode
@@ -82,6 +84,28 @@ class AppendResult:
     last_offset: Offset | None = None
     epoch: Epoch | None = None
     leader_id: NodeId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCommitted:
+    """An append this replica accepted (AppendResult with NONE) is committed: its high
+    watermark passed `last_offset` while its log held `epoch` there (kraft.core.commits)."""
+
+    request_id: int
+    first_offset: Offset
+    last_offset: Offset
+    epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class AppendLost:
+    """An append this replica accepted is not known to be committed: its log was truncated at
+    or below `last_offset`, or holds another epoch there (kraft.core.commits)."""
+
+    request_id: int
+    first_offset: Offset
+    last_offset: Offset
+    epoch: Epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +163,8 @@ Effect = (
     | Send
     | HighWatermarkMoved
     | AppendResult
+    | AppendCommitted
+    | AppendLost
     | StateChanged
     | ActionTaken
     | SnapshotRequired

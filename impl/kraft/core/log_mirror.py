@@ -61,6 +61,13 @@ class LogMirror:
     def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
         return tuple(zip(self._epochs, self._starts, strict=True))
 
+    def epoch_at(self, offset: Offset) -> Epoch | None:
+        """The epoch of the record at `offset`; None if the log does not hold that offset."""
+        if not self._start <= offset < self._end:
+            return None
+        i = bisect_right(self._starts, offset) - 1
+        return self._epochs[i] if i >= 0 else None
+
     def start_offset_of(self, epoch: Epoch) -> Offset | None:
         for e, s in zip(self._epochs, self._starts, strict=True):
             if e == epoch:

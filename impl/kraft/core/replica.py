@@ -15,6 +15,7 @@ from typing import ClassVar, Protocol
 
 from kraft.core import quorum_math as qm
 from kraft.core.bounds import out_of_bounds
+from kraft.core.commits import CommitRule
 from kraft.core.effects import (
     ActionTaken,
     AppendResult,
@@ -211,6 +212,8 @@ class Replica:
         # Asked on every message; recompute wherever the voter set changes (KIP-856).
         self._is_voter = self._voters.contains(self._me)
         self._log = LogMirror(log_state)
+        # The appends this replica accepted, until each is decided (kraft.core.commits).
+        self._commits = CommitRule()
         self._producers = ProducerTable()
         for batch in log_state.producer_batches:
             self._producers.record(batch)
@@ -1200,6 +1203,7 @@ class Replica:
             return False
         self._hwm = value
         self._out.append(HighWatermarkMoved(value))
+        self._out.extend(self._commits.high_watermark_raised(value, self._log))
         return True
 
     def _complete_parked(self, *, all_of_them: bool) -> None:
@@ -1274,6 +1278,7 @@ class Replica:
         if target < self._log.end_offset:
             self._out.append(TruncateLog(target))
             self._log.truncate(target)
+            self._out.extend(self._commits.truncated(target))
             self._producers.truncate(target)
 
     def _batch_base(self, offset: Offset) -> Offset:
@@ -1320,6 +1325,15 @@ class Replica:
 
     # ------------------------------------------------------------------ client
 
+    def _accept(self, request_id: int, first: Offset, last: Offset, epoch: Epoch) -> None:
+        """Answer an accepted append; its outcome follows from the commit rule."""
+        self._out.append(AppendResult(request_id, ErrorCode.NONE, first, last, epoch, self._me.id))
+        self._out.extend(
+            self._commits.accepted(
+                request_id, first, last, epoch, high_watermark=self._hwm, log=self._log
+            )
+        )
+
     def _refuse_append(self, request_id: int) -> None:
         self._out.append(
             AppendResult(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=self._leader_id)
@@ -1354,16 +1368,7 @@ class Replica:
         if check.verdict is Verdict.DUPLICATE:
             b = check.batch
             assert b is not None
-            self._out.append(
-                AppendResult(
-                    ev.request_id,
-                    ErrorCode.NONE,
-                    b.first_offset,
-                    b.last_offset,
-                    b.epoch,
-                    self._me.id,
-                )
-            )
+            self._accept(ev.request_id, b.first_offset, b.last_offset, b.epoch)
             return
         if check.verdict is not Verdict.NEW:
             refused = (
@@ -1387,9 +1392,7 @@ class Replica:
         )
         self._append(first, last, data)
         self._producers.record(ProducerBatch(ev.producer, ev.sequence, first, last, self._epoch))
-        self._out.append(
-            AppendResult(ev.request_id, ErrorCode.NONE, first, last, self._epoch, self._me.id)
-        )
+        self._accept(ev.request_id, first, last, self._epoch)
         self._maybe_advance_hwm()
 
     def _append_lingering(self) -> None:
@@ -1407,8 +1410,6 @@ class Replica:
         at = first
         for request_id, vs in waiting:
             last = Offset(at + len(vs) - 1)
-            self._out.append(
-                AppendResult(request_id, ErrorCode.NONE, at, last, self._epoch, self._me.id)
-            )
+            self._accept(request_id, at, last, self._epoch)
             at = Offset(last + 1)
         self._maybe_advance_hwm()

@@ -3,10 +3,11 @@
 Group commit. The events ready at a wake-up (network receives, client appends, the due tick)
 form a batch, stepped one after the other. Effects are performed in order: AppendToLog and
 TruncateLog at once, PersistElectionState at once (the file write fsyncs). A FlushLog only marks
-a flush pending; from then on every outbound effect (Send, AppendResult, HighWatermarkMoved,
-ShutdownComplete) is held. At the end of the batch one fsync makes every append durable, then
-the held effects are released in their order. So nothing leaves the node before the records
-it depends on are on disk, however many steps shared that fsync (kraft.core.effects).
+a flush pending; from then on every outbound effect (Send, AppendResult, AppendCommitted,
+AppendLost, HighWatermarkMoved, ShutdownComplete) is held. At the end of the batch one fsync
+makes every append durable, then the held effects are released in their order. So nothing
+leaves the node before the records it depends on are on disk, however many steps shared that
+fsync (kraft.core.effects).
 
 Within a batch, client appends are stepped after the other events, so that what a peer's
 message releases (a HWM that answers clients, a Fetch answered from records already durable)
@@ -17,11 +18,11 @@ when it returns; nothing steps the replica or writes the log before it does.
 Sends are encoded when performed, not when released: a Fetch response holds a view of the
 mmapped log, valid only until the log is next truncated.
 
-Client appends are answered only once committed: an AppendResult says the batch was accepted at
-[first, last] in `epoch`; the client hears success when the high watermark passes `last` while
-the log still holds `epoch` at `last`. A truncation that removes the batch, or a committed log
-with another epoch there, answers with an error; so does a timeout (outcome unknown). Never a
-false acknowledgement.
+Client appends are answered only once decided. The core decides (kraft.core.commits): an
+AppendResult that refuses is answered at once; an accepted append is answered by its
+AppendCommitted (success) or AppendLost (an error: not known to be committed), released like
+any outbound effect, so never before what it depends on is durable. A timeout is the driver's
+own answer: outcome unknown. Never a false acknowledgement.
 
 The batch is stepped without awaiting, so other tasks of the node (DescribeQuorum, reads)
 only ever see the replica and the log between whole steps; while an fsync runs they may see
@@ -35,7 +36,6 @@ import contextlib
 import functools
 import itertools
 import logging
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Protocol
 
 from kraft.core.effects import (
+    AppendCommitted,
+    AppendLost,
     AppendResult,
     AppendToLog,
     Effect,
@@ -104,8 +106,6 @@ class AppendOutcome:
 class _Pending:
     future: asyncio.Future[AppendOutcome]
     deadline_ms: int
-    # (first, last, epoch): set by the AppendResult that accepted the batch.
-    accepted: tuple[Offset, Offset, Epoch] | None = None
 
 
 class Driver:
@@ -249,8 +249,9 @@ class Driver:
         """The log holds a batch that fails validation where it is read for sending. Leading
         on, every follower would stall at that batch; so resign (EndQuorumEpoch lets the
         others elect at once) and stop, exit status 1. When the read was inside a step, that
-        step's effects are dropped: at most a high-watermark move goes unannounced, which
-        only delays acknowledgements (nothing is appended or persisted before the read)."""
+        step's effects are dropped: at most a high-watermark move and the outcomes of the
+        appends it decided go unannounced (nothing is appended or persisted before the read);
+        the node stops, and those clients hear that the outcome is unknown."""
         if self.fatal is None:
             self.fatal = e
             log.error("cannot serve the log: %s; resigning and stopping this node", e)
@@ -285,7 +286,6 @@ class Driver:
                     self.log.append_as_follower(e.data)
             elif isinstance(e, TruncateLog):
                 self.log.truncate_to(e.offset)
-                self._truncated(e.offset)
             elif isinstance(e, FlushLog):
                 self._flush_pending = True
             elif isinstance(e, PersistElectionState):
@@ -302,6 +302,10 @@ class Driver:
                 self._emit(functools.partial(self._hwm_moved, e.high_watermark))
             elif isinstance(e, AppendResult):
                 self._emit(functools.partial(self._append_result, e))
+            elif isinstance(e, AppendCommitted):
+                self._emit(functools.partial(self._committed, e))
+            elif isinstance(e, AppendLost):
+                self._emit(functools.partial(self._lost, e))
             elif isinstance(e, StateChanged):
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
             elif isinstance(e, ShutdownComplete):
@@ -328,57 +332,32 @@ class Driver:
 
     # ------------------------------------------------------------------ client appends
 
-    def _epoch_at(self, offset: Offset) -> Epoch | None:
-        if not self.log.start_offset <= offset < self.log.end_offset:
-            return None
-        entries = self.log.epoch_entries()
-        i = bisect_right([s for _, s in entries], offset) - 1
-        return entries[i][0] if i >= 0 else None
-
     def _append_result(self, r: AppendResult) -> None:
-        p = self._pending.get(r.request_id)
-        if p is None:
-            return
-        if r.error is not ErrorCode.NONE:
+        """A refusal is answered now; an accepted append waits for its outcome."""
+        if r.error is not ErrorCode.NONE and r.request_id in self._pending:
             why = _APPEND_REFUSALS.get(r.error, r.error.name)
             self._answer(r.request_id, AppendOutcome(r.error, why, leader_id=r.leader_id))
-            return
-        assert r.first_offset is not None and r.last_offset is not None and r.epoch is not None
-        p.accepted = (r.first_offset, r.last_offset, r.epoch)
-        self._check(r.request_id, p)
 
-    def _check(self, request_id: int, p: _Pending) -> None:
-        assert p.accepted is not None
-        first, last, epoch = p.accepted
-        hwm = self.high_watermark
-        if self._epoch_at(last) != epoch:
-            self._answer(request_id, self._lost(p))  # truncated away
-        elif hwm is not None and hwm > last:
-            leader = self.replica.view().leader_id
-            self._answer(
-                request_id, AppendOutcome(ErrorCode.NONE, None, first, last, epoch, leader)
-            )
+    def _committed(self, c: AppendCommitted) -> None:
+        leader = self.replica.view().leader_id
+        outcome = AppendOutcome(
+            ErrorCode.NONE, None, c.first_offset, c.last_offset, c.epoch, leader
+        )
+        self._answer(c.request_id, outcome)
 
-    def _lost(self, p: _Pending) -> AppendOutcome:
-        assert p.accepted is not None
-        first, last, epoch = p.accepted
-        return AppendOutcome(
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"records {first}..{last} of epoch {epoch} were truncated here after a leader "
-            "change; they are not known to be committed",
-            leader_id=self.replica.view().leader_id,
+    def _lost(self, lost: AppendLost) -> None:
+        self._answer(
+            lost.request_id,
+            AppendOutcome(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"records {lost.first_offset}..{lost.last_offset} of epoch {lost.epoch} were"
+                " truncated here after a leader change; they are not known to be committed",
+                leader_id=self.replica.view().leader_id,
+            ),
         )
 
     def _hwm_moved(self, hwm: Offset) -> None:
         self.high_watermark = hwm
-        for request_id, p in list(self._pending.items()):
-            if p.accepted is not None:
-                self._check(request_id, p)
-
-    def _truncated(self, offset: Offset) -> None:
-        for request_id, p in list(self._pending.items()):
-            if p.accepted is not None and p.accepted[1] >= offset:
-                self._answer(request_id, self._lost(p))
 
     def _expire_appends(self) -> None:
         now = self._clock()

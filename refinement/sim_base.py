@@ -1,0 +1,390 @@
+"""The simulator's ground floor: the per-node record, heap entry kinds, the run's shared state,
+scheduling, trace lines, node snapshots and violations.
+
+The simulator (refinement.sim.Simulator) is built in layers, each a class in its own module
+extending the one below: sim_base (this), sim_network (messages, stepping replicas, applying
+effects, the checks after every step), sim_faults (node lifecycle and injected faults),
+sim_clients (the simulated client and the commit rule's outcomes), sim_liveness (the liveness
+phase), and refinement.sim (configuration, the run loop, the entry points). A lower layer calls
+a few steps of the layers above; they are declared at the end of SimBase.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import uuid
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, NoReturn
+
+from kraft.core.effects import AppendResult, ElectionState
+from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.storage.memory_log import MemoryLog
+from refinement.invariants import NodeState, Violation
+from refinement.trace import JsonObject, JsonValue, TraceEvent, TraceWriter, message_json
+
+if TYPE_CHECKING:
+    from refinement.sim import ReplicaFactory, SimConfig, SimReplica, SimResult
+
+
+# Heap entry kinds.
+_DELIVER = 0
+_TICK = 1
+_CLIENT_NEW = 2
+_CLIENT_SEND = 3
+_FAULT = 4
+_HEAL = 5
+_RESTART = 6
+_SEND_FAILED = 7
+_FORCE_STOP = 8
+
+# (virtual time, sequence number, kind, two payload slots whose meaning depends on kind)
+_HeapEntry = tuple[int, int, int, object, object]
+
+_PARTITION = "partition"
+_CRASH = "crash"
+_SHUTDOWN = "shutdown"
+
+_REQUEST_OF: dict[type, type] = {
+    VoteResponse: VoteRequest,
+    BeginQuorumEpochResponse: BeginQuorumEpochRequest,
+    EndQuorumEpochResponse: EndQuorumEpochRequest,
+    FetchResponse: FetchRequest,
+    FetchSnapshotResponse: FetchSnapshotRequest,
+}
+_REQUEST_TYPES = frozenset(_REQUEST_OF.values())
+
+
+def directory_of(node: NodeId) -> DirectoryId:
+    """Deterministic, non-zero storage ids, so the id alone names a replica in traces."""
+    return DirectoryId(uuid.UUID(int=(0x5E1 << 64) | node))
+
+
+class _StopRun(Exception):  # noqa: N818 (control flow, not an error)
+    """Ends the event loop (a violation was found or the liveness phase finished)."""
+
+
+class _Node:
+    __slots__ = (
+        "id",
+        "inc",
+        "is_voter",
+        "key",
+        "log",
+        "log_dirty",
+        "persisted",
+        "replica",
+        "shutting_down",
+        "snap",
+        "stop_requested",
+        "tick_at",
+        "view",
+    )
+
+    def __init__(self, node_id: NodeId, is_voter: bool) -> None:
+        self.id = node_id
+        self.key = ReplicaKey(node_id, directory_of(node_id))
+        self.is_voter = is_voter
+        self.log = MemoryLog()
+        self.log_dirty = True
+        self.persisted: ElectionState | None = None
+        self.replica: SimReplica | None = None
+        self.inc = 0
+        self.shutting_down = False
+        self.tick_at = -1
+        self.stop_requested = False
+        self.view: object = None  # the replica view `snap` was made from
+        self.snap = NodeState(
+            node_id=node_id,
+            incarnation=0,
+            state=None,
+            epoch=Epoch(0),
+            leader_id=None,
+            end_offset=Offset(0),
+            last_epoch=Epoch(0),
+            high_watermark=None,
+            max_high_watermark=None,
+            log_end_offset=Offset(0),
+            log_last_epoch=Epoch(0),
+            flushed_offset=Offset(0),
+            epochs=(),
+        )
+
+
+_REQUEST_MESSAGES = (
+    VoteRequest,
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+)
+
+_EVENT_NAMES: dict[type, str] = {
+    Tick: "Tick",
+    Receive: "Receive",
+    SendFailed: "SendFailed",
+    ClientAppend: "ClientAppend",
+    Shutdown: "Shutdown",
+}
+
+
+def _links_json(links: list[tuple[NodeId, NodeId]]) -> list[JsonValue]:
+    return [[int(a), int(b)] for a, b in links]
+
+
+class SimBase:
+    """The state every layer shares, scheduling, trace lines, node snapshots, violations."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        self.config = config
+        self._factory = replica_factory
+        self._trace = TraceWriter(trace) if trace is not None else None
+        self._rng = random.Random(config.seed)
+        self._profile = config.profile
+        self._check = config.check_invariants
+        self._heap: list[_HeapEntry] = []
+        self._seq = 0
+        self.now = 0
+        self.result = result
+        n_total = config.voters + config.observers
+        self._nodes: dict[NodeId, _Node] = {
+            NodeId(i): _Node(NodeId(i), i <= config.voters) for i in range(1, n_total + 1)
+        }
+        self._voter_ids = tuple(n.id for n in self._nodes.values() if n.is_voter)
+        self._voter_keys = tuple(self._nodes[i].key for i in self._voter_ids)
+        self._voter_set = frozenset(self._voter_ids)
+        self._snaps: dict[NodeId, NodeState] = {i: n.snap for i, n in self._nodes.items()}
+        # The phase: False while faults are injected, True once the liveness phase began.
+        self._liveness = False
+        # Per-step scratch: actions taken and simulator lines to emit after the step line.
+        self._actions: list[str] = []
+        self._side_lines: list[tuple[str, NodeId | None, JsonObject | None]] = []
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _push(self, at: int, kind: int, a: object, b: object = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, kind, a, b))
+
+    def _delay(self) -> int:
+        lo, hi = self.config.delay_ms
+        d = lo + int(self._rng.random() * (hi - lo + 1))
+        jitter = self._profile.jitter_ms
+        if jitter:
+            d += int(self._rng.random() * (jitter + 1))
+        return d
+
+    def _exp_ms(self, rate_per_s: float) -> int:
+        return 1 + int(self._rng.expovariate(rate_per_s) * 1000.0)
+
+    # ------------------------------------------------------------------ traces
+
+    def _state_json(self, node: _Node) -> JsonObject:
+        replica = node.replica
+        if replica is None:
+            p = node.persisted
+            log = node.log
+            return {
+                "state": "Down",
+                "epoch": int(p.epoch) if p else 0,
+                "votedFor": int(p.voted_for.id) if p and p.voted_for else None,
+                "leader": int(p.leader_id) if p and p.leader_id is not None else None,
+                "endOffset": int(log.end_offset),
+                "lastEpoch": int(log.last_epoch),
+                "hwm": None,
+                "logStartOffset": int(log.start_offset),
+            }
+        v = replica.view()
+        return {
+            "state": v.state.value,
+            "epoch": int(v.epoch),
+            "votedFor": int(v.voted_for.id) if v.voted_for is not None else None,
+            "leader": int(v.leader_id) if v.leader_id is not None else None,
+            "endOffset": int(v.end_offset),
+            "lastEpoch": int(v.last_epoch),
+            "hwm": None if v.high_watermark is None else int(v.high_watermark),
+            "logStartOffset": int(v.log_start_offset),
+        }
+
+    def _write_step(
+        self, node: _Node, event: Event | None, src_id: int | None, msg: Message | None
+    ) -> None:
+        actions = tuple(self._actions)
+        self._actions.clear()
+        message: JsonObject | None = None
+        if msg is not None and src_id is not None:
+            message = message_json(msg, src_id, int(node.id))
+        elif isinstance(event, ClientAppend):
+            message = {"type": "ClientAppend", "requestId": event.request_id,
+                       "records": len(event.values)}  # fmt: skip
+        elif isinstance(event, SendFailed):
+            message = message_json(event.request, int(node.id), int(event.dst))
+        action = actions[0] if actions else _EVENT_NAMES.get(type(event), type(event).__name__)
+        self._write_line(node.id, action, actions, message, self._state_json(node))
+        self._flush_side_lines()
+
+    def _write_line(
+        self,
+        node: NodeId | None,
+        action: str,
+        actions: tuple[str, ...],
+        message: JsonObject | None,
+        state: JsonObject | None,
+    ) -> None:
+        trace = self._trace
+        assert trace is not None
+        trace.write(
+            TraceEvent(
+                index=trace.count,
+                time=self.now,
+                node=None if node is None else int(node),
+                action=action,
+                actions=actions,
+                message=message,
+                state=state,
+            )
+        )
+
+    def _flush_side_lines(self) -> None:
+        lines = self._side_lines
+        if not lines:
+            return
+        self._side_lines = []
+        for action, node, message in lines:
+            state = None
+            if node is not None and action not in ("DropMessage", "DuplicateMessage"):
+                state = self._state_json(self._nodes[node])
+            self._write_line(node, action, (), message, state)
+
+    def _sim_event(self, action: str, node: _Node | None, message: JsonObject | None) -> None:
+        """A simulator action that is its own event (Crash, Restart, Partition, Heal...)."""
+        self.result.events += 1
+        if self._trace is not None:
+            state = None if node is None else self._state_json(node)
+            nid = None if node is None else node.id
+            self._write_line(nid, action, (), message, state)
+            self._flush_side_lines()
+
+    # ------------------------------------------------------------------ per-step helpers
+
+    def _side(
+        self, action: str, node: NodeId | None, describe: Callable[[], JsonObject] | None
+    ) -> None:
+        """A simulator event: counted, traced after the current step's line."""
+        self.result.events += 1
+        if self._trace is not None:
+            self._side_lines.append((action, node, None if describe is None else describe()))
+        elif self._side_lines:
+            self._side_lines.clear()
+
+    def _snapshot(self, node: _Node) -> NodeState:
+        log = node.log
+        old = node.snap
+        if node.log_dirty:
+            epochs = log.epoch_entries()
+            if epochs == old.epochs:
+                epochs = old.epochs
+            node.log_dirty = False
+        else:
+            epochs = old.epochs
+        replica = node.replica
+        if replica is None:
+            persisted = node.persisted
+            return NodeState(
+                node_id=node.id,
+                incarnation=node.inc,
+                state=None,
+                epoch=persisted.epoch if persisted is not None else Epoch(0),
+                leader_id=None,
+                end_offset=log.end_offset,
+                last_epoch=log.last_epoch,
+                high_watermark=None,
+                max_high_watermark=None,
+                log_end_offset=log.end_offset,
+                log_last_epoch=log.last_epoch,
+                flushed_offset=log.flushed_offset,
+                epochs=epochs,
+            )
+        v = replica.view()
+        if (
+            v is node.view
+            and old.incarnation == node.inc
+            and log.end_offset == old.log_end_offset
+            and log.flushed_offset == old.flushed_offset
+            and epochs is old.epochs
+        ):
+            return old  # a replica that keeps its view object unchanged changed nothing
+        node.view = v
+        hwm = v.high_watermark
+        top = old.max_high_watermark if old.incarnation == node.inc else None
+        if hwm is not None and (top is None or hwm > top):
+            top = hwm
+        # Positional: this runs after every event (field order of NodeState).
+        return NodeState(
+            node.id,
+            node.inc,
+            v.state,
+            v.epoch,
+            v.leader_id,
+            v.end_offset,
+            v.last_epoch,
+            hwm,
+            top,
+            log.end_offset,
+            log.last_epoch,
+            log.flushed_offset,
+            epochs,
+        )
+
+    def _violation(self, name: str, detail: str) -> NoReturn:
+        self.result.violations.append(
+            Violation(name, f"{detail} [event {self.result.events}, t={self.now}ms]")
+        )
+        if self._trace is not None:
+            self._side_lines.append(("Violation", None, {"type": name, "detail": detail}))
+            self._flush_side_lines()
+        raise _StopRun
+
+    # ------------------------------------------------------------------ provided above
+
+    # Steps of one layer that a lower layer calls: each is defined by the layer named.
+
+    def _node_stopped(self, node: _Node, action: str) -> None:
+        """A node stopped (crash or clean stop): refinement.sim_faults."""
+        raise NotImplementedError
+
+    def _retry_inflight(self, node: _Node) -> None:
+        """The client retries what it sent to a stopped node: refinement.sim_clients."""
+        raise NotImplementedError
+
+    def _append_result(self, node: _Node, res: AppendResult) -> None:
+        """The client hears an AppendResult: refinement.sim_clients."""
+        raise NotImplementedError
+
+    def _decide(self) -> None:
+        """The client hears this step's AppendCommitted/AppendLost: refinement.sim_clients."""
+        raise NotImplementedError
+
+    def _liveness_progress(self) -> None:
+        """After every step of the liveness phase: refinement.sim_liveness."""
+        raise NotImplementedError

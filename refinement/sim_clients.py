@@ -1,0 +1,178 @@
+"""The simulator's client layer (see refinement.sim_base for the layers). An accepted append is
+acknowledged when the accepting replica's core emits AppendCommitted (kraft.core.commits), the
+rule the node's clients hear too, and counted lost on its AppendLost. Each acknowledgement is
+checked at once against every node (CommittedNeverLost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import IO, TYPE_CHECKING
+
+from kraft.core.effects import AppendLost, AppendResult
+from kraft.core.events import ClientAppend
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset
+from refinement import invariants as inv
+from refinement.invariants import AckedRange
+from refinement.sim_base import _CLIENT_SEND, _Node
+from refinement.sim_faults import SimFaults
+
+if TYPE_CHECKING:
+    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+
+# The client: at most this many appends outstanding (new ones are skipped meanwhile), and
+# retries back off exponentially up to the cap, so a leaderless stretch does not turn into a
+# flood of retries that would crowd out the protocol's own events.
+_MAX_CLIENT_OUTSTANDING = 32
+_MAX_CLIENT_ATTEMPTS = 30
+_CLIENT_BACKOFF_CAP_MS = 1000
+
+
+@dataclass(slots=True)
+class _ClientRequest:
+    rid: int
+    values: tuple[bytes, ...]
+    target: NodeId | None
+    attempts: int = 0
+
+
+class SimClients(SimFaults):
+    """The simulated client: appends at a Poisson rate, retries with backoff, follows the
+    leader it is told of, and hears each accepted append's outcome from the core."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        super().__init__(config, result, replica_factory, trace)
+        self._next_rid = 1
+        self._pending: dict[int, _ClientRequest] = {}
+        self._inflight: dict[NodeId, dict[int, _ClientRequest]] = {i: {} for i in self._nodes}
+        # Accepted, not yet decided: rid -> (node, first, last, epoch, accepted at).
+        self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch, int]] = {}
+        self._client_leader: NodeId | None = None
+        # The liveness phase's probe append, until acknowledged.
+        self._probe: int | None = None
+
+    # ------------------------------------------------------------------ the client
+
+    def _client_new(self) -> None:
+        if len(self._pending) >= _MAX_CLIENT_OUTSTANDING:
+            return
+        rid = self._next_rid
+        self._next_rid += 1
+        count = 1 + int(self._rng.random() * 3)
+        values = tuple(b"r%d.%d" % (rid, k) for k in range(count))
+        req = _ClientRequest(rid, values, self._client_leader)
+        self._pending[rid] = req
+        self._client_dispatch(req, self.now)
+
+    def _client_dispatch(self, req: _ClientRequest, at: int) -> None:
+        target = req.target
+        if target is None or self._nodes[target].replica is None:
+            up = [i for i in self._voter_ids if self._nodes[i].replica is not None]
+            pool = up or list(self._voter_ids)
+            target = pool[int(self._rng.random() * len(pool))]
+            req.target = target
+        self._push(at + self._delay(), _CLIENT_SEND, req.rid, target)
+
+    def _client_send(self, rid: int, target: object) -> None:
+        req = self._pending.get(rid)
+        if req is None:
+            return
+        assert isinstance(target, int)
+        node = self._nodes[NodeId(target)]
+        if node.replica is None:
+            req.target = None
+            self._client_retry(req)
+            return
+        req.attempts += 1
+        self._inflight[node.id][rid] = req
+        event = ClientAppend(self.now, req.values, rid)
+        self._step(node, event, None, None, None)
+
+    def _client_retry(self, req: _ClientRequest) -> None:
+        if req.attempts >= _MAX_CLIENT_ATTEMPTS and not self._liveness:
+            self._pending.pop(req.rid, None)
+            self.result.gave_up += 1
+            return
+        base = self.config.timing.retry_backoff_ms << min(req.attempts, 8)
+        backoff = min(base, _CLIENT_BACKOFF_CAP_MS)
+        self._client_dispatch(req, self.now + backoff // 2 + int(self._rng.random() * backoff / 2))
+
+    def _retry_inflight(self, node: _Node) -> None:
+        inflight = self._inflight[node.id]
+        if inflight:
+            for req in list(inflight.values()):
+                req.target = None
+                self._client_retry(req)
+            inflight.clear()
+
+    def _append_result(self, node: _Node, res: AppendResult) -> None:
+        req = self._inflight[node.id].pop(res.request_id, None)
+        if req is None:
+            return
+        if res.error == ErrorCode.NONE:
+            first, last, epoch = res.first_offset, res.last_offset, res.epoch
+            if first is None or last is None or epoch is None:
+                self._violation(
+                    "EffectRejected", f"node {node.id} accepted request {req.rid} without offsets"
+                )
+            self._pending.pop(req.rid, None)
+            self.result.accepted += 1
+            self._client_leader = node.id
+            self._accepted[req.rid] = (node.id, first, last, epoch, self.now)
+        elif res.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            req.target = res.leader_id
+            if res.leader_id is not None and res.leader_id != node.id:
+                self._client_leader = res.leader_id
+            self._client_retry(req)
+        else:
+            self._pending.pop(req.rid, None)
+            self.result.refused += 1
+
+    def _decide(self) -> None:
+        """The outcomes the core decided in this step: acknowledge or count as lost."""
+        decided, self._decided = self._decided, []
+        for d in decided:
+            accepted = self._accepted.pop(d.request_id, None)
+            if accepted is None:
+                # Every accepted append is decided once, by the replica that accepted it.
+                self._violation(
+                    "EffectRejected",
+                    f"{type(d).__name__} for request {d.request_id}, which is not an accepted"
+                    " append awaiting its outcome (decided twice, or never accepted)",
+                )
+            if isinstance(d, AppendLost):
+                self.result.lost += 1
+                continue
+            self.result.commit_latency_ms.append(self.now - accepted[4])
+            self._acknowledge(d.request_id, d.first_offset, d.last_offset, d.epoch)
+
+    def _acknowledge(self, rid: int, first: Offset, last: Offset, epoch: Epoch) -> None:
+        self.result.committed += 1
+        new = AckedRange(first, last, epoch)
+        # Kept in epoch order, which is offset order along the committed log: a former
+        # leader may acknowledge an older epoch after a newer one was acknowledged.
+        acked = self._acked
+        i = len(acked)
+        while i > 0 and acked[i - 1].epoch > epoch:
+            i -= 1
+        if i > 0 and acked[i - 1].epoch == epoch:
+            top = acked[i - 1]
+            acked[i - 1] = AckedRange(min(top.first, first), max(top.last, last), epoch)
+            self._acked_lasts[i - 1] = acked[i - 1].last
+        else:
+            acked.insert(i, new)
+            self._acked_lasts.insert(i, last)
+        self._acked_t = tuple(acked)
+        # The new acknowledgement against every node; older ones were checked already.
+        v = self._check and inv.committed_never_lost(replace(self._cluster(), acknowledged=(new,)))
+        if v:
+            self._violation(v.name, v.detail)
+        if rid == self._probe:
+            self._probe = None

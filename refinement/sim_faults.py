@@ -1,0 +1,174 @@
+"""The simulator's node lifecycle and fault layer (see refinement.sim_base for the layers): a
+node starts from its persisted election state and its log, crashes (losing what its log did
+not flush) or stops cleanly; partitions heal after a while.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kraft.core.events import Shutdown
+from kraft.ids import ClusterId, NodeId
+from refinement.sim_base import (
+    _CRASH,
+    _FAULT,
+    _FORCE_STOP,
+    _HEAL,
+    _PARTITION,
+    _RESTART,
+    _SHUTDOWN,
+    _links_json,
+    _Node,
+    _StopRun,
+)
+from refinement.sim_network import SimNetwork
+
+
+class SimFaults(SimNetwork):
+    """Nodes started, crashed and stopped; partitions, crashes and graceful shutdowns
+    injected as the fault profile says."""
+
+    # ------------------------------------------------------------------ node lifecycle
+
+    def _start_node(self, node: _Node, action: str) -> None:
+        # Imported here: refinement.sim (the configuration) imports this module.
+        from refinement.sim import NodeSetup
+
+        cfg = self.config
+        rng = random.Random(f"{cfg.seed}/{node.id}/{node.inc}")
+        setup = NodeSetup(
+            node=node.key,
+            cluster_id=ClusterId(cfg.cluster_id),
+            voters=self._voter_keys,
+            timing=cfg.timing,
+            election_state=node.persisted,
+            log=node.log,
+            rng=rng,
+            now_ms=self.now,
+        )
+        try:
+            replica = self._factory(setup)
+            node.replica = replica
+            node.shutting_down = False
+            node.tick_at = -1
+            effects = replica.start()
+        except _StopRun:
+            raise
+        except Exception as exc:
+            self._violation(
+                "ReplicaRaised", f"node {node.id} raised {type(exc).__name__} at {action}: {exc}"
+            )
+        self._actions.insert(0, action)
+        self._apply(node, effects, None, None)
+        self._schedule_tick(node, replica.next_deadline_ms())
+        self._after_step(node, None, None, None)
+
+    def _crash(self, node: _Node) -> None:
+        node.replica = None
+        node.log.simulate_crash()
+        node.log_dirty = True
+        self.result.crashes += 1
+        self._node_stopped(node, "Crash")
+
+    def _node_stopped(self, node: _Node, action: str) -> None:
+        # A new incarnation: messages and timers aimed at the old one die with it (its
+        # connections closed), and the next start derives a fresh generator from it.
+        node.inc += 1
+        node.shutting_down = False
+        node.stop_requested = False
+        node.tick_at = -1
+        self._retry_inflight(node)
+        old = node.snap
+        new = self._snapshot(node)
+        node.snap = new
+        self._snaps[node.id] = new
+        self._sim_event(action, node, None)
+        self._check_node(old, new)
+        lo, hi = self._profile.down_ms
+        down = lo + int(self._rng.random() * (hi - lo + 1))
+        self._push(self.now + (0 if self._liveness else down), _RESTART, node, node.inc)
+
+    # ------------------------------------------------------------------ faults
+
+    def _fault(self, kind: str) -> None:
+        p = self._profile
+        if kind == _PARTITION:
+            self._partition()
+            self._push(self.now + self._exp_ms(p.partition_rate), _FAULT, kind)
+        elif kind == _CRASH:
+            victim = self._pick_victim()
+            if victim is not None:
+                self._crash(victim)
+            self._push(self.now + self._exp_ms(p.crash_rate), _FAULT, kind)
+        elif kind == _SHUTDOWN:
+            victim = self._pick_victim()
+            if victim is not None:
+                self._shutdown(victim)
+            self._push(self.now + self._exp_ms(p.shutdown_rate), _FAULT, kind)
+
+    def _pick_victim(self) -> _Node | None:
+        up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]
+        if not up:
+            return None
+        victim = up[int(self._rng.random() * len(up))]
+        if victim.is_voter:
+            cap = self._profile.max_down
+            if cap is None:
+                cap = (len(self._voter_ids) - 1) // 2
+            down = sum(
+                1
+                for i in self._voter_ids
+                if self._nodes[i].replica is None or self._nodes[i].shutting_down
+            )
+            if down >= cap:
+                return None
+        return victim
+
+    def _shutdown(self, node: _Node) -> None:
+        self.result.shutdowns += 1
+        node.shutting_down = True
+        inc = node.inc
+        timeout = 2 * self.config.timing.request_timeout_ms
+        self._push(self.now + timeout, _FORCE_STOP, node, inc)
+        self._step(node, Shutdown(self.now), None, None, None)
+
+    def _partition(self) -> None:
+        rng = self._rng
+        ids = list(self._nodes)
+        if len(ids) < 2:
+            return
+        links: list[tuple[NodeId, NodeId]] = []
+        if rng.random() < self._profile.one_way_fraction:
+            a = ids[int(rng.random() * len(ids))]
+            others = [i for i in ids if i != a]
+            b = others[int(rng.random() * len(others))]
+            links.append((a, b))
+        else:
+            rng.shuffle(ids)
+            cut = 1 + int(rng.random() * (len(ids) - 1))
+            side_a, side_b = sorted(ids[:cut]), sorted(ids[cut:])
+            for x in side_a:
+                for y in side_b:
+                    links += [(x, y), (y, x)]
+        pid = self._seq
+        self._partitions[pid] = links
+        for link in links:
+            self._blocked[link] = self._blocked.get(link, 0) + 1
+        self.result.partitions += 1
+        lo, hi = self._profile.partition_ms
+        self._push(self.now + lo + int(rng.random() * (hi - lo + 1)), _HEAL, pid)
+        self._sim_event(
+            "Partition", None, {"type": "Partition", "id": pid, "links": _links_json(links)}
+        )
+
+    def _heal(self, pid: int) -> None:
+        links = self._partitions.pop(pid, None)
+        if links is None:
+            return
+        for link in links:
+            left = self._blocked[link] - 1
+            if left:
+                self._blocked[link] = left
+            else:
+                del self._blocked[link]
+        self._sim_event("Heal", None, {"type": "Heal", "id": pid, "links": _links_json(links)})

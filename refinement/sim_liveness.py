@@ -1,0 +1,124 @@
+"""The simulator's liveness phase (see refinement.sim_base for the layers). It heals every
+partition, restarts stopped nodes, stops losing and duplicating messages, then requires within
+a bound a leader that every voter follows (EventuallyLeaderElected), a fresh probe append
+acknowledged, and every client append answered and decided (EventuallyCommitted).
+
+An append accepted by an incarnation that crashed is decided here, from the settled leader's
+log: the core that would have decided it died with that incarnation. So is one a live replica
+has not decided by the end (it has not caught up yet; its core would decide the same).
+"""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING, NoReturn
+
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import NodeId
+from refinement import invariants as inv
+from refinement.sim_base import _StopRun
+from refinement.sim_clients import SimClients, _ClientRequest
+
+if TYPE_CHECKING:
+    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+
+
+class SimLiveness(SimClients):
+    """After the fault phase: heal, restart, and require a stable leader and every append
+    decided within the bound."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        super().__init__(config, result, replica_factory, trace)
+        self._liveness_deadline = 0
+        self._liveness_start = 0
+        self._stable_leader: NodeId | None = None
+
+    # ------------------------------------------------------------------ liveness
+
+    def _start_liveness(self) -> None:
+        self._liveness = True
+        self._liveness_start = self.now
+        self._liveness_deadline = self.now + self.config.liveness_bound
+        self._loss = 0.0
+        self._duplicate = 0.0
+        for pid in sorted(self._partitions):
+            self._heal(pid)
+        for node in self._nodes.values():
+            if node.replica is None:
+                self._start_node(node, "Restart")
+        self._liveness_progress()
+
+    def _liveness_progress(self) -> None:
+        leader = self._stable_leader
+        if leader is not None and self._snaps[leader].state is not ReplicaState.LEADER:
+            leader = self._stable_leader = None  # leadership moved after it settled
+        if leader is None:
+            leader = self._find_stable_leader()
+            if leader is None:
+                return
+            self._stable_leader = leader
+            if self.result.recovery_ms is None:
+                self.result.recovery_ms = self.now - self._liveness_start
+            # A fresh probe for each settled leader: one accepted by a former leader may
+            # never be acknowledged (it is decided below like any other append).
+            rid = self._next_rid
+            self._next_rid += 1
+            self._probe = rid
+            req = _ClientRequest(rid, (b"probe",), leader)
+            self._pending[rid] = req
+            self._client_dispatch(req, self.now)
+            return
+        if self._probe is not None or self._pending:
+            return
+        snap = self._snaps[leader]
+        # What is still undecided was accepted by an incarnation that died with it (or by a
+        # live replica that has not caught up yet: its core would decide the same).
+        for rid, (_nid, _first, last, epoch, _at) in list(self._accepted.items()):
+            if epoch >= snap.epoch:
+                return  # still awaiting its acknowledgement
+            # An older epoch is decided once the leader committed in its own epoch (the
+            # probe): either that record is in the committed log or it never will be.
+            if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
+                self.result.lost += 1
+            del self._accepted[rid]
+        raise _StopRun
+
+    def _find_stable_leader(self) -> NodeId | None:
+        leaders = [s for s in self._snaps.values() if s.state is ReplicaState.LEADER]
+        if len(leaders) != 1:
+            return None
+        leader = leaders[0]
+        for vid in self._voter_ids:
+            s = self._snaps[vid]
+            if vid == leader.node_id:
+                continue
+            if s.state is None or s.epoch != leader.epoch or s.leader_id != leader.node_id:
+                return None
+        return leader.node_id
+
+    def _liveness_failed(self) -> NoReturn:
+        bound = self.config.liveness_bound
+        if self._stable_leader is None:
+            states = ", ".join(
+                f"{s.node_id}:{'Down' if s.state is None else s.state.value}@{s.epoch}"
+                f"->{s.leader_id}"
+                for s in self._snaps.values()
+            )
+            self._violation(
+                inv.EVENTUALLY_LEADER_ELECTED,
+                f"no leader followed by every voter within {bound}ms of healing ({states})",
+            )
+        leader = self._snaps[self._stable_leader]
+        current = sorted(r for r, a in self._accepted.items() if a[3] >= leader.epoch)
+        self._violation(
+            inv.EVENTUALLY_COMMITTED,
+            f"within {bound}ms of healing, leader {leader.node_id} (epoch {leader.epoch}, HWM"
+            f" {leader.high_watermark}): probe {self._probe} acknowledged={self._probe is None},"
+            f" unanswered requests {sorted(self._pending)[:10]}, accepted in its epoch but"
+            f" unacknowledged {current[:10]}",
+        )

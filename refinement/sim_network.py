@@ -1,0 +1,372 @@
+"""The simulator's network and stepping layer (see refinement.sim_base for the layers): messages
+delivered, lost, duplicated or refused, replicas stepped on each event, their effects applied
+to the in-memory logs, and the focused invariant checks after every step.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import IO, TYPE_CHECKING, cast
+
+from kraft.core.effects import (
+    ActionTaken,
+    AppendCommitted,
+    AppendLost,
+    AppendResult,
+    AppendToLog,
+    Effect,
+    FlushLog,
+    HighWatermarkMoved,
+    PersistElectionState,
+    Send,
+    ShutdownComplete,
+    StateChanged,
+    TruncateLog,
+)
+from kraft.core.events import Event, Receive, SendFailed, Tick
+from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId
+from refinement import invariants as inv
+from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
+from refinement.sim_base import (
+    _DELIVER,
+    _REQUEST_MESSAGES,
+    _REQUEST_OF,
+    _REQUEST_TYPES,
+    _SEND_FAILED,
+    _TICK,
+    SimBase,
+    _Node,
+)
+from refinement.trace import JsonObject, message_json
+
+if TYPE_CHECKING:
+    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+
+
+class SimNetwork(SimBase):
+    """Messages on the wire, replicas stepped, their effects applied, and the invariants
+    checked after every step, focused on what the step changed."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        super().__init__(config, result, replica_factory, trace)
+        self._leaders: dict[Epoch, frozenset[NodeId]] = {}
+        self._acked: list[AckedRange] = []
+        self._acked_t: tuple[AckedRange, ...] = ()
+        self._cluster_cache: ClusterState | None = None
+        # Last offsets of _acked, ascending (the committed log is one line of offsets).
+        self._acked_lasts: list[int] = []
+        # The outcomes the current step's replica emitted, handled after its checks.
+        self._decided: list[AppendCommitted | AppendLost] = []
+        # Network state.
+        self._blocked: dict[tuple[NodeId, NodeId], int] = {}
+        self._partitions: dict[int, list[tuple[NodeId, NodeId]]] = {}
+        self._last_request: dict[tuple[NodeId, NodeId, type], Request] = {}
+        # The Fetch each (fetcher, leader) pair awaits an answer to: like Kafka's request
+        # manager (one request in flight per destination, answers to any other ignored), only
+        # the first answer to the latest Fetch is what a replica "receives" for the
+        # FetchedHighWatermarkMonotonic checker; late, reordered or duplicated answers are not.
+        self._fetch_awaited: dict[tuple[NodeId, NodeId], FetchRequest] = {}
+        self._loss = self._profile.loss
+        self._duplicate = self._profile.duplicate
+
+    # ------------------------------------------------------------------ events
+
+    def _deliver(self, dst: _Node, payload: tuple[object, ...]) -> None:
+        src_id, msg, in_reply_to, dst_inc = payload
+        assert isinstance(src_id, int)
+        replica = dst.replica
+        if replica is None or dst.inc != dst_inc:
+            self._drop(src_id, dst.id, msg, "down")
+            if replica is None and type(msg) in _REQUEST_TYPES:
+                # Connection refused: the sender learns it after a round trip.
+                src = self._nodes[NodeId(src_id)]
+                self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
+            return
+        if self._blocked and (src_id, dst.id) in self._blocked:
+            self._drop(src_id, dst.id, msg, "partition")
+            return
+        mtype = type(msg)
+        if mtype in _REQUEST_TYPES:
+            assert isinstance(msg, _REQUEST_MESSAGES)
+            self._last_request[(dst.id, NodeId(src_id), mtype)] = msg
+            answering: Request | None = msg
+        else:
+            answering = None
+        message = cast(Message, msg)
+        if (
+            mtype is FetchResponse
+            and self._check
+            and in_reply_to is not None
+            and self._fetch_awaited.get((dst.id, NodeId(src_id))) is in_reply_to
+        ):
+            assert isinstance(msg, FetchResponse)
+            del self._fetch_awaited[(dst.id, NodeId(src_id))]
+            found = inv.fetched_high_watermark_monotonic(
+                dst.snap,
+                inv.FetchedHighWatermark(
+                    NodeId(src_id),
+                    dst.id,
+                    msg.leader_id,
+                    msg.leader_epoch,
+                    msg.high_watermark,
+                    msg.error is ErrorCode.NONE,
+                ),
+            )
+            if found is not None:
+                self._violation(found.name, found.detail)
+        event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to))
+        self._step(dst, event, answering, src_id, message)
+
+    def _tick(self, node: _Node, inc: object) -> None:
+        replica = node.replica
+        if replica is None or node.inc != inc or node.tick_at != self.now:
+            return
+        node.tick_at = -1
+        deadline = replica.next_deadline_ms()
+        if deadline > self.now:
+            self._schedule_tick(node, deadline)
+            return
+        self._step(node, Tick(self.now), None, None, None, is_tick=True)
+
+    def _send_failed(self, src: _Node, payload: tuple[object, ...]) -> None:
+        dst_id, request, inc = payload
+        if src.replica is None or src.inc != inc:
+            return
+        assert isinstance(dst_id, int) and isinstance(request, _REQUEST_MESSAGES)
+        self._step(src, SendFailed(self.now, NodeId(dst_id), request), None, None, None)
+
+    def _schedule_tick(self, node: _Node, deadline: int) -> None:
+        if node.tick_at < 0 or deadline < node.tick_at:
+            node.tick_at = deadline
+            self._push(deadline, _TICK, node, node.inc)
+
+    # ------------------------------------------------------------------ stepping a replica
+
+    def _step(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        src_id: int | None,
+        msg: Message | None,
+        *,
+        is_tick: bool = False,
+    ) -> None:
+        replica = node.replica
+        assert replica is not None
+        try:
+            effects = replica.step(event)
+        except Exception as exc:  # the core must not raise on any event
+            self._violation(
+                "ReplicaRaised",
+                f"node {node.id} raised {type(exc).__name__}: {exc} on {type(event).__name__}",
+            )
+        self._apply(node, effects, answering, src_id)
+        deadline = replica.next_deadline_ms()
+        if is_tick and deadline <= self.now:
+            deadline = self.now + 1  # a timer that is still due would spin at this instant
+        self._schedule_tick(node, deadline)
+        self._after_step(node, event, src_id, msg)
+        if node.stop_requested:
+            # A clean stop closes the log, which flushes it.
+            node.log.flush()
+            node.log_dirty = True
+            node.replica = None
+            self._node_stopped(node, "Stop")
+
+    def _apply(
+        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
+    ) -> None:
+        actions = self._actions
+        tracing = self._trace is not None
+        log = node.log
+        for e in effects:
+            t = type(e)
+            if t is Send:
+                assert isinstance(e, Send)
+                self._send(node, e.dst, e.message, answering, src_id)
+            elif t is ActionTaken:
+                assert isinstance(e, ActionTaken)
+                if tracing:
+                    actions.append(e.action.value)
+                if e.action is Action.BECOME_LEADER:
+                    self.result.elections += 1
+            elif t is AppendToLog:
+                assert isinstance(e, AppendToLog)
+                try:
+                    if e.leader_encoded:
+                        log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+                    else:
+                        log.append_as_follower(e.data)
+                except Exception as exc:
+                    self._violation(
+                        "EffectRejected",
+                        f"node {node.id} AppendToLog [{e.first_offset}, {e.last_offset}] epoch"
+                        f" {e.epoch} at log end {log.end_offset}: {exc}",
+                    )
+                node.log_dirty = True
+            elif t is FlushLog:
+                log.flush()
+            elif t is HighWatermarkMoved:
+                pass  # read back from the view after the step
+            elif t is PersistElectionState:
+                assert isinstance(e, PersistElectionState)
+                node.persisted = e.state
+            elif t is TruncateLog:
+                assert isinstance(e, TruncateLog)
+                try:
+                    log.truncate_to(e.offset)
+                except Exception as exc:
+                    self._violation(
+                        "EffectRejected", f"node {node.id} TruncateLog({e.offset}): {exc}"
+                    )
+                node.log_dirty = True
+            elif t is AppendResult:
+                assert isinstance(e, AppendResult)
+                self._append_result(node, e)
+            elif t is AppendCommitted or t is AppendLost:
+                assert isinstance(e, AppendCommitted | AppendLost)
+                self._decided.append(e)
+            elif t is ShutdownComplete:
+                node.stop_requested = True
+            elif t is StateChanged:
+                pass
+
+    def _send(
+        self,
+        src: _Node,
+        dst_id: NodeId,
+        msg: Message,
+        answering: Request | None,
+        answering_src: int | None,
+    ) -> None:
+        dst = self._nodes.get(dst_id)
+        if dst is None:
+            self._drop(src.id, dst_id, msg, "unknown node")
+            return
+        mtype = type(msg)
+        if mtype is FetchRequest:
+            assert isinstance(msg, FetchRequest)
+            self._fetch_awaited[(src.id, dst_id)] = msg
+        in_reply_to: Request | None = None
+        req_type = _REQUEST_OF.get(mtype)
+        if req_type is not None:
+            if answering is not None and answering_src == dst_id and type(answering) is req_type:
+                in_reply_to = answering
+            else:
+                in_reply_to = self._last_request.get((src.id, dst_id, req_type))
+        rng = self._rng
+        if self._loss and rng.random() < self._loss:
+            self._drop(src.id, dst_id, msg, "loss")
+            return
+        payload = (src.id, msg, in_reply_to, dst.inc)
+        self._push(self.now + self._delay(), _DELIVER, dst, payload)
+        if self._duplicate and rng.random() < self._duplicate:
+            self._push(self.now + self._delay(), _DELIVER, dst, payload)
+            self._side(
+                "DuplicateMessage", dst_id, lambda: message_json(msg, int(src.id), int(dst_id))
+            )
+
+    def _drop(self, src: int, dst: NodeId, msg: object, reason: str) -> None:
+        self.result.dropped += 1
+
+        def describe() -> JsonObject:
+            out = message_json(cast(Message, msg), src, int(dst))
+            out["reason"] = reason
+            return out
+
+        self._side("DropMessage", dst, describe)
+
+    # ------------------------------------------------------------------ after every step
+
+    def _after_step(
+        self, node: _Node, event: Event | None, src_id: int | None, msg: Message | None
+    ) -> None:
+        self.result.events += 1
+        # The step's line first, so a violation found below follows the step that caused it.
+        if self._trace is not None:
+            self._write_step(node, event, src_id, msg)
+        else:
+            self._actions.clear()
+        old = node.snap
+        new = self._snapshot(node)
+        if new is not old and new != old:
+            node.snap = new
+            self._snaps[node.id] = new
+            if self._check:
+                self._check_node(old, new)
+        if self._decided:
+            self._decide()
+        if self._liveness:
+            self._liveness_progress()
+
+    def _cluster(self) -> ClusterState:
+        # The snapshot and leader maps are updated in place; only a new acknowledgement
+        # tuple needs a new ClusterState.
+        cluster = self._cluster_cache
+        if cluster is None or cluster.acknowledged is not self._acked_t:
+            cluster = ClusterState(self._snaps, self._voter_set, self._leaders, self._acked_t)
+            self._cluster_cache = cluster
+        return cluster
+
+    def _check_node(self, old: NodeState, new: NodeState) -> None:
+        """Run, focused on the node, each invariant whose inputs about it changed in a way
+        that can break it: a focused result depends only on those fields, and it held before
+        the step."""
+        nid = new.node_id
+        state_changed = new.state is not old.state or new.epoch != old.epoch
+        if new.state is ReplicaState.LEADER and state_changed:
+            self._leaders[new.epoch] = self._leaders.get(new.epoch, frozenset()) | {nid}
+        log_changed = (
+            new.epochs is not old.epochs
+            or new.log_end_offset != old.log_end_offset
+            or new.flushed_offset != old.flushed_offset
+        )
+        extended = True  # the log only gained records (or did not change)
+        durable_lost = False  # part of what the log had flushed is gone or different
+        if log_changed:
+            kept = inv.common_prefix(old.epochs, old.log_end_offset, new.epochs, new.log_end_offset)
+            extended = kept >= old.log_end_offset
+            durable_lost = min(kept, new.flushed_offset) < old.flushed_offset
+        hwm_changed = new.high_watermark != old.high_watermark
+        after = self._cluster()
+        found: Violation | None = None
+        if state_changed and new.state is ReplicaState.LEADER:
+            found = inv.election_safety(after, nid)
+        if found is None and (
+            state_changed
+            or log_changed
+            or new.end_offset != old.end_offset
+            or new.last_epoch != old.last_epoch
+        ):
+            found = inv.log_mirror(after, nid)
+        if found is None and log_changed:
+            found = inv.log_matching(after, nid)
+        # Growing logs cannot break a majority; a leader's HWM or a lost durable prefix can.
+        if found is None and (
+            durable_lost or (new.state is ReplicaState.LEADER and (hwm_changed or state_changed))
+        ):
+            found = inv.majority_reached_high_watermark(after, nid)
+        if found is None and (state_changed or hwm_changed or not extended):
+            if not state_changed and extended and old.high_watermark is not None:
+                # Only the HWM moved: acknowledgements below the old one were checked.
+                acked = self._acked_t
+                skip = bisect_left(self._acked_lasts, old.high_watermark)
+                after = ClusterState(self._snaps, self._voter_set, self._leaders, acked[skip:])
+            found = inv.committed_never_lost(after, nid)
+        if found is None and (state_changed or hwm_changed or new.incarnation != old.incarnation):
+            before = ClusterState({nid: old}, self._voter_set)
+            found = inv.epoch_monotonic(before, after, nid) or inv.high_watermark_monotonic(
+                before, after, nid
+            )
+        if found is not None:
+            self._violation(found.name, found.detail)
