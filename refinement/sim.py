@@ -64,6 +64,7 @@ from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.log_memory import MemoryLog
+from kraft.records import KeyValue
 from refinement import invariants as inv
 from refinement.faults import PROFILES, FaultProfile
 from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
@@ -907,7 +908,7 @@ class Simulator:
             message = message_json(msg, src_id, int(node.id))
         elif isinstance(event, ClientAppend):
             message = {"type": "ClientAppend", "requestId": event.request_id,
-                       "records": len(event.values)}  # fmt: skip
+                       "records": len(event.records)}  # fmt: skip
         elif isinstance(event, SendFailed):
             message = message_json(event.request, int(node.id), int(event.dst))
         action = actions[0] if actions else _EVENT_NAMES.get(type(event), type(event).__name__)
@@ -1132,7 +1133,7 @@ class Simulator:
             return
         req.attempts += 1
         self._inflight[node.id][rid] = req
-        event = ClientAppend(self.now, req.values, rid)
+        event = ClientAppend(self.now, tuple(KeyValue(None, v) for v in req.values), rid)
         self._step(node, event, None, None, None)
 
     def _client_retry(self, req: _ClientRequest) -> None:

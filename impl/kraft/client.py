@@ -47,13 +47,14 @@ from kraft.protocol import (
 from kraft.protocol.client_api import (
     CLIENT_APIS,
     KRAFT_APPEND_KEY,
+    KRAFT_GET_KEY,
     KRAFT_NODE_INFO_KEY,
     decode_client_response,
     encode_client_request,
     is_client_api,
 )
 from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_structs, get_uuid
-from kraft.records import CorruptRecordError, iter_batches, iter_values
+from kraft.records import CorruptRecordError, KeyValue, iter_batches, iter_values
 from kraft.server.controller_apis import (
     ClusterDescription,
     describe_cluster_from_wire,
@@ -74,11 +75,13 @@ __all__ = [
     "AppendAck",
     "ClientError",
     "Connection",
+    "GetResult",
     "NodeInfo",
     "QuorumReport",
     "ReadResult",
     "append",
     "describe_quorum",
+    "get",
     "node_info",
     "parse_address",
     "read",
@@ -227,7 +230,7 @@ class Connection:
         except TimeoutError:
             raise ClientError("timed out waiting for an answer") from None
         if is_client_api(api_key):
-            got, answer = decode_client_response(api_key, payload)
+            got, answer = decode_client_response(api_key, payload, version)
         else:
             got, answer = decode_response_payload(api_key, version, payload)
         if got != corr:
@@ -366,8 +369,8 @@ class Producer:
     producer_id: ProducerId = field(default_factory=new_producer_id)
     next_sequence: int = 0
     leader: Address | None = None
-    # The append whose outcome is unknown: (its sequence, its values).
-    pending: tuple[int, tuple[bytes, ...]] | None = None
+    # The append whose outcome is unknown: (its sequence, its records).
+    pending: tuple[int, tuple[KeyValue, ...]] | None = None
 
     def reset(self) -> None:
         """A new id (as Kafka bumps the producer epoch): after a pending append is given up,
@@ -389,17 +392,19 @@ _NOT_STORED = frozenset(
 
 async def append(
     bootstrap: Sequence[Address],
-    values: Sequence[bytes],
+    records: Sequence[bytes | KeyValue],
     timeout_ms: int = 30_000,
     *,
     producer: Producer | None = None,
 ) -> AppendAck:
-    """Append `values` as one batch, idempotently; returns once committed. Raises ClientError
-    on an error answer other than a redirect, or when no leader accepts them within
-    `timeout_ms`. Pass a Producer to reuse its id and remembered leader across appends, and
-    to resend, deduplicated, values whose earlier append ended with an unknown outcome."""
+    """Append `records` as one batch, idempotently; returns once committed. A record is a
+    KeyValue (key and value, either null: a null value deletes the key in the key-value
+    state machine) or bare bytes, a value with a null key. Raises ClientError on an error
+    answer other than a redirect, or when no leader accepts them within `timeout_ms`. Pass
+    a Producer to reuse its id and remembered leader across appends, and to resend,
+    deduplicated, records whose earlier append ended with an unknown outcome."""
     p = producer if producer is not None else Producer()
-    batch = tuple(values)
+    batch = tuple(r if isinstance(r, KeyValue) else KeyValue(None, r) for r in records)
     if p.pending is not None and p.pending[1] != batch:
         p.reset()  # other values after an unknown outcome: that outcome stays unknown
     sequence = p.pending[0] if p.pending is not None else p.next_sequence
@@ -417,7 +422,7 @@ async def append(
 
 async def _append(
     bootstrap: Sequence[Address],
-    values: Sequence[bytes],
+    records: tuple[KeyValue, ...],
     timeout_ms: int,
     producer: Producer,
     sequence: int,
@@ -429,11 +434,10 @@ async def _append(
     if remembered is not None:
         targets = [remembered, *(a for a in bootstrap if a != remembered)]
     last_error = "no node answered"
-    body: MessageDict = {
-        "producer_id": producer.producer_id,
-        "sequence": sequence,
-        "records": [{"value": v} for v in values],
-    }
+    body: MessageDict = {"producer_id": producer.producer_id, "sequence": sequence}
+    # v0 carries values only: enough, and understood by older nodes, for keyless records.
+    keyless = all(r.key is None and r.value is not None for r in records)
+    least = 0 if keyless else 1
     while True:
         redirect: Address | None = None
         for address in targets:
@@ -443,8 +447,9 @@ async def _append(
             body["timeout_ms"] = left_ms
             try:
                 async with await Connection.open(address) as conn:
-                    await conn.version_for(KRAFT_APPEND_KEY)
-                    answer = await conn.request(KRAFT_APPEND_KEY, 0, body, left_ms / 1000 + 1)
+                    version = await conn.version_for(KRAFT_APPEND_KEY, least)
+                    body["records"] = _append_records(records, version)
+                    answer = await conn.request(KRAFT_APPEND_KEY, version, body, left_ms / 1000 + 1)
             except ClientError as e:
                 last_error = f"{address}: {e}"
                 continue
@@ -471,6 +476,46 @@ async def _append(
         else:
             targets = list(bootstrap)
             await asyncio.sleep(_RETRY_MS / 1000)
+
+
+def _append_records(records: tuple[KeyValue, ...], version: int) -> list[MessageDict]:
+    if version == 0:
+        return [{"value": r.value} for r in records]
+    return [{"key": r.key, "value": r.value} for r in records]
+
+
+@dataclass(frozen=True, slots=True)
+class GetResult:
+    """A key's value in one node's state machine: `value` is None when the node holds no
+    such key; `applied_offset` is where its state machine stands (everything below it
+    applied, all of it committed)."""
+
+    key: bytes
+    value: bytes | None
+    found: bool
+    applied_offset: Offset
+    node_id: NodeId
+
+
+async def get(address: Address, key: bytes, timeout_s: float = 5.0) -> GetResult:
+    """Ask one node for `key`'s committed value (KraftGet). A follower answers from what it
+    has applied, which may lag the leader. Raises ClientError when the node cannot be
+    reached or answers with an error."""
+    async with await Connection.open(address, timeout_s) as conn:
+        version = await conn.version_for(KRAFT_GET_KEY)
+        body = await conn.request(KRAFT_GET_KEY, version, {"key": key}, timeout_s)
+    error = _error_code(body)
+    if error is not ErrorCode.NONE:
+        message = get_opt_str(body, "error_message")
+        raise ClientError(f"{address}: {error.name}" + (f" ({message})" if message else ""), error)
+    value = body.get("value")
+    return GetResult(
+        key,
+        value if isinstance(value, bytes) else None,
+        bool(body.get("found")),
+        Offset(get_int(body, "applied_offset")),
+        NodeId(get_int(body, "node_id")),
+    )
 
 
 async def read(

@@ -28,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from kraft.control_records import ControlRecord, encode_control_batch
 from kraft.durable import atomic_write, fsync_dir
 from kraft.epoch_cache import (
     CheckpointFormatError,
@@ -41,10 +42,8 @@ from kraft.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
-    ControlRecord,
     CorruptRecordError,
     encode_batch,
-    encode_control_batch,
     iter_batches,
     parse_batch_header,
     verify_crc,

@@ -12,6 +12,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 
+from kraft.control_records import ControlRecord, encode_control_batch
 from kraft.epoch_cache import LeaderEpochCache
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.log import (
@@ -28,7 +29,7 @@ from kraft.log import (
     validate_follower_data,
     verify_batches,
 )
-from kraft.records import ControlRecord, encode_batch, encode_control_batch
+from kraft.records import encode_batch
 
 
 class MemoryLog:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kraft.cli import _status_lines, main
+from kraft.cli import main
+from kraft.cli.quorum import status_lines
 from kraft.client import (
     Address,
     ClientError,
@@ -247,7 +248,7 @@ def test_quorum_describe_speaks_only_kafkas_apis_to_a_kafka_controller(
     assert seen == [18, 60, 55]  # ApiVersions, DescribeCluster, DescribeQuorum: nothing private
     assert report.cluster_id == KAFKA_CLUSTER
     # What kafka-metadata-quorum printed against that controller, line for line.
-    assert _status_lines(report.cluster_id, report.description, report.nodes) == [
+    assert status_lines(report.cluster_id, report.description, report.nodes) == [
         "ClusterId:              MkU3OEVBNTcwNTJENDM2Qg",
         "LeaderId:               1",
         "LeaderEpoch:            1",

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from kraft.cli import main
+from kraft.control_records import LeaderChangeMessage
 from kraft.ids import Epoch
 from kraft.log import SegmentedLog
-from kraft.records import LeaderChangeMessage
 
 
 def _make_log(tmp_path: Path) -> Path:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kraft.control_records import KRaftVersionRecord
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.log import (
     AppendViolation,
@@ -16,12 +17,7 @@ from kraft.log import (
     SegmentedLog,
 )
 from kraft.log_memory import MemoryLog
-from kraft.records import (
-    KRaftVersionRecord,
-    decode_batch,
-    encode_batch,
-    iter_batches,
-)
+from kraft.records import decode_batch, encode_batch, iter_batches
 
 Factory = Callable[[], ReplicatedLog]
 

@@ -63,6 +63,7 @@ from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
 from kraft.log import CorruptLogError, SegmentedLog
 from kraft.quorum_state import write_quorum_state
+from kraft.records import KeyValue
 from kraft.tracing import TraceFile
 
 __all__ = ["AppendOutcome", "Clock", "Driver", "Outbound"]
@@ -78,6 +79,11 @@ _APPEND_REFUSALS = {
 
 Clock = Callable[[], int]
 Release = Callable[[], None]
+
+
+def _ignore(hwm: Offset) -> None:
+    pass
+
 
 # Due timers handled per batch before yielding to the network again.
 _MAX_TICKS_PER_BATCH = 8
@@ -143,6 +149,8 @@ class Driver:
         # Set when the log turns out to be unservable; the node stops gracefully, exit 1.
         self.fatal: CorruptLogError | None = None
         self.on_fatal: Callable[[], None] = self.stop
+        # Told each released high watermark: the node's state machine applier.
+        self.on_high_watermark: Callable[[Offset], None] = _ignore
 
     @property
     def clock(self) -> Clock:
@@ -156,7 +164,7 @@ class Driver:
 
     def client_append(
         self,
-        values: tuple[bytes, ...],
+        records: tuple[KeyValue, ...],
         timeout_ms: int,
         *,
         producer: ProducerId = NO_PRODUCER,
@@ -166,7 +174,7 @@ class Driver:
         request_id = next(self._ids)
         fut: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = _Pending(fut, now + max(timeout_ms, 0))
-        self.submit(ClientAppend(now, values, request_id, producer, sequence))
+        self.submit(ClientAppend(now, records, request_id, producer, sequence))
         return fut
 
     def start(self) -> None:
@@ -367,6 +375,7 @@ class Driver:
 
     def _hwm_moved(self, hwm: Offset) -> None:
         self.high_watermark = hwm
+        self.on_high_watermark(hwm)
         for request_id, p in list(self._pending.items()):
             if p.accepted is not None:
                 self._check(request_id, p)

@@ -18,6 +18,8 @@ import random
 import signal
 import time
 
+from kraft.app.kv import KeyValueStore
+from kraft.app.port import LeaderAndEpoch
 from kraft.core.effects import Send
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
@@ -34,6 +36,7 @@ from kraft.log_adapter import BatchReader, log_state_of
 from kraft.meta_properties import MetaProperties, read_meta_properties
 from kraft.quorum_state import FILE_NAME as QUORUM_STATE_FILE
 from kraft.quorum_state import read_quorum_state
+from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
@@ -207,6 +210,7 @@ class Node:
                 )
         server = RequestServer(config, meta.cluster_id, meta.directory_id, driver)
         transport.server = server
+        server.applier = driver_state_machine(driver, log_)
         node = cls(config, driver, server, transport, trace, lock=lock)
         try:
             node.address = await server.start()
@@ -263,6 +267,21 @@ class Node:
         if self._trace is not None:
             self._trace.close()
         os.close(self._lock)
+
+
+def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValueStore]:
+    """The node's key-value state machine, fed each high watermark the driver releases
+    (kraft.server.applier); empty at the log start, it replays the log as the HWM is learnt."""
+
+    def leader() -> LeaderAndEpoch:
+        view = driver.replica.view()
+        return LeaderAndEpoch(view.leader_id, view.epoch)
+
+    store = KeyValueStore(log_.start_offset)
+    reader = BatchReader(log_, verify=True)
+    applier = Applier(reader, store, leader, on_corrupt=driver.unservable)
+    driver.on_high_watermark = applier.advance
+    return applier
 
 
 PROFILE_ENV = "KRAFT_PROFILE_DIR"

@@ -1,0 +1,113 @@
+"""Feeds the node's state machine (kraft.app.port) the batches the released high watermark
+has committed, read back from the log.
+
+The driver calls `advance` each time it releases a high watermark (after the fsync that
+makes it visible). The applier reads whole batches from the state machine's applied offset
+and hands over those that end below the high watermark, with the leader and epoch when they
+changed. On start the state machine is empty at the log start offset, so the first
+high watermark the node learns replays the log up to it: nothing is applied that is not
+committed, and committed records are never truncated, so the state never rolls back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final, Generic, Protocol, TypeVar
+
+from kraft.app.port import CommittedBatch, LeaderAndEpoch, StateMachine, StateMachineError
+from kraft.ids import Epoch, Offset, ProducerId
+from kraft.log import CorruptLogError
+from kraft.records import CorruptRecordError, KeyValue, decode_records, iter_batches
+
+__all__ = ["Applier", "BatchSource", "committed_batches"]
+
+log = logging.getLogger("kraft.node")
+
+_READ_BYTES: Final = 1 << 20
+
+
+class BatchSource(Protocol):
+    def read(self, offset: Offset, max_bytes: int) -> memoryview:
+        """Whole batches from `offset` (at least one when offset is below the log end)."""
+        ...
+
+
+def committed_batches(data: memoryview | bytes, high_watermark: Offset) -> list[CommittedBatch]:
+    """The batches of `data` that end below the high watermark, decoded, in order."""
+    out: list[CommittedBatch] = []
+    for pos, h in iter_batches(data, verify=False):
+        if h.last_offset >= high_watermark:
+            break
+        control = h.is_control
+        records = (
+            () if control else tuple(KeyValue(r.key, r.value) for r in decode_records(data, pos, h))
+        )
+        out.append(
+            CommittedBatch(
+                Offset(h.base_offset),
+                Offset(h.last_offset),
+                Epoch(h.partition_leader_epoch),
+                records,
+                control=control,
+                append_timestamp_ms=h.max_timestamp,
+                producer=ProducerId(h.producer_id),
+                base_sequence=h.base_sequence,
+            )
+        )
+    return out
+
+
+M = TypeVar("M", bound=StateMachine)
+
+
+class Applier(Generic[M]):
+    """Moves one state machine along the committed log."""
+
+    def __init__(
+        self,
+        source: BatchSource,
+        machine: M,
+        leader: Callable[[], LeaderAndEpoch],
+        *,
+        on_corrupt: Callable[[CorruptLogError], None] | None = None,
+    ) -> None:
+        self._source = source
+        self.machine = machine
+        self._leader = leader
+        self._on_corrupt = on_corrupt
+        self._told: LeaderAndEpoch | None = None
+        self.high_watermark: Offset | None = None
+        # Why the state machine stopped (a batch it could not read or apply); it is not
+        # fed again, and reads of it answer with this.
+        self.failed: str | None = None
+
+    def advance(self, high_watermark: Offset) -> None:
+        """Apply every whole batch below `high_watermark` not applied yet, then tell the
+        state machine of a leader change (after its commits, as Kafka's listener hears a
+        leadership once caught up)."""
+        self.high_watermark = high_watermark
+        if self.failed is not None:
+            return
+        machine = self.machine
+        try:
+            while machine.applied_offset < high_watermark:
+                data = self._source.read(machine.applied_offset, _READ_BYTES)
+                batches = committed_batches(data, high_watermark)
+                if not batches:
+                    break
+                machine.handle_commit(batches)
+        except CorruptLogError as e:
+            self.failed = f"the log cannot be read at offset {machine.applied_offset}: {e}"
+            log.error("state machine stopped: %s", self.failed)
+            if self._on_corrupt is not None:
+                self._on_corrupt(e)
+            return
+        except (CorruptRecordError, StateMachineError) as e:
+            self.failed = f"cannot apply at offset {machine.applied_offset}: {e}"
+            log.error("state machine stopped: %s", self.failed)
+            return
+        leader = self._leader()
+        if leader != self._told:
+            self._told = leader
+            machine.handle_leader_change(leader)
