@@ -69,13 +69,10 @@ class Applier(Generic[M]):
         source: BatchSource,
         machine: M,
         leader: Callable[[], LeaderAndEpoch],
-        *,
-        on_corrupt: Callable[[CorruptLogError], None] | None = None,
     ) -> None:
         self._source = source
         self.machine = machine
         self._leader = leader
-        self._on_corrupt = on_corrupt
         self._told: LeaderAndEpoch | None = None
         self.high_watermark: Offset | None = None
         # Why the state machine stopped (a batch it could not read or apply); it is not
@@ -98,10 +95,10 @@ class Applier(Generic[M]):
                     break
                 machine.handle_commit(batches)
         except CorruptLogError as e:
+            # The node goes on as before: a fetch or read of that batch makes it resign and
+            # stop (Driver.unservable); KraftGet answers with this reason meanwhile.
             self.failed = f"the log cannot be read at offset {machine.applied_offset}: {e}"
             log.error("state machine stopped: %s", self.failed)
-            if self._on_corrupt is not None:
-                self._on_corrupt(e)
             return
         except (CorruptRecordError, StateMachineError) as e:
             self.failed = f"cannot apply at offset {machine.applied_offset}: {e}"

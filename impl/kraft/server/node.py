@@ -279,7 +279,7 @@ def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValue
 
     store = KeyValueStore(log_.start_offset)
     reader = BatchReader(log_, verify=True)
-    applier = Applier(reader, store, leader, on_corrupt=driver.unservable)
+    applier = Applier(reader, store, leader)
     driver.on_high_watermark = applier.advance
     return applier
 
