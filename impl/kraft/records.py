@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import crc32c
 
@@ -524,33 +524,16 @@ def encode_records(
     producer_id: int = NO_PRODUCER_ID,
     base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
-    """Encode client records (key, value) as one data batch at base_offset. Keyless records
-    with values take encode_batch's fast path; the bytes are the same either way."""
-    plain = [r.value for r in records if r.key is None and r.value is not None]
-    if len(plain) == len(records):
-        return encode_batch(
-            base_offset,
-            epoch,
-            plain,
-            timestamp_ms=timestamp_ms,
-            producer_id=producer_id,
-            base_sequence=base_sequence,
-        )
-    if base_offset < 0:
-        raise ValueError(f"negative base offset {base_offset}")
-    parts: list[bytes] = [b""]  # slot 0 becomes the header tail
-    for i, (key, value) in enumerate(records):
-        body = record_body(i, key, value, ())
-        parts += (varint_bytes(len(body)), body)
-    return assemble_batch(
+    """Client records (key, value) as one data batch: keys are written only when a record
+    has one or a null value, so a keyless batch is encode_batch's bytes, byte for byte."""
+    keys = [r.key for r in records]
+    return encode_batch(
         base_offset,
         epoch,
-        parts,
-        attributes=0,
-        count=len(records),
+        [r.value for r in records],
         timestamp_ms=timestamp_ms,
+        keys=None if keys.count(None) == len(keys) else keys,
         producer_id=producer_id,
-        producer_epoch=NO_PRODUCER_EPOCH if producer_id == NO_PRODUCER_ID else 0,
         base_sequence=base_sequence,
     )
 
@@ -558,7 +541,7 @@ def encode_records(
 def encode_batch(
     base_offset: int,
     epoch: int,
-    values: Sequence[bytes],
+    values: Sequence[bytes | None],
     *,
     timestamp_ms: int,
     keys: Sequence[bytes | None] | None = None,
@@ -566,7 +549,8 @@ def encode_batch(
     producer_id: int = NO_PRODUCER_ID,
     base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
-    """Encode values (with optional keys/headers) as one data batch at base_offset.
+    """Encode values (with optional keys/headers) as one data batch at base_offset. A null
+    value is written as one (length -1): to the key-value state machine, a delete.
 
     Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index. An
     idempotent append carries its producer id (epoch 0) and the sequence of its first record,
@@ -578,7 +562,7 @@ def encode_batch(
     if base_offset < 0:
         raise ValueError(f"negative base offset {base_offset}")
     parts: list[bytes] = [b""]  # slot 0 becomes the header tail
-    if keys is None and headers is None:
+    if keys is None and headers is None and None not in values:
         if count > len(_NOKEY_PREFIX):
             _grow_prefix_table(count)
         prefix_table = _NOKEY_PREFIX
@@ -587,7 +571,7 @@ def encode_batch(
         limit = len(table)
         extend = parts.extend
         # Hot loop: table lookups only; a record is length|prefix|valueLength|value|0 headers.
-        for i, v in enumerate(values):
+        for i, v in enumerate(cast("Sequence[bytes]", values)):
             n = len(v)
             vlen = table[n] if n < limit else varint_bytes(n)
             size = prefix_len[i] + len(vlen) + n + 1
@@ -598,13 +582,9 @@ def encode_batch(
             raise ValueError(f"{len(keys)} keys for {count} values")
         if headers is not None and len(headers) != count:
             raise ValueError(f"{len(headers)} header lists for {count} values")
-        for i, v in enumerate(values):
-            body = record_body(
-                i,
-                None if keys is None else keys[i],
-                v,
-                () if headers is None else headers[i],
-            )
+        for i, value in enumerate(values):
+            key = None if keys is None else keys[i]
+            body = record_body(i, key, value, () if headers is None else headers[i])
             parts += (varint_bytes(len(body)), body)
     return assemble_batch(
         base_offset,
