@@ -10,15 +10,8 @@ import pytest
 
 from kraft.cli import main
 from kraft.cli.quorum import status_lines
-from kraft.client import (
-    Address,
-    ClientError,
-    QuorumReport,
-    ReadResult,
-    append,
-    describe_quorum,
-    read,
-)
+from kraft.client import Address, ClientError, QuorumReport, append, describe_quorum
+from kraft.client_read import ReadResult, read
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId
 from kraft.meta_properties import read_meta_properties

@@ -14,7 +14,8 @@ import pytest
 from cluster_harness import leader_of, make_cluster, wait_for
 
 from kraft.cli.records import NOT_FOUND_STATUS
-from kraft.client import Address, GetResult, get
+from kraft.client import Address
+from kraft.client_read import GetResult, get
 from kraft.cluster import LocalCluster
 
 

@@ -152,7 +152,8 @@ def _cmd_append(args: argparse.Namespace) -> int:
 def _cmd_read(args: argparse.Namespace) -> int:
     import asyncio
 
-    from kraft.client import ClientError, read
+    from kraft.client import ClientError
+    from kraft.client_read import read
 
     bootstrap = addresses("read", args.bootstrap)
     if bootstrap is None:
@@ -177,7 +178,8 @@ NOT_FOUND_STATUS = 3
 def _cmd_get(args: argparse.Namespace) -> int:
     import asyncio
 
-    from kraft.client import ClientError, get
+    from kraft.client import ClientError
+    from kraft.client_read import get
 
     bootstrap = addresses("get", args.bootstrap)
     if bootstrap is None:
