@@ -53,12 +53,16 @@ def test_committed_batches_decodes_keys_and_marks_control_batches() -> None:
 
 def test_only_whole_batches_below_the_high_watermark_are_applied() -> None:
     store = KeyValueStore()
-    applier = Applier(log3(), store, lambda: LeaderAndEpoch(NodeId(1), Epoch(1)))
-    applier.advance(Offset(2))  # inside the batch 1..2: not yet
+    released = Released()
+    applier = Applier(log3(), store, released, lambda: LeaderAndEpoch(NodeId(1), Epoch(1)))
+    released.hwm = Offset(2)
+    applier.catch_up()  # inside the batch 1..2: not yet
     assert store.applied_offset == 1 and len(store) == 0
-    applier.advance(Offset(3))
+    released.hwm = Offset(3)
+    applier.catch_up()
     assert store.items() == [(b"a", b"1"), (b"b", b"2")]
-    applier.advance(Offset(5))
+    released.hwm = Offset(5)
+    applier.catch_up()
     assert store.items() == [(b"b", b"2")]
     assert store.applied_offset == 5 and store.plain_values == 1
 
@@ -66,10 +70,25 @@ def test_only_whole_batches_below_the_high_watermark_are_applied() -> None:
 def test_a_restarted_store_replays_the_log_up_to_the_high_watermark_it_learns() -> None:
     log = log3()
     first = KeyValueStore()
-    Applier(log, first, lambda: LeaderAndEpoch(None, Epoch(1))).advance(Offset(5))
+    released = Released()
+    one = Applier(log, first, released, lambda: LeaderAndEpoch(None, Epoch(1)))
+    released.hwm = Offset(5)
+    one.catch_up()
     again = KeyValueStore()
-    Applier(log, again, lambda: LeaderAndEpoch(None, Epoch(2))).advance(Offset(5))
+    two = Applier(log, again, released, lambda: LeaderAndEpoch(None, Epoch(2)))
+    released.hwm = Offset(5)
+    two.catch_up()
     assert again.items() == first.items() and again.applied_offset == first.applied_offset
+
+
+class Released:
+    """The driver's released high watermark, as the applier reads it."""
+
+    def __init__(self) -> None:
+        self.hwm: Offset | None = None
+
+    def __call__(self) -> Offset | None:
+        return self.hwm
 
 
 class Listening(KeyValueStore):
@@ -88,20 +107,40 @@ def test_a_leader_change_is_told_once_after_the_commits() -> None:
     store = Listening()
     heard = store.heard
     leader = LeaderAndEpoch(NodeId(1), Epoch(1))
-    applier = Applier(log3(), store, lambda: leader)
-    applier.advance(Offset(1))
-    applier.advance(Offset(3))
+    released = Released()
+    applier = Applier(log3(), store, released, lambda: leader)
+    released.hwm = Offset(1)
+    applier.catch_up()
+    released.hwm = Offset(3)
+    applier.catch_up()
     leader = LeaderAndEpoch(NodeId(2), Epoch(2))
-    applier.advance(Offset(5))
+    released.hwm = Offset(5)
+    applier.catch_up()
     assert heard == [LeaderAndEpoch(NodeId(1), Epoch(1)), LeaderAndEpoch(NodeId(2), Epoch(2))]
 
 
 def test_a_batch_that_cannot_be_applied_stops_the_state_machine_with_a_reason() -> None:
     store = KeyValueStore(Offset(1))  # expects offset 1, but the log is read from 0 ...
     log = Log(encode_records(5, 1, [KeyValue(b"k", b"v")], timestamp_ms=0))  # ... and has 5
-    applier = Applier(log, store, lambda: LeaderAndEpoch(None, Epoch(1)))
-    applier.advance(Offset(6))
+    released = Released()
+    applier = Applier(log, store, released, lambda: LeaderAndEpoch(None, Epoch(1)))
+    released.hwm = Offset(6)
+    applier.catch_up()
     assert applier.failed is not None and "does not follow" in applier.failed
     reads = log.reads
-    applier.advance(Offset(6))
+    released.hwm = Offset(6)
+    applier.catch_up()
     assert log.reads == reads  # not fed again
+
+
+def test_nothing_is_applied_before_a_catch_up() -> None:
+    log = log3()
+    store = KeyValueStore()
+    released = Released()
+    applier = Applier(log, store, released, lambda: LeaderAndEpoch(None, Epoch(1)))
+    applier.catch_up()  # no high watermark known yet: nothing to apply
+    assert store.applied_offset == 0 and log.reads == 0
+    released.hwm = Offset(5)
+    assert store.applied_offset == 0 and log.reads == 0  # released, not yet applied
+    applier.catch_up()
+    assert store.applied_offset == 5 and store.items() == [(b"b", b"2")]

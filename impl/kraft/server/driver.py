@@ -80,11 +80,6 @@ _APPEND_REFUSALS = {
 Clock = Callable[[], int]
 Release = Callable[[], None]
 
-
-def _ignore(hwm: Offset) -> None:
-    pass
-
-
 # Due timers handled per batch before yielding to the network again.
 _MAX_TICKS_PER_BATCH = 8
 
@@ -149,8 +144,6 @@ class Driver:
         # Set when the log turns out to be unservable; the node stops gracefully, exit 1.
         self.fatal: CorruptLogError | None = None
         self.on_fatal: Callable[[], None] = self.stop
-        # Told each released high watermark: the node's state machine applier.
-        self.on_high_watermark: Callable[[Offset], None] = _ignore
 
     @property
     def clock(self) -> Clock:
@@ -375,7 +368,6 @@ class Driver:
 
     def _hwm_moved(self, hwm: Offset) -> None:
         self.high_watermark = hwm
-        self.on_high_watermark(hwm)
         for request_id, p in list(self._pending.items()):
             if p.accepted is not None:
                 self._check(request_id, p)

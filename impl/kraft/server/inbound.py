@@ -513,6 +513,8 @@ class RequestServer:
         """KraftGet: the key's value in this node's state machine (kraft.app.kv)."""
         answer: MessageDict = {"error_code": 0, "node_id": self._cfg.node_id}
         applier = self.applier
+        if applier is not None:
+            applier.catch_up()
         if applier is None or applier.failed is not None:
             answer["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
             answer["error_message"] = (

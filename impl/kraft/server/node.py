@@ -270,8 +270,9 @@ class Node:
 
 
 def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValueStore]:
-    """The node's key-value state machine, fed each high watermark the driver releases
-    (kraft.server.applier); empty at the log start, it replays the log as the HWM is learnt."""
+    """The node's key-value state machine, caught up to the high watermark the driver has
+    released (kraft.server.applier); empty at the log start, it replays the log up to the
+    HWM the node learns."""
 
     def leader() -> LeaderAndEpoch:
         view = driver.replica.view()
@@ -279,9 +280,7 @@ def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValue
 
     store = KeyValueStore(log_.start_offset)
     reader = BatchReader(log_, verify=True)
-    applier = Applier(reader, store, leader)
-    driver.on_high_watermark = applier.advance
-    return applier
+    return Applier(reader, store, lambda: driver.high_watermark, leader)
 
 
 PROFILE_ENV = "KRAFT_PROFILE_DIR"
