@@ -64,7 +64,6 @@ from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.log_memory import MemoryLog
-from kraft.records import KeyValue
 from refinement import invariants as inv
 from refinement.faults import PROFILES, FaultProfile
 from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
@@ -1133,7 +1132,7 @@ class Simulator:
             return
         req.attempts += 1
         self._inflight[node.id][rid] = req
-        event = ClientAppend(self.now, tuple(KeyValue(None, v) for v in req.values), rid)
+        event = ClientAppend(self.now, tuple((None, v) for v in req.values), rid)
         self._step(node, event, None, None, None)
 
     def _client_retry(self, req: _ClientRequest) -> None:

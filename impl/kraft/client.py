@@ -10,7 +10,7 @@ instead of a closed connection.
   DescribeQuorum. Works against kraft nodes and Kafka controllers alike.
 - `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
   leader the answer names, and retries while no leader is known, until `timeout_ms`.
-- `append` takes records as KeyValue (key and value, either null) or bare bytes (a value
+- `append` takes records as KeyValue pairs (key, value; either null) or bare bytes (a value
   with a null key); it speaks KraftAppend v1 when a record has a key or a null value, v0
   otherwise (understood by nodes that predate keys).
 """
@@ -382,13 +382,13 @@ async def append(
     producer: Producer | None = None,
 ) -> AppendAck:
     """Append `records` as one batch, idempotently; returns once committed. A record is a
-    KeyValue (key and value, either null: a null value deletes the key in the key-value
+    (key, value) pair (either null: a null value deletes the key in the key-value
     state machine) or bare bytes, a value with a null key. Raises ClientError on an error
     answer other than a redirect, or when no leader accepts them within `timeout_ms`. Pass
     a Producer to reuse its id and remembered leader across appends, and to resend,
     deduplicated, records whose earlier append ended with an unknown outcome."""
     p = producer if producer is not None else Producer()
-    batch = tuple(r if isinstance(r, KeyValue) else KeyValue(None, r) for r in records)
+    batch = tuple((None, r) if isinstance(r, bytes) else r for r in records)
     if p.pending is not None and p.pending[1] != batch:
         p.reset()  # other values after an unknown outcome: that outcome stays unknown
     sequence = p.pending[0] if p.pending is not None else p.next_sequence
@@ -420,7 +420,7 @@ async def _append(
     last_error = "no node answered"
     body: MessageDict = {"producer_id": producer.producer_id, "sequence": sequence}
     # v0 carries values only: enough, and understood by older nodes, for keyless records.
-    keyless = all(r.key is None and r.value is not None for r in records)
+    keyless = all(k is None and v is not None for k, v in records)
     least = 0 if keyless else 1
     while True:
         redirect: Address | None = None
@@ -464,5 +464,5 @@ async def _append(
 
 def _append_records(records: tuple[KeyValue, ...], version: int) -> list[MessageDict]:
     if version == 0:
-        return [{"value": r.value} for r in records]
-    return [{"key": r.key, "value": r.value} for r in records]
+        return [{"value": v} for _, v in records]
+    return [{"key": k, "value": v} for k, v in records]

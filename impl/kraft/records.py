@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import NamedTuple, TypeAlias, cast
 
 import crc32c
 
@@ -128,12 +128,9 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & ATTR_TRANSACTIONAL)
 
 
-class KeyValue(NamedTuple):
-    """What a client appends: a record's key and value, either may be null. To the key-value
-    state machine (kraft.app.kv) a null value deletes the key; a null key is a plain value."""
-
-    key: bytes | None
-    value: bytes | None
+# A client's record: (key, value), either null; to kraft.app.kv a null value deletes the key.
+# A plain tuple: one is made per appended record, and a NamedTuple costs several times more.
+KeyValue: TypeAlias = tuple[bytes | None, bytes | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,12 +522,12 @@ def encode_records(
     base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
     """Client records (key, value) as one data batch: keys are written only when a record
-    has one or a null value, so a keyless batch is encode_batch's bytes, byte for byte."""
-    keys = [r.key for r in records]
+    has one, so a keyless batch is encode_batch's bytes, byte for byte."""
+    keys = [k for k, _ in records]
     return encode_batch(
         base_offset,
         epoch,
-        [r.value for r in records],
+        [v for _, v in records],
         timestamp_ms=timestamp_ms,
         keys=None if keys.count(None) == len(keys) else keys,
         producer_id=producer_id,
@@ -549,20 +546,18 @@ def encode_batch(
     producer_id: int = NO_PRODUCER_ID,
     base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
-    """Encode values (with optional keys/headers) as one data batch at base_offset. A null
-    value is written as one (length -1): to the key-value state machine, a delete.
-
-    Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index. An
-    idempotent append carries its producer id (epoch 0) and the sequence of its first record,
-    as Kafka's idempotent producer writes them.
-    """
+    """Encode values (with optional keys/headers; a null value has length -1) as one data
+    batch at base_offset. Every record gets timestamp_ms (timestamp delta 0) and offset
+    delta = its index. An idempotent append carries its producer id (epoch 0) and the
+    sequence of its first record, as Kafka's idempotent producer writes them."""
     count = len(values)
     if count == 0:
         raise ValueError("a batch needs at least one record")
     if base_offset < 0:
         raise ValueError(f"negative base offset {base_offset}")
     parts: list[bytes] = [b""]  # slot 0 becomes the header tail
-    if keys is None and headers is None and None not in values:
+    plain = keys is None and headers is None
+    if plain:
         if count > len(_NOKEY_PREFIX):
             _grow_prefix_table(count)
         prefix_table = _NOKEY_PREFIX
@@ -571,13 +566,19 @@ def encode_batch(
         limit = len(table)
         extend = parts.extend
         # Hot loop: table lookups only; a record is length|prefix|valueLength|value|0 headers.
-        for i, v in enumerate(cast("Sequence[bytes]", values)):
-            n = len(v)
-            vlen = table[n] if n < limit else varint_bytes(n)
-            size = prefix_len[i] + len(vlen) + n + 1
-            extend((table[size] if size < limit else varint_bytes(size), prefix_table[i], vlen, v))
-            parts.append(b"\x00")
-    else:
+        try:
+            for i, v in enumerate(cast("Sequence[bytes]", values)):
+                n = len(v)
+                vlen = table[n] if n < limit else varint_bytes(n)
+                size = prefix_len[i] + len(vlen) + n + 1
+                extend(
+                    (table[size] if size < limit else varint_bytes(size), prefix_table[i], vlen, v)
+                )
+                parts.append(b"\x00")
+        except TypeError:  # len(None): a null value, which only the general path writes
+            plain = False
+            del parts[1:]
+    if not plain:
         if keys is not None and len(keys) != count:
             raise ValueError(f"{len(keys)} keys for {count} values")
         if headers is not None and len(headers) != count:

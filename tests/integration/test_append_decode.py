@@ -52,8 +52,8 @@ def test_fast_decode_matches_the_codec(sizes: list[int]) -> None:
         assert req.timeout_ms == get_int(body, "timeout_ms") == 1234
         assert req.producer_id == get_int(body, "producer_id") == 1 << 40
         assert req.sequence == get_int(body, "sequence") == 7
-        assert tuple(r.value for r in req.records) == _values_of(body) == tuple(values)
-        assert all(r.key is None and type(r.value) is bytes for r in req.records)
+        assert tuple(v for _, v in req.records) == _values_of(body) == tuple(values)
+        assert all(k is None and type(v) is bytes for k, v in req.records)
 
 
 def test_fast_decode_skips_record_tagged_fields() -> None:
@@ -62,8 +62,8 @@ def test_fast_decode_skips_record_tagged_fields() -> None:
     at = payload.index(b"ab") + 2
     payload[at : at + 1] = bytes([1, 5, 2]) + b"zz"
     assert decode_append_request(bytes(payload)).records == (
-        KeyValue(None, b"ab"),
-        KeyValue(None, b"cd"),
+        (None, b"ab"),
+        (None, b"cd"),
     )
     assert _values_of(decode_client_request(bytes(payload))[1]) == (b"ab", b"cd")
 
@@ -91,18 +91,18 @@ def _v1_payload(records: list[KeyValue]) -> bytes:
         "timeout_ms": 1000,
         "producer_id": -1,
         "sequence": -1,
-        "records": [{"key": r.key, "value": r.value} for r in records],
+        "records": [{"key": k, "value": v} for k, v in records],
     }
     return encode_client_request(header, body)[4:]
 
 
 def test_v1_carries_keys_and_null_values_as_the_codec_decodes_them() -> None:
     records = [
-        KeyValue(b"k1", b"v1"),
-        KeyValue(b"k2", None),  # a delete
-        KeyValue(None, b"plain"),
-        KeyValue(b"", b""),
-        KeyValue(b"big", b"x" * 300),
+        (b"k1", b"v1"),
+        (b"k2", None),  # a delete
+        (None, b"plain"),
+        (b"", b""),
+        (b"big", b"x" * 300),
     ]
     payload = _v1_payload(records)
     req = decode_append_request(payload)
@@ -110,7 +110,7 @@ def test_v1_carries_keys_and_null_values_as_the_codec_decodes_them() -> None:
     assert req.records == tuple(records)
     _, body = decode_client_request(payload)
     decoded = [
-        KeyValue(
+        (
             None if s.get("key") is None else bytes(get_records(s, "key") or b""),
             None if s.get("value") is None else bytes(get_records(s, "value") or b""),
         )
@@ -130,7 +130,7 @@ def test_v0_cannot_carry_a_null_value() -> None:
 
 @pytest.mark.parametrize("cut", [1, 3, 8])
 def test_v1_refuses_truncated_bodies(cut: int) -> None:
-    payload = _v1_payload([KeyValue(b"key", b"value")])
+    payload = _v1_payload([(b"key", b"value")])
     with pytest.raises(MalformedRequestError):
         decode_append_request(payload[:-cut])
     with pytest.raises(MalformedRequestError):
@@ -138,7 +138,7 @@ def test_v1_refuses_truncated_bodies(cut: int) -> None:
 
 
 def test_a_version_above_the_latest_is_refused() -> None:
-    payload = bytearray(_v1_payload([KeyValue(b"k", b"v")]))
+    payload = bytearray(_v1_payload([(b"k", b"v")]))
     payload[2:4] = (2).to_bytes(2, "big")
     with pytest.raises(MalformedRequestError):
         decode_append_request(bytes(payload))

@@ -28,7 +28,7 @@ from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
 from kraft.log import SegmentedLog
 from kraft.quorum_state import read_quorum_state
-from kraft.records import KeyValue, encode_records
+from kraft.records import encode_records
 from kraft.server.driver import Driver
 
 E = Epoch(3)
@@ -115,9 +115,7 @@ def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, Segmente
 def test_one_fsync_per_batch_and_nothing_sent_before_it(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, rec, log = _driver(tmp_path)
-        futures = [
-            driver.client_append((KeyValue(None, f"v{i}".encode()),), 5000) for i in range(3)
-        ]
+        futures = [driver.client_append(((None, f"v{i}".encode()),), 5000) for i in range(3)]
         driver.process_batch()
         # Three appends, three FlushLogs, one fsync; every Send encoded at once but released
         # only after the fsync, in order.
@@ -155,8 +153,8 @@ def test_the_election_state_is_persisted_as_kafka_writes_it(tmp_path: Path) -> N
 def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, _, log = _driver(tmp_path)
-        kept = driver.client_append((KeyValue(None, b"kept"),), 5000)
-        lost = driver.client_append((KeyValue(None, b"lost"),), 5000)
+        kept = driver.client_append(((None, b"kept"),), 5000)
+        lost = driver.client_append(((None, b"lost"),), 5000)
         driver.process_batch()
         # A new leader's log diverges at offset 1: our record there goes.
         replica.next_effects = [TruncateLog(Offset(1)), HighWatermarkMoved(Offset(1))]
@@ -172,7 +170,7 @@ def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
 def test_an_append_not_committed_in_time_times_out_without_an_ack(tmp_path: Path) -> None:
     async def run() -> None:
         driver, _, _, log = _driver(tmp_path)
-        fut = driver.client_append((KeyValue(None, b"slow"),), 0)
+        fut = driver.client_append(((None, b"slow"),), 0)
         driver.process_batch()
         assert fut.result().error is ErrorCode.REQUEST_TIMED_OUT
         log.close()

@@ -27,7 +27,6 @@ from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.log_memory import MemoryLog
-from kraft.records import KeyValue
 from refinement import invariant_defs as defs
 from refinement import invariants as inv
 from refinement import smt
@@ -515,7 +514,7 @@ def test_leader_hwm_is_quorum_math_high_watermark(voters, ops):
     for t, (who, value) in enumerate(ops, start=1001):
         end = one.r.view().end_offset
         if who == 0 or voters == 1:
-            one.step(ClientAppend(t, tuple(KeyValue(None, b"v") for _ in range(value % 3 + 1)), t))
+            one.step(ClientAppend(t, tuple((None, b"v") for _ in range(value % 3 + 1)), t))
         else:
             src = 2 + who % (voters - 1)
             offset = min(value, end)

@@ -36,7 +36,6 @@ from kraft.core.messages import (
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, NodeId
-from kraft.records import KeyValue
 
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
             FetchSnapshotRequest)  # fmt: skip
@@ -222,9 +221,7 @@ class Cluster:
     # -- client and queries
 
     def append(self, i: int, *values: bytes, request_id: int = 0) -> list[Effect]:
-        return self.step(
-            i, ClientAppend(self.now, tuple(KeyValue(None, v) for v in values), request_id)
-        )
+        return self.step(i, ClientAppend(self.now, tuple((None, v) for v in values), request_id))
 
     def shutdown(self, i: int) -> list[Effect]:
         return self.step(i, Shutdown(self.now))

@@ -8,7 +8,7 @@ from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
 from kraft.control_records import LeaderChangeMessage, encode_control_batch
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.records import KeyValue, encode_records, iter_batches
+from kraft.records import encode_records, iter_batches
 from kraft.server.applier import Applier, committed_batches
 
 
@@ -33,9 +33,9 @@ LEADER_CHANGE = LeaderChangeMessage(0, 1, (1, 2, 3), (1, 2))
 def log3() -> Log:
     return Log(
         encode_control_batch(0, 1, LEADER_CHANGE, timestamp_ms=5),
-        encode_records(1, 1, [KeyValue(b"a", b"1"), KeyValue(b"b", b"2")], timestamp_ms=6),
-        encode_records(3, 1, [KeyValue(b"a", None)], timestamp_ms=7),
-        encode_records(4, 2, [KeyValue(None, b"plain")], timestamp_ms=8),
+        encode_records(1, 1, [(b"a", b"1"), (b"b", b"2")], timestamp_ms=6),
+        encode_records(3, 1, [(b"a", None)], timestamp_ms=7),
+        encode_records(4, 2, [(None, b"plain")], timestamp_ms=8),
     )
 
 
@@ -47,8 +47,8 @@ def test_committed_batches_decodes_keys_and_marks_control_batches() -> None:
         (3, 3, 1, False),
     ]
     assert got[0].records == ()
-    assert got[1].records == (KeyValue(b"a", b"1"), KeyValue(b"b", b"2"))
-    assert got[2].records == (KeyValue(b"a", None),)
+    assert got[1].records == ((b"a", b"1"), (b"b", b"2"))
+    assert got[2].records == ((b"a", None),)
 
 
 def test_only_whole_batches_below_the_high_watermark_are_applied() -> None:
@@ -121,7 +121,7 @@ def test_a_leader_change_is_told_once_after_the_commits() -> None:
 
 def test_a_batch_that_cannot_be_applied_stops_the_state_machine_with_a_reason() -> None:
     store = KeyValueStore(Offset(1))  # expects offset 1, but the log is read from 0 ...
-    log = Log(encode_records(5, 1, [KeyValue(b"k", b"v")], timestamp_ms=0))  # ... and has 5
+    log = Log(encode_records(5, 1, [(b"k", b"v")], timestamp_ms=0))  # ... and has 5
     released = Released()
     applier = Applier(log, store, released, lambda: LeaderAndEpoch(None, Epoch(1)))
     released.hwm = Offset(6)

@@ -42,7 +42,7 @@ def batch(
 
 
 def kv(key: str, value: str | None) -> KeyValue:
-    return KeyValue(key.encode(), None if value is None else value.encode())
+    return (key.encode(), None if value is None else value.encode())
 
 
 def test_the_store_implements_the_port() -> None:
@@ -69,7 +69,7 @@ def test_deleting_a_missing_key_is_no_error() -> None:
 
 def test_keyless_records_set_no_key_but_are_applied() -> None:
     s = KeyValueStore()
-    s.handle_commit([batch(0, KeyValue(None, b"plain"), kv("k", "v"))])
+    s.handle_commit([batch(0, (None, b"plain"), kv("k", "v"))])
     assert s.items() == [(b"k", b"v")]
     assert s.plain_values == 1
     assert s.applied_offset == 2
@@ -131,14 +131,14 @@ def test_a_snapshot_round_trip_gives_the_same_state() -> None:
         [
             batch(0, kv("x", "1"), kv("y", "2"), producer=9, sequence=0),
             batch(2, kv("y", None), kv("z", ""), epoch=3),
-            batch(4, KeyValue(b"\x00\xff", b"\x01"), producer=11, sequence=5, epoch=3),
+            batch(4, (b"\x00\xff", b"\x01"), producer=11, sequence=5, epoch=3),
         ]
     )
     snap = MemorySnapshot(s.applied_offset, s.applied_epoch)
     s.produce_snapshot(snap)
     # The state as records: one per key, in key order, then the producer table (null keys).
-    keyed = [r for b in snap.written for r in b if r.key is not None]
-    assert keyed == [KeyValue(b"\x00\xff", b"\x01"), kv("x", "1"), kv("z", "")]
+    keyed = [r for b in snap.written for r in b if r[0] is not None]
+    assert keyed == [(b"\x00\xff", b"\x01"), kv("x", "1"), kv("z", "")]
     loaded = KeyValueStore()
     loaded.handle_commit([batch(0, kv("stale", "gone"))])  # replaced by the snapshot
     loaded.load_snapshot(snap)
@@ -162,7 +162,7 @@ def test_a_large_snapshot_is_written_in_several_batches() -> None:
 
 
 def test_a_snapshot_with_a_bad_producer_entry_is_refused() -> None:
-    snap = MemorySnapshot(Offset(3), Epoch(1), [(KeyValue(None, b"short"),)])
+    snap = MemorySnapshot(Offset(3), Epoch(1), [((None, b"short"),)])
     s = KeyValueStore()
     with pytest.raises(StateMachineError, match="producer entry"):
         s.load_snapshot(snap)

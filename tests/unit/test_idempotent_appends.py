@@ -14,7 +14,7 @@ from kraft.core.messages import FetchResponse, VoteRequest, VoteResponse
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
-from kraft.records import KeyValue, encode_batch, iter_batches
+from kraft.records import encode_batch, iter_batches
 
 P = ProducerId(4242)
 
@@ -34,9 +34,7 @@ def elect(h: Harness) -> None:
 
 
 def send(h: Harness, request_id: int, seq: int, *values: bytes) -> AppendResult:
-    effects = h.step(
-        ClientAppend(h.now, tuple(KeyValue(None, v) for v in values), request_id, P, seq)
-    )
+    effects = h.step(ClientAppend(h.now, tuple((None, v) for v in values), request_id, P, seq))
     [result] = of(effects, AppendResult)
     return result
 
@@ -46,18 +44,7 @@ def test_a_resend_is_answered_with_the_first_copys_offsets_and_not_stored_again(
     first = send(h, 1, 0, b"a", b"b")
     assert first.error is ErrorCode.NONE
     end = h.log.end_offset
-    effects = h.step(
-        ClientAppend(
-            h.now,
-            (
-                KeyValue(None, b"a"),
-                KeyValue(None, b"b"),
-            ),
-            2,
-            P,
-            0,
-        )
-    )
+    effects = h.step(ClientAppend(h.now, ((None, b"a"), (None, b"b")), 2, P, 0))
     assert of(effects, AppendToLog) == []
     [again] = of(effects, AppendResult)
     assert (again.first_offset, again.last_offset, again.epoch) == (

@@ -22,7 +22,6 @@ from kraft.core.messages import (
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId
-from kraft.records import KeyValue
 
 S = ReplicaState
 
@@ -42,7 +41,7 @@ def test_leader_resigns_with_successors_by_replicated_offset() -> None:
     assert {(r.leader_id, r.leader_epoch) for _, r in ends} == {(1, 2)}
     assert not of(effects, ShutdownComplete)
     # resigned: no more appends
-    [res] = of(h.step(ClientAppend(h.now, (KeyValue(None, b"x"),))), AppendResult)
+    [res] = of(h.step(ClientAppend(h.now, ((None, b"x"),))), AppendResult)
     assert res.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 

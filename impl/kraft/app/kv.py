@@ -126,7 +126,7 @@ class KeyValueStore:
         self.leader = leader
 
     def produce_snapshot(self, writer: SnapshotWriter) -> None:
-        entries = [KeyValue(k, v) for k, v in self.items()]
+        entries: list[KeyValue] = list(self.items())
         for b in self.producers.batches():
             entry = _PRODUCER_ENTRY.pack(
                 _PRODUCER_ENTRY_VERSION,
@@ -136,7 +136,7 @@ class KeyValueStore:
                 b.last_offset,
                 b.epoch,
             )
-            entries.append(KeyValue(None, entry))
+            entries.append((None, entry))
         for i in range(0, len(entries), _SNAPSHOT_BATCH):
             writer.append(entries[i : i + _SNAPSHOT_BATCH])
 

@@ -116,9 +116,9 @@ def _cmd_append(args: argparse.Namespace) -> int:
         elif not key:
             return fail("append", f"{text!r}: an empty key (use --value for a value with '=')", 2)
         else:
-            values.append(KeyValue(key.encode("utf-8"), value.encode("utf-8")))
+            values.append((key.encode("utf-8"), value.encode("utf-8")))
     values.extend(v.encode("utf-8") for v in args.plain)
-    values.extend(KeyValue(k.encode("utf-8"), None) for k in args.delete)
+    values.extend((k.encode("utf-8"), None) for k in args.delete)
     for text in args.raw_hex:
         try:
             values.append(bytes.fromhex(text))

@@ -235,10 +235,10 @@ def decode_append_request(payload: bytes) -> AppendRequest:
             raise WireFormatError("records: a null array")
         end = len(payload)
         if header.api_version >= 1:
-            records = _keyed_records(payload, view, pos, count - 1)
-            return AppendRequest(header, timeout_ms, producer_id, sequence, records)
-        values: list[bytes] = []
-        add = values.append
+            keyed = _keyed_records(payload, view, pos, count - 1)
+            return AppendRequest(header, timeout_ms, producer_id, sequence, keyed)
+        records: list[KeyValue] = []
+        add = records.append
         for _ in range(count - 1):
             n = payload[pos]  # a record: compact bytes (length + 1), then its tagged fields
             if n < 0x80:
@@ -250,15 +250,14 @@ def decode_append_request(payload: bytes) -> AppendRequest:
             stop = pos + n - 1
             if stop > end:
                 raise WireFormatError("a record value runs past the end")
-            add(payload[pos:stop])
+            add((None, payload[pos:stop]))
             pos = stop + 1 if payload[stop] == 0 else skip_tagged(view, stop)
         pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedRequestError(f"KraftAppend request: {e}") from None
     if pos != end:
         raise MalformedRequestError(f"KraftAppend request: {end - pos} bytes after the body")
-    records = tuple([KeyValue(None, v) for v in values])
-    return AppendRequest(header, timeout_ms, producer_id, sequence, records)
+    return AppendRequest(header, timeout_ms, producer_id, sequence, tuple(records))
 
 
 def _nullable_bytes(payload: bytes, view: memoryview, pos: int) -> tuple[bytes | None, int]:
@@ -280,7 +279,7 @@ def _keyed_records(payload: bytes, view: memoryview, pos: int, count: int) -> tu
             key, pos = _nullable_bytes(payload, view, pos)
             value, pos = _nullable_bytes(payload, view, pos)
             pos = skip_tagged(view, pos)
-            records.append(KeyValue(key, value))
+            records.append((key, value))
         pos = skip_tagged(view, pos)
     except (WireFormatError, IndexError) as e:
         raise MalformedRequestError(f"KraftAppend request: {e}") from None

@@ -25,7 +25,7 @@ from typing import Final, Generic, Protocol, TypeVar
 from kraft.app.port import CommittedBatch, LeaderAndEpoch, StateMachine, StateMachineError
 from kraft.ids import Epoch, Offset, ProducerId
 from kraft.log import CorruptLogError
-from kraft.records import CorruptRecordError, KeyValue, decode_records, iter_batches
+from kraft.records import CorruptRecordError, decode_records, iter_batches
 
 __all__ = ["Applier", "BatchSource", "committed_batches"]
 
@@ -47,9 +47,7 @@ def committed_batches(data: memoryview | bytes, high_watermark: Offset) -> list[
         if h.last_offset >= high_watermark:
             break
         control = h.is_control
-        records = (
-            () if control else tuple(KeyValue(r.key, r.value) for r in decode_records(data, pos, h))
-        )
+        records = () if control else tuple([(r.key, r.value) for r in decode_records(data, pos, h)])
         out.append(
             CommittedBatch(
                 Offset(h.base_offset),
