@@ -10,9 +10,9 @@ instead of a closed connection.
   DescribeQuorum. Works against kraft nodes and Kafka controllers alike.
 - `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
   leader the answer names, and retries while no leader is known, until `timeout_ms`.
-- `append` takes records as KeyValue pairs (key, value; either null) or bare bytes (a value
-  with a null key); it speaks KraftAppend v1 when a record has a key or a null value, v0
-  otherwise (understood by nodes that predate keys).
+  Records are (key, value) pairs (either null) or bare bytes (a value with a null key); it
+  speaks KraftAppend v1 when a record has a key or a null value, v0 otherwise (the node's
+  fast path, and understood by nodes that predate keys).
 """
 
 from __future__ import annotations
@@ -419,7 +419,8 @@ async def _append(
         targets = [remembered, *(a for a in bootstrap if a != remembered)]
     last_error = "no node answered"
     body: MessageDict = {"producer_id": producer.producer_id, "sequence": sequence}
-    # v0 carries values only: enough, and understood by older nodes, for keyless records.
+    # v0 carries values only: enough for keyless records, and the node's fast path; v1 is
+    # needed for a key or a null value.
     keyless = all(k is None and v is not None for k, v in records)
     least = 0 if keyless else 1
     while True:
@@ -431,7 +432,8 @@ async def _append(
             body["timeout_ms"] = left_ms
             try:
                 async with await Connection.open(address) as conn:
-                    version = await conn.version_for(KRAFT_APPEND_KEY, least)
+                    best = await conn.version_for(KRAFT_APPEND_KEY, least)
+                    version = 0 if keyless else best
                     body["records"] = _append_records(records, version)
                     answer = await conn.request(KRAFT_APPEND_KEY, version, body, left_ms / 1000 + 1)
             except ClientError as e:
