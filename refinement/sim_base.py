@@ -236,7 +236,7 @@ class SimBase:
             message = message_json(msg, src_id, int(node.id))
         elif isinstance(event, ClientAppend):
             message = {"type": "ClientAppend", "requestId": event.request_id,
-                       "records": len(event.values)}  # fmt: skip
+                       "records": len(event.records)}  # fmt: skip
         elif isinstance(event, SendFailed):
             message = message_json(event.request, int(node.id), int(event.dst))
         action = actions[0] if actions else _EVENT_NAMES.get(type(event), type(event).__name__)

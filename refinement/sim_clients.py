@@ -92,7 +92,7 @@ class SimClients(SimFaults):
             return
         req.attempts += 1
         self._inflight[node.id][rid] = req
-        event = ClientAppend(self.now, req.values, rid)
+        event = ClientAppend(self.now, tuple((None, v) for v in req.values), rid)
         self._step(node, event, None, None, None)
 
     def _client_retry(self, req: _ClientRequest) -> None:

@@ -1,4 +1,4 @@
-"""An asyncio client of a KRaft node: describe the quorum, append, read committed records.
+"""An asyncio client of a KRaft node: describe the quorum, append (reads: kraft.client_read).
 
 Every connection starts with ApiVersions, as Kafka's clients do; a request goes out at the
 highest version both sides know, and a private API (kraft.protocol.client_api) only to a node
@@ -10,9 +10,9 @@ instead of a closed connection.
   DescribeQuorum. Works against kraft nodes and Kafka controllers alike.
 - `append`: the private KraftAppend API; follows NOT_LEADER_OR_FOLLOWER redirects to the
   leader the answer names, and retries while no leader is known, until `timeout_ms`.
-- `read`: Kafka's Fetch with replica id -1, as a consumer: only committed records. The
-  Fetch is one a Kafka leader accepts too (last fetched epoch >= 0, the leader's epoch),
-  following the leader it names.
+  Records are (key, value) pairs (either null) or bare bytes (a value with a null key); it
+  speaks KraftAppend v1 when a record has a key or a null value, v0 otherwise (the node's
+  fast path, and understood by nodes that predate keys).
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from kraft import __version__
-from kraft.core.messages import FetchRequest, FetchResponse
 from kraft.core.quorum_info import QuorumDescription
 from kraft.errors import ErrorCode, KraftError
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, ProducerId, ReplicaKey
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ProducerId
 from kraft.protocol import (
     APIS,
     NODE_APIS,
@@ -53,16 +52,13 @@ from kraft.protocol.client_api import (
     is_client_api,
 )
 from kraft.protocol.rpc import (
-    KRAFT_VERSIONS,
     NodeEndpoints,
     describe_quorum_from_wire,
     describe_quorum_nodes_from_wire,
     describe_quorum_request,
-    request_to_wire,
-    response_from_wire,
 )
 from kraft.protocol.values import get_int, get_ints, get_opt_str, get_str, get_structs, get_uuid
-from kraft.records import CorruptRecordError, iter_batches, iter_values
+from kraft.records import KeyValue
 from kraft.server.controller_apis import (
     ClusterDescription,
     describe_cluster_from_wire,
@@ -76,19 +72,17 @@ __all__ = [
     "Connection",
     "NodeInfo",
     "QuorumReport",
-    "ReadResult",
     "append",
     "describe_quorum",
     "node_info",
     "parse_address",
-    "read",
 ]
 
 CLIENT_ID = "kraft-cli"
 _API_VERSIONS_VERSION = 3  # the first flexible version, with the client software fields
 _API_NAMES = {api.api_key: api.name for api in (*APIS.values(), *CLIENT_APIS)}
 _CORRELATION = struct.Struct(">i")
-_RETRY_MS = 100
+RETRY_MS = 100
 
 
 class ClientError(KraftError):
@@ -140,13 +134,6 @@ class AppendAck:
     leader_id: NodeId
 
 
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    records: tuple[tuple[Offset, bytes | None], ...]
-    high_watermark: Offset | None
-    next_offset: Offset
-
-
 class Connection:
     """One TCP connection, one request at a time (enough for a command-line client)."""
 
@@ -166,7 +153,7 @@ class Connection:
                 _API_VERSIONS_VERSION,
                 {"client_software_name": CLIENT_ID, "client_software_version": __version__},
             )
-            error = _error_code(body)
+            error = error_code(body)
             if error is not ErrorCode.NONE:
                 raise ClientError(f"ApiVersions answered {error.name}", error)
             self.peer_apis = {
@@ -227,7 +214,7 @@ class Connection:
         except TimeoutError:
             raise ClientError("timed out waiting for an answer") from None
         if is_client_api(api_key):
-            got, answer = decode_client_response(api_key, payload)
+            got, answer = decode_client_response(api_key, payload, version)
         else:
             got, answer = decode_response_payload(api_key, version, payload)
         if got != corr:
@@ -243,7 +230,7 @@ class Connection:
         return self._frames.pop(0)
 
 
-def _error_code(body: MessageDict) -> ErrorCode:
+def error_code(body: MessageDict) -> ErrorCode:
     code = get_int(body, "error_code")
     try:
         return ErrorCode(code)
@@ -344,7 +331,7 @@ async def describe_quorum(bootstrap: Sequence[Address], timeout_ms: int = 10_000
                 last_error = f"{address}: {e}"
         if asyncio.get_running_loop().time() >= deadline:
             raise ClientError(last_error)
-        await asyncio.sleep(_RETRY_MS / 1000)
+        await asyncio.sleep(RETRY_MS / 1000)
 
 
 def new_producer_id() -> ProducerId:
@@ -366,8 +353,8 @@ class Producer:
     producer_id: ProducerId = field(default_factory=new_producer_id)
     next_sequence: int = 0
     leader: Address | None = None
-    # The append whose outcome is unknown: (its sequence, its values).
-    pending: tuple[int, tuple[bytes, ...]] | None = None
+    # The append whose outcome is unknown: (its sequence, its records).
+    pending: tuple[int, tuple[KeyValue, ...]] | None = None
 
     def reset(self) -> None:
         """A new id (as Kafka bumps the producer epoch): after a pending append is given up,
@@ -389,17 +376,19 @@ _NOT_STORED = frozenset(
 
 async def append(
     bootstrap: Sequence[Address],
-    values: Sequence[bytes],
+    records: Sequence[bytes | KeyValue],
     timeout_ms: int = 30_000,
     *,
     producer: Producer | None = None,
 ) -> AppendAck:
-    """Append `values` as one batch, idempotently; returns once committed. Raises ClientError
-    on an error answer other than a redirect, or when no leader accepts them within
-    `timeout_ms`. Pass a Producer to reuse its id and remembered leader across appends, and
-    to resend, deduplicated, values whose earlier append ended with an unknown outcome."""
+    """Append `records` as one batch, idempotently; returns once committed. A record is a
+    (key, value) pair (either null: a null value deletes the key in the key-value
+    state machine) or bare bytes, a value with a null key. Raises ClientError on an error
+    answer other than a redirect, or when no leader accepts them within `timeout_ms`. Pass
+    a Producer to reuse its id and remembered leader across appends, and to resend,
+    deduplicated, records whose earlier append ended with an unknown outcome."""
     p = producer if producer is not None else Producer()
-    batch = tuple(values)
+    batch = tuple((None, r) if isinstance(r, bytes) else r for r in records)
     if p.pending is not None and p.pending[1] != batch:
         p.reset()  # other values after an unknown outcome: that outcome stays unknown
     sequence = p.pending[0] if p.pending is not None else p.next_sequence
@@ -417,7 +406,7 @@ async def append(
 
 async def _append(
     bootstrap: Sequence[Address],
-    values: Sequence[bytes],
+    records: tuple[KeyValue, ...],
     timeout_ms: int,
     producer: Producer,
     sequence: int,
@@ -429,11 +418,11 @@ async def _append(
     if remembered is not None:
         targets = [remembered, *(a for a in bootstrap if a != remembered)]
     last_error = "no node answered"
-    body: MessageDict = {
-        "producer_id": producer.producer_id,
-        "sequence": sequence,
-        "records": [{"value": v} for v in values],
-    }
+    body: MessageDict = {"producer_id": producer.producer_id, "sequence": sequence}
+    # v0 carries values only: enough for keyless records, and the node's fast path; v1 is
+    # needed for a key or a null value.
+    keyless = all(k is None and v is not None for k, v in records)
+    least = 0 if keyless else 1
     while True:
         redirect: Address | None = None
         for address in targets:
@@ -443,8 +432,10 @@ async def _append(
             body["timeout_ms"] = left_ms
             try:
                 async with await Connection.open(address) as conn:
-                    await conn.version_for(KRAFT_APPEND_KEY)
-                    answer = await conn.request(KRAFT_APPEND_KEY, 0, body, left_ms / 1000 + 1)
+                    best = await conn.version_for(KRAFT_APPEND_KEY, least)
+                    version = 0 if keyless else best
+                    body["records"] = _append_records(records, version)
+                    answer = await conn.request(KRAFT_APPEND_KEY, version, body, left_ms / 1000 + 1)
             except ClientError as e:
                 last_error = f"{address}: {e}"
                 continue
@@ -470,113 +461,10 @@ async def _append(
             targets = [redirect, *(a for a in bootstrap if a != redirect)]
         else:
             targets = list(bootstrap)
-            await asyncio.sleep(_RETRY_MS / 1000)
+            await asyncio.sleep(RETRY_MS / 1000)
 
 
-async def read(
-    address: Address,
-    from_offset: int = 0,
-    *,
-    max_bytes: int = 1 << 20,
-    to_end: bool = True,
-    max_redirects: int = 5,
-) -> ReadResult:
-    """Committed records from `from_offset` (control records skipped): one Fetch, or, with
-    `to_end`, Fetches until the high watermark.
-
-    The Fetch (replica id -1) is one Kafka's KRaft accepts too: it carries a last fetched
-    epoch (>= 0) and the leader's epoch, goes to the leader, and only records below the high
-    watermark are kept (a Kafka leader also sends uncommitted ones). A kraft node answers it
-    from any replica, committed records only. FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
-    NOT_LEADER_OR_FOLLOWER and INVALID_REQUEST answers that name a leader are followed (its
-    epoch, and its endpoint from Fetch v17's node endpoints), up to `max_redirects` times; a
-    diverging epoch (a reader starting mid-log) moves the position back as a follower's
-    would, without collecting any record twice."""
-    records: list[tuple[Offset, bytes | None]] = []
-    wanted = Offset(from_offset)  # the next record to collect
-    offset = Offset(from_offset)  # the next offset to fetch
-    last_epoch = Epoch(0)
-    epoch = Epoch(0)
-    hwm: Offset | None = None
-    redirects = 0
-    target = address
-    conn = await Connection.open(target)
-    try:
-        while True:
-            # v13+: KRaft names the topic by id; no higher than our adapter translates.
-            lo, hi = KRAFT_VERSIONS[ApiKey.FETCH]
-            version = min(await conn.version_for(ApiKey.FETCH, lo=lo), hi)
-            req = FetchRequest(
-                cluster_id=ClusterId(""),
-                replica=ReplicaKey(NodeId(-1)),
-                replica_epoch=Epoch(max(epoch, last_epoch)),
-                fetch_offset=offset,
-                last_fetched_epoch=last_epoch,
-                log_start_offset=Offset(-1),
-                max_bytes=max_bytes,
-            )
-            _, v, body = request_to_wire(req, version=version)
-            body["cluster_id"] = None  # a consumer does not name the cluster
-            answer = await conn.request(ApiKey.FETCH, v, body)
-            resp = response_from_wire(ApiKey.FETCH, v, answer)
-            assert isinstance(resp, FetchResponse)
-            if resp.error in _READ_REDIRECTS and resp.leader_id >= 0 and redirects < max_redirects:
-                redirects += 1
-                epoch = Epoch(max(epoch, resp.leader_epoch))
-                leader = _endpoint_of(answer, resp.leader_id)
-                if leader is not None and leader != target:
-                    await conn.close()
-                    target = leader
-                    conn = await Connection.open(target)
-                continue
-            if resp.error is not ErrorCode.NONE:
-                raise ClientError(f"{target}: Fetch at {offset}: {resp.error.name}", resp.error)
-            if resp.snapshot_id is not None:
-                raise ClientError(
-                    f"{target}: the records before {resp.snapshot_id.offset} are only in a "
-                    "snapshot; read from a later offset"
-                )
-            if resp.diverging_epoch is not None and redirects < max_redirects:
-                redirects += 1
-                offset = Offset(min(offset, resp.diverging_epoch.offset))
-                last_epoch = resp.diverging_epoch.epoch
-                continue
-            hwm = None if resp.high_watermark < 0 else resp.high_watermark
-            data = bytes(resp.records)
-            try:
-                for pos, header in iter_batches(data):
-                    if hwm is None or header.last_offset >= hwm:
-                        break  # not committed yet (a Kafka leader sends such batches too)
-                    if not header.is_control:
-                        for off, value in iter_values(data, pos, header):
-                            if off >= wanted:
-                                records.append((Offset(off), value))
-                    offset = Offset(header.next_offset)
-                    wanted = Offset(max(wanted, offset))
-                    last_epoch = Epoch(header.partition_leader_epoch)
-            except CorruptRecordError as e:
-                raise ClientError(f"{target}: corrupt records at {offset}: {e}") from None
-            if not data or not to_end or hwm is None or offset >= hwm:
-                break
-    finally:
-        await conn.close()
-    return ReadResult(tuple(records), hwm, offset)
-
-
-# Answers that name the leader a reader should ask instead (or the epoch to ask in).
-_READ_REDIRECTS = frozenset(
-    {
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.INVALID_REQUEST,
-    }
-)
-
-
-def _endpoint_of(fetch_answer: MessageDict, node_id: int) -> Address | None:
-    """The endpoint of `node_id` among a Fetch v16+ answer's node endpoints."""
-    for n in get_structs(fetch_answer, "node_endpoints"):
-        if get_int(n, "node_id") == node_id:
-            return Address(get_str(n, "host"), get_int(n, "port"))
-    return None
+def _append_records(records: tuple[KeyValue, ...], version: int) -> list[MessageDict]:
+    if version == 0:
+        return [{"value": v} for _, v in records]
+    return [{"key": k, "value": v} for k, v in records]

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info, read
+from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info
+from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.ids import Offset
 

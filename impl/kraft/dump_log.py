@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraft.control_records import decode_control_record
 from kraft.records import (
     BATCH_HEADER_SIZE,
     CorruptRecordError,
     Record,
-    decode_control_record,
     decode_records,
     parse_batch_header,
     verify_crc,

@@ -1,4 +1,4 @@
-"""Apache Kafka record batch v2 (magic 2), byte for byte, plus KRaft's control records.
+"""Apache Kafka record batch v2 (magic 2), byte for byte, and its data records.
 
 Batch layout (61-byte header, then records):
     BaseOffset i64 | Length i32 | PartitionLeaderEpoch i32 | Magic i8 | CRC u32 |
@@ -12,19 +12,15 @@ Record: length varint | attributes i8 | timestampDelta varlong | offsetDelta var
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias, cast
 
 import crc32c
 
 from kraft.encoding import (
     VARINT_TABLE,
     MalformedInputError,
-    Reader,
-    Writer,
     read_varint,
     read_varlong,
     varint_bytes,
@@ -35,27 +31,19 @@ __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
     "MIN_BATCH_LENGTH",
     "BatchHeader",
-    "ControlRecord",
-    "ControlRecordType",
     "CorruptRecordError",
-    "Endpoint",
-    "KRaftVersionRecord",
-    "LeaderChangeMessage",
+    "KeyValue",
     "Record",
-    "SnapshotFooterRecord",
-    "SnapshotHeaderRecord",
     "TruncatedBatchError",
-    "VoterEntry",
-    "VotersRecord",
-    "control_record_type",
+    "assemble_batch",
     "decode_batch",
-    "decode_control_batch",
-    "decode_control_record",
+    "decode_records",
     "encode_batch",
-    "encode_control_batch",
+    "encode_records",
     "iter_batches",
     "iter_values",
     "parse_batch_header",
+    "record_body",
     "verify_crc",
 ]
 
@@ -93,22 +81,11 @@ NO_SEQUENCE = -1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qiibI")  # BaseOffset .. CRC: the part outside the CRC
 _TAIL = struct.Struct(">hiqqqhii")  # Attributes .. RecordsCount: the start of the CRC'd part
-_CONTROL_KEY = struct.Struct(">hh")
 assert _HEADER.size == BATCH_HEADER_SIZE
 assert _PREFIX.size == CRC_START
 
 _INT32_MAX = (1 << 31) - 1
 _INT64_MAX = (1 << 63) - 1
-
-
-class ControlRecordType(IntEnum):
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    VOTERS = 6
 
 
 class BatchHeader(NamedTuple):
@@ -149,6 +126,11 @@ class BatchHeader(NamedTuple):
     @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+
+# A client's record: (key, value), either null; to kraft.app.kv a null value deletes the key.
+# A plain tuple: one is made per appended record, and a NamedTuple costs several times more.
+KeyValue: TypeAlias = tuple[bytes | None, bytes | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,7 +455,7 @@ def _grow_prefix_table(n: int) -> None:
 _grow_prefix_table(4096)
 
 
-def _record_body(
+def record_body(
     offset_delta: int,
     key: bytes | None,
     value: bytes | None,
@@ -500,7 +482,7 @@ def _record_body(
     return b"".join(parts)
 
 
-def _assemble(
+def assemble_batch(
     base_offset: int,
     epoch: int,
     record_parts: list[bytes],
@@ -530,10 +512,33 @@ def _assemble(
     return _PREFIX.pack(base_offset, length, epoch, MAGIC, crc32c.crc32c(body)) + body
 
 
+def encode_records(
+    base_offset: int,
+    epoch: int,
+    records: Sequence[KeyValue],
+    *,
+    timestamp_ms: int,
+    producer_id: int = NO_PRODUCER_ID,
+    base_sequence: int = NO_SEQUENCE,
+) -> bytes:
+    """Client records (key, value) as one data batch: keys are written only when a record
+    has one, so a keyless batch is encode_batch's bytes, byte for byte."""
+    keys = [k for k, _ in records]
+    return encode_batch(
+        base_offset,
+        epoch,
+        [v for _, v in records],
+        timestamp_ms=timestamp_ms,
+        keys=None if keys.count(None) == len(keys) else keys,
+        producer_id=producer_id,
+        base_sequence=base_sequence,
+    )
+
+
 def encode_batch(
     base_offset: int,
     epoch: int,
-    values: Sequence[bytes],
+    values: Sequence[bytes | None],
     *,
     timestamp_ms: int,
     keys: Sequence[bytes | None] | None = None,
@@ -541,19 +546,18 @@ def encode_batch(
     producer_id: int = NO_PRODUCER_ID,
     base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
-    """Encode values (with optional keys/headers) as one data batch at base_offset.
-
-    Every record gets timestamp_ms (timestamp delta 0) and offset delta = its index. An
-    idempotent append carries its producer id (epoch 0) and the sequence of its first record,
-    as Kafka's idempotent producer writes them.
-    """
+    """Encode values (with optional keys/headers; a null value has length -1) as one data
+    batch at base_offset. Every record gets timestamp_ms (timestamp delta 0) and offset
+    delta = its index. An idempotent append carries its producer id (epoch 0) and the
+    sequence of its first record, as Kafka's idempotent producer writes them."""
     count = len(values)
     if count == 0:
         raise ValueError("a batch needs at least one record")
     if base_offset < 0:
         raise ValueError(f"negative base offset {base_offset}")
     parts: list[bytes] = [b""]  # slot 0 becomes the header tail
-    if keys is None and headers is None:
+    plain = keys is None and headers is None
+    if plain:
         if count > len(_NOKEY_PREFIX):
             _grow_prefix_table(count)
         prefix_table = _NOKEY_PREFIX
@@ -562,26 +566,28 @@ def encode_batch(
         limit = len(table)
         extend = parts.extend
         # Hot loop: table lookups only; a record is length|prefix|valueLength|value|0 headers.
-        for i, v in enumerate(values):
-            n = len(v)
-            vlen = table[n] if n < limit else varint_bytes(n)
-            size = prefix_len[i] + len(vlen) + n + 1
-            extend((table[size] if size < limit else varint_bytes(size), prefix_table[i], vlen, v))
-            parts.append(b"\x00")
-    else:
+        try:
+            for i, v in enumerate(cast("Sequence[bytes]", values)):
+                n = len(v)
+                vlen = table[n] if n < limit else varint_bytes(n)
+                size = prefix_len[i] + len(vlen) + n + 1
+                extend(
+                    (table[size] if size < limit else varint_bytes(size), prefix_table[i], vlen, v)
+                )
+                parts.append(b"\x00")
+        except TypeError:  # len(None): a null value, which only the general path writes
+            plain = False
+            del parts[1:]
+    if not plain:
         if keys is not None and len(keys) != count:
             raise ValueError(f"{len(keys)} keys for {count} values")
         if headers is not None and len(headers) != count:
             raise ValueError(f"{len(headers)} header lists for {count} values")
-        for i, v in enumerate(values):
-            body = _record_body(
-                i,
-                None if keys is None else keys[i],
-                v,
-                () if headers is None else headers[i],
-            )
+        for i, value in enumerate(values):
+            key = None if keys is None else keys[i]
+            body = record_body(i, key, value, () if headers is None else headers[i])
             parts += (varint_bytes(len(body)), body)
-    return _assemble(
+    return assemble_batch(
         base_offset,
         epoch,
         parts,
@@ -592,219 +598,3 @@ def encode_batch(
         producer_epoch=NO_PRODUCER_EPOCH if producer_id == NO_PRODUCER_ID else 0,
         base_sequence=base_sequence,
     )
-
-
-# --------------------------------------------------------------------------- control records
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderChangeMessage:
-    """LeaderChangeMessage v0 (flexible): the first record a new leader writes (KIP-595)."""
-
-    version: int
-    leader_id: int
-    voters: tuple[int, ...]
-    granting_voters: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotHeaderRecord:
-    """First record of a snapshot (KIP-630)."""
-
-    version: int
-    last_contained_log_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotFooterRecord:
-    """Last record of a snapshot (KIP-630)."""
-
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class KRaftVersionRecord:
-    version: int
-    kraft_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    name: str
-    host: str
-    port: int
-
-
-@dataclass(frozen=True, slots=True)
-class VoterEntry:
-    voter_id: int
-    voter_directory_id: uuid.UUID
-    endpoints: tuple[Endpoint, ...]
-    min_supported_version: int
-    max_supported_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class VotersRecord:
-    """The whole voter set in one record (KIP-853 VotersRecord v0)."""
-
-    version: int
-    voters: tuple[VoterEntry, ...]
-
-
-ControlRecord = (
-    LeaderChangeMessage
-    | SnapshotHeaderRecord
-    | SnapshotFooterRecord
-    | KRaftVersionRecord
-    | VotersRecord
-)
-
-# The control record key schema version Kafka writes.
-CONTROL_KEY_VERSION = 0
-
-
-def _control_type_of(record: ControlRecord) -> ControlRecordType:
-    if isinstance(record, LeaderChangeMessage):
-        return ControlRecordType.LEADER_CHANGE
-    if isinstance(record, SnapshotHeaderRecord):
-        return ControlRecordType.SNAPSHOT_HEADER
-    if isinstance(record, SnapshotFooterRecord):
-        return ControlRecordType.SNAPSHOT_FOOTER
-    if isinstance(record, KRaftVersionRecord):
-        return ControlRecordType.KRAFT_VERSION
-    return ControlRecordType.VOTERS
-
-
-def _encode_control_value(record: ControlRecord) -> bytes:
-    """The message in Kafka's flexible (v0, compact + tagged fields) encoding."""
-    w = Writer()
-    w.int16(record.version)
-    if isinstance(record, LeaderChangeMessage):
-        w.int32(record.leader_id)
-        for ids in (record.voters, record.granting_voters):
-            w.compact_array_length(len(ids))
-            for voter_id in ids:
-                w.int32(voter_id).tagged_fields()
-    elif isinstance(record, SnapshotHeaderRecord):
-        w.int64(record.last_contained_log_timestamp)
-    elif isinstance(record, KRaftVersionRecord):
-        w.int16(record.kraft_version)
-    elif isinstance(record, VotersRecord):
-        w.compact_array_length(len(record.voters))
-        for voter in record.voters:
-            w.int32(voter.voter_id).uuid(voter.voter_directory_id)
-            w.compact_array_length(len(voter.endpoints))
-            for ep in voter.endpoints:
-                w.compact_string(ep.name).compact_string(ep.host).uint16(ep.port)
-                w.tagged_fields()
-            # KRaftVersionFeature is a nested struct: it carries its own tagged-field section.
-            w.int16(voter.min_supported_version).int16(voter.max_supported_version)
-            w.tagged_fields()
-            w.tagged_fields()
-    w.tagged_fields()
-    return w.getvalue()
-
-
-def _decode_control_value(kind: ControlRecordType, value: bytes) -> ControlRecord:
-    # Unknown tagged fields are read and dropped: they belong to newer writers.
-    r = Reader(value)
-    version = r.int16()
-    result: ControlRecord
-    if kind is ControlRecordType.LEADER_CHANGE:
-        leader_id = r.int32()
-        lists: list[tuple[int, ...]] = []
-        for _ in range(2):
-            ids = []
-            for _ in range(r.compact_array_length()):
-                ids.append(r.int32())
-                r.tagged_fields()
-            lists.append(tuple(ids))
-        result = LeaderChangeMessage(version, leader_id, lists[0], lists[1])
-    elif kind is ControlRecordType.SNAPSHOT_HEADER:
-        result = SnapshotHeaderRecord(version, r.int64())
-    elif kind is ControlRecordType.SNAPSHOT_FOOTER:
-        result = SnapshotFooterRecord(version)
-    elif kind is ControlRecordType.KRAFT_VERSION:
-        result = KRaftVersionRecord(version, r.int16())
-    elif kind is ControlRecordType.VOTERS:
-        voters = []
-        for _ in range(r.compact_array_length()):
-            voter_id = r.int32()
-            directory_id = r.uuid()
-            endpoints = []
-            for _ in range(r.compact_array_length()):
-                name = r.compact_string()
-                host = r.compact_string()
-                port = r.uint16()
-                r.tagged_fields()
-                endpoints.append(Endpoint(name, host, port))
-            min_version = r.int16()
-            max_version = r.int16()
-            r.tagged_fields()
-            r.tagged_fields()
-            voters.append(
-                VoterEntry(voter_id, directory_id, tuple(endpoints), min_version, max_version)
-            )
-        result = VotersRecord(version, tuple(voters))
-    else:
-        raise CorruptRecordError(f"control record type {kind.name} is not used by KRaft")
-    r.tagged_fields()
-    r.expect_done(f"{kind.name} control record")
-    return result
-
-
-def control_record_type(record: Record) -> ControlRecordType:
-    """The type named by a control record's key (version i16, type i16)."""
-    key = record.key
-    # Kafka accepts keys at least this long, so a newer key version may append fields.
-    if key is None or len(key) < _CONTROL_KEY.size:
-        raise CorruptRecordError(f"control record at offset {record.offset}: key too short")
-    version, kind = _CONTROL_KEY.unpack_from(key)
-    if version < 0:
-        raise CorruptRecordError(
-            f"control record at offset {record.offset}: negative key version {version}"
-        )
-    try:
-        return ControlRecordType(kind)
-    except ValueError:
-        raise CorruptRecordError(
-            f"control record at offset {record.offset}: unknown type {kind}"
-        ) from None
-
-
-def decode_control_record(record: Record) -> ControlRecord:
-    kind = control_record_type(record)
-    if record.value is None:
-        raise CorruptRecordError(f"control record at offset {record.offset}: null value")
-    try:
-        return _decode_control_value(kind, record.value)
-    except CorruptRecordError:
-        raise
-    except MalformedInputError as e:
-        raise CorruptRecordError(
-            f"control record at offset {record.offset} ({kind.name}): {e}"
-        ) from e
-
-
-def encode_control_batch(
-    base_offset: int, epoch: int, record: ControlRecord, *, timestamp_ms: int
-) -> bytes:
-    """One control record in its own batch (attributes bit 5), as Kafka writes them."""
-    if base_offset < 0:
-        raise ValueError(f"negative base offset {base_offset}")
-    key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, _control_type_of(record))
-    body = _record_body(0, key, _encode_control_value(record), ())
-    parts = [b"", varint_bytes(len(body)), body]
-    return _assemble(
-        base_offset, epoch, parts, attributes=ATTR_CONTROL, count=1, timestamp_ms=timestamp_ms
-    )
-
-
-def decode_control_batch(
-    buf: bytes | bytearray | memoryview, pos: int = 0, *, verify: bool = True
-) -> tuple[BatchHeader, list[ControlRecord]]:
-    header, records = decode_batch(buf, pos, verify=verify)
-    if not header.is_control:
-        raise CorruptRecordError(f"batch at position {pos} is not a control batch")
-    return header, [decode_control_record(r) for r in records]

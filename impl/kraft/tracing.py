@@ -64,7 +64,7 @@ class TraceFile:
             message = {
                 "type": "ClientAppend",
                 "requestId": event.request_id,
-                "records": len(event.values),
+                "records": len(event.records),
             }
         self._write(now_ms, actions[0] if actions else type(event).__name__, actions, message, view)
 

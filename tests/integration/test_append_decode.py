@@ -17,6 +17,7 @@ from kraft.protocol.client_api import (
 )
 from kraft.protocol.errors import MalformedRequestError
 from kraft.protocol.values import MessageDict, get_int, get_records, get_structs
+from kraft.records import KeyValue
 
 
 def _values_of(body: MessageDict) -> tuple[bytes, ...]:
@@ -51,8 +52,8 @@ def test_fast_decode_matches_the_codec(sizes: list[int]) -> None:
         assert req.timeout_ms == get_int(body, "timeout_ms") == 1234
         assert req.producer_id == get_int(body, "producer_id") == 1 << 40
         assert req.sequence == get_int(body, "sequence") == 7
-        assert req.values == _values_of(body) == tuple(values)
-        assert all(type(v) is bytes for v in req.values)
+        assert tuple(v for _, v in req.records) == _values_of(body) == tuple(values)
+        assert all(k is None and type(v) is bytes for k, v in req.records)
 
 
 def test_fast_decode_skips_record_tagged_fields() -> None:
@@ -60,7 +61,10 @@ def test_fast_decode_skips_record_tagged_fields() -> None:
     # Give the first record one tagged field (tag 5, 2 bytes): count 1, tag, size, data.
     at = payload.index(b"ab") + 2
     payload[at : at + 1] = bytes([1, 5, 2]) + b"zz"
-    assert decode_append_request(bytes(payload)).values == (b"ab", b"cd")
+    assert decode_append_request(bytes(payload)).records == (
+        (None, b"ab"),
+        (None, b"cd"),
+    )
     assert _values_of(decode_client_request(bytes(payload))[1]) == (b"ab", b"cd")
 
 
@@ -79,3 +83,62 @@ def test_fast_decode_refuses_another_api() -> None:
     payload = encode_client_request(RequestHeader(KRAFT_NODE_INFO_KEY, 0, 1, "c"), {})[4:]
     with pytest.raises(MalformedRequestError):
         decode_append_request(payload)
+
+
+def _v1_payload(records: list[KeyValue]) -> bytes:
+    header = RequestHeader(KRAFT_APPEND_KEY, 1, 78, "c")
+    body: MessageDict = {
+        "timeout_ms": 1000,
+        "producer_id": -1,
+        "sequence": -1,
+        "records": [{"key": k, "value": v} for k, v in records],
+    }
+    return encode_client_request(header, body)[4:]
+
+
+def test_v1_carries_keys_and_null_values_as_the_codec_decodes_them() -> None:
+    records = [
+        (b"k1", b"v1"),
+        (b"k2", None),  # a delete
+        (None, b"plain"),
+        (b"", b""),
+        (b"big", b"x" * 300),
+    ]
+    payload = _v1_payload(records)
+    req = decode_append_request(payload)
+    assert req.header.api_version == 1
+    assert req.records == tuple(records)
+    _, body = decode_client_request(payload)
+    decoded = [
+        (
+            None if s.get("key") is None else bytes(get_records(s, "key") or b""),
+            None if s.get("value") is None else bytes(get_records(s, "value") or b""),
+        )
+        for s in get_structs(body, "records")
+    ]
+    assert decoded == records
+
+
+def test_v0_cannot_carry_a_null_value() -> None:
+    """v0 values are not nullable: a null is refused, not taken for a delete."""
+    payload = bytearray(_payload([b"ab"]))
+    at = payload.index(b"ab") - 1  # the compact length byte (2 + 1)
+    payload[at : at + 3] = b"\x00"  # null
+    with pytest.raises(MalformedRequestError):
+        decode_append_request(bytes(payload))
+
+
+@pytest.mark.parametrize("cut", [1, 3, 8])
+def test_v1_refuses_truncated_bodies(cut: int) -> None:
+    payload = _v1_payload([(b"key", b"value")])
+    with pytest.raises(MalformedRequestError):
+        decode_append_request(payload[:-cut])
+    with pytest.raises(MalformedRequestError):
+        decode_append_request(payload + b"\x00")
+
+
+def test_a_version_above_the_latest_is_refused() -> None:
+    payload = bytearray(_v1_payload([(b"k", b"v")]))
+    payload[2:4] = (2).to_bytes(2, "big")
+    with pytest.raises(MalformedRequestError):
+        decode_append_request(bytes(payload))

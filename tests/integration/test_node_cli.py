@@ -8,16 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kraft.cli import _status_lines, main
-from kraft.client import (
-    Address,
-    ClientError,
-    QuorumReport,
-    ReadResult,
-    append,
-    describe_quorum,
-    read,
-)
+from kraft.cli import main
+from kraft.cli.quorum import status_lines
+from kraft.client import Address, ClientError, QuorumReport, append, describe_quorum
+from kraft.client_read import ReadResult, read
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId
 from kraft.protocol import api_versions_response
@@ -247,7 +241,7 @@ def test_quorum_describe_speaks_only_kafkas_apis_to_a_kafka_controller(
     assert seen == [18, 60, 55]  # ApiVersions, DescribeCluster, DescribeQuorum: nothing private
     assert report.cluster_id == KAFKA_CLUSTER
     # What kafka-metadata-quorum printed against that controller, line for line.
-    assert _status_lines(report.cluster_id, report.description, report.nodes) == [
+    assert status_lines(report.cluster_id, report.description, report.nodes) == [
         "ClusterId:              MkU3OEVBNTcwNTJENDM2Qg",
         "LeaderId:               1",
         "LeaderEpoch:            1",

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from cluster_harness import info, leader_of, make_cluster, wait_for
 
-from kraft.client import Address, AppendAck, ClientError, append, read
+from kraft.client import Address, AppendAck, ClientError, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster
 from refinement.trace import read_trace
 

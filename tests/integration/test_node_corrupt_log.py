@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from cluster_harness import FAST, info, wait_for
 
-from kraft.client import ClientError, append, read
+from kraft.client import ClientError, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.errors import ErrorCode
 from kraft.records import LOG_OVERHEAD, iter_batches

@@ -30,7 +30,7 @@ from kraft.core.events import ClientAppend, Event, Tick
 from kraft.core.messages import VoteResponse
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.records import encode_batch
+from kraft.records import encode_batch, encode_records
 from kraft.server.driver import Driver
 from kraft.storage.quorum_state import read_quorum_state
 from kraft.storage.segmented_log import SegmentedLog
@@ -56,8 +56,8 @@ class ScriptedReplica:
     def step(self, event: Event) -> list[Effect]:
         if isinstance(event, ClientAppend):
             first = self.end
-            self.end += len(event.values)
-            data = encode_batch(first, E, list(event.values), timestamp_ms=0)
+            self.end += len(event.records)
+            data = encode_records(first, E, event.records, timestamp_ms=0)
             return [
                 AppendToLog(Offset(first), Offset(self.end - 1), E, data, leader_encoded=True),
                 FlushLog(),
@@ -123,7 +123,7 @@ def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, Segmente
 def test_one_fsync_per_batch_and_nothing_sent_before_it(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, rec, log = _driver(tmp_path)
-        futures = [driver.client_append((f"v{i}".encode(),), 5000) for i in range(3)]
+        futures = [driver.client_append(((None, f"v{i}".encode()),), 5000) for i in range(3)]
         driver.process_batch()
         # Three appends, three FlushLogs, one fsync; every Send encoded at once but released
         # only after the fsync, in order.
@@ -165,8 +165,8 @@ def test_the_election_state_is_persisted_as_kafka_writes_it(tmp_path: Path) -> N
 def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, _, log = _driver(tmp_path)
-        kept = driver.client_append((b"kept",), 5000)
-        lost = driver.client_append((b"lost",), 5000)
+        kept = driver.client_append(((None, b"kept"),), 5000)
+        lost = driver.client_append(((None, b"lost"),), 5000)
         driver.process_batch()
         # A new leader's log diverges at offset 1: our record there goes.
         replica.next_effects = [
@@ -220,7 +220,7 @@ def test_an_outcome_is_released_only_after_the_fsync_of_its_batch(tmp_path: Path
 def test_an_append_not_committed_in_time_times_out_without_an_ack(tmp_path: Path) -> None:
     async def run() -> None:
         driver, _, _, log = _driver(tmp_path)
-        fut = driver.client_append((b"slow",), 0)
+        fut = driver.client_append(((None, b"slow"),), 0)
         driver.process_batch()
         assert fut.result().error is ErrorCode.REQUEST_TIMED_OUT
         log.close()

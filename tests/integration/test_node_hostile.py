@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from cluster_harness import info, leader_of, make_cluster, wait_for
 
-from kraft.client import Address, append, read
+from kraft.client import Address, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster
 from kraft.core.messages import FetchRequest, FetchResponse, Request, VoteRequest, VoteResponse
 from kraft.errors import ErrorCode

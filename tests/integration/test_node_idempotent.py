@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from cluster_harness import info, leader_of, make_cluster, wait_for
 
-from kraft.client import Address, Producer, append, read
+from kraft.client import Address, Producer, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster
 from kraft.ids import ProducerId
 from kraft.protocol import RequestHeader

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from kafka_harness import Batch
 
+from kraft.control_records import ControlRecordType, LeaderChangeMessage, decode_control_record
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.records import ControlRecordType, LeaderChangeMessage, decode_control_record
 from refinement import invariants as inv
 from refinement.traces import merge_traces
 

@@ -515,7 +515,7 @@ def test_leader_hwm_is_quorum_math_high_watermark(voters, ops):
     for t, (who, value) in enumerate(ops, start=1001):
         end = one.r.view().end_offset
         if who == 0 or voters == 1:
-            one.step(ClientAppend(t, tuple(b"v" for _ in range(value % 3 + 1)), t))
+            one.step(ClientAppend(t, tuple((None, b"v") for _ in range(value % 3 + 1)), t))
         else:
             src = 2 + who % (voters - 1)
             offset = min(value, end)

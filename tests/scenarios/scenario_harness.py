@@ -221,7 +221,7 @@ class Cluster:
     # -- client and queries
 
     def append(self, i: int, *values: bytes, request_id: int = 0) -> list[Effect]:
-        return self.step(i, ClientAppend(self.now, tuple(values), request_id))
+        return self.step(i, ClientAppend(self.now, tuple((None, v) for v in values), request_id))
 
     def shutdown(self, i: int) -> list[Effect]:
         return self.step(i, Shutdown(self.now))

@@ -11,25 +11,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraft.records import (
+from kraft.control_records import (
     ControlRecord,
     ControlRecordType,
-    CorruptRecordError,
     Endpoint,
     KRaftVersionRecord,
     LeaderChangeMessage,
-    Record,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
     VoterEntry,
     VotersRecord,
     control_record_type,
-    decode_batch,
     decode_control_batch,
     decode_control_record,
-    encode_batch,
     encode_control_batch,
 )
+from kraft.records import CorruptRecordError, Record, decode_batch, encode_batch
 
 
 def with_crc(prefix_hex: str, crc_covered_hex: str) -> bytes:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kraft.cli import main
+from kraft.control_records import LeaderChangeMessage
 from kraft.ids import Epoch
-from kraft.records import LeaderChangeMessage
 from kraft.storage.segmented_log import SegmentedLog
 
 

@@ -35,7 +35,7 @@ def elect(h: Harness) -> None:
 
 
 def send(h: Harness, request_id: int, seq: int, *values: bytes) -> AppendResult:
-    effects = h.step(ClientAppend(h.now, tuple(values), request_id, P, seq))
+    effects = h.step(ClientAppend(h.now, tuple((None, v) for v in values), request_id, P, seq))
     [result] = of(effects, AppendResult)
     return result
 
@@ -45,7 +45,7 @@ def test_a_resend_is_answered_with_the_first_copys_offsets_and_not_stored_again(
     first = send(h, 1, 0, b"a", b"b")
     assert first.error is ErrorCode.NONE
     end = h.log.end_offset
-    effects = h.step(ClientAppend(h.now, (b"a", b"b"), 2, P, 0))
+    effects = h.step(ClientAppend(h.now, ((None, b"a"), (None, b"b")), 2, P, 0))
     assert of(effects, AppendToLog) == []
     [again] = of(effects, AppendResult)
     assert (again.first_offset, again.last_offset, again.epoch) == (

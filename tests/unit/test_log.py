@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kraft.control_records import KRaftVersionRecord
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.records import (
-    KRaftVersionRecord,
-    decode_batch,
-    encode_batch,
-    iter_batches,
-)
+from kraft.records import decode_batch, encode_batch, iter_batches
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.replicated_log import (
     AppendViolation,

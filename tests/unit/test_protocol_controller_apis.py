@@ -19,7 +19,7 @@ from kraft.protocol import (
     encode_request,
     encode_response,
 )
-from kraft.protocol.client_api import KRAFT_APPEND_KEY, KRAFT_NODE_INFO_KEY
+from kraft.protocol.client_api import KRAFT_APPEND_KEY, KRAFT_GET_KEY, KRAFT_NODE_INFO_KEY
 from kraft.protocol.rpc import Listener, NodeEndpoints
 from kraft.protocol.values import MessageDict
 from kraft.server.controller_apis import (
@@ -160,7 +160,12 @@ def test_node_advertises_describe_cluster_update_voter_and_private_apis() -> Non
     assert SUPPORTED_APIS[ApiKey.DESCRIBE_CLUSTER] == (0, 2)
     assert SUPPORTED_APIS[ApiKey.UPDATE_RAFT_VOTER] == (0, 0)
     assert KRAFT_APPEND_KEY not in SUPPORTED_APIS
-    assert NODE_APIS == {**SUPPORTED_APIS, KRAFT_APPEND_KEY: (0, 0), KRAFT_NODE_INFO_KEY: (0, 0)}
+    assert NODE_APIS == {
+        **SUPPORTED_APIS,
+        KRAFT_APPEND_KEY: (0, 1),  # v1: keyed records, nullable values
+        KRAFT_NODE_INFO_KEY: (0, 0),
+        KRAFT_GET_KEY: (0, 0),
+    }
 
 
 # --- UpdateRaftVoter -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kraft.records import (
     TruncatedBatchError,
     decode_batch,
     encode_batch,
+    encode_records,
     iter_batches,
     iter_values,
     parse_batch_header,
@@ -380,3 +381,54 @@ def test_errors_are_malformed_input() -> None:
     assert issubclass(CorruptRecordError, MalformedInputError)
     assert issubclass(TruncatedBatchError, CorruptRecordError)
     assert BATCH_HEADER_SIZE == 61
+
+
+# --- keyed client records (encode_records) ------------------------------------------------
+
+
+def test_encode_records_of_keyless_values_is_byte_identical_to_encode_batch() -> None:
+    """The log bytes of keyless appends do not change with keyed records (the simulator's
+    golden traces depend on it)."""
+    values = [b"", b"v", b"x" * 200]
+    for producer, seq in ((-1, -1), (42, 7)):
+        assert encode_records(
+            9,
+            3,
+            [(None, v) for v in values],
+            timestamp_ms=77,
+            producer_id=producer,
+            base_sequence=seq,
+        ) == encode_batch(9, 3, values, timestamp_ms=77, producer_id=producer, base_sequence=seq)
+
+
+def test_encode_records_carries_keys_and_null_values() -> None:
+    records = [(b"k1", b"v1"), (b"k2", None), (None, b"plain")]
+    data = encode_records(4, 2, records, timestamp_ms=10, producer_id=5, base_sequence=0)
+    header, decoded = decode_batch(data)
+    assert header.base_offset == 4 and header.records_count == 3
+    assert header.producer_id == 5 and header.producer_epoch == 0
+    assert [(r.offset, r.key, r.value) for r in decoded] == [
+        (4, b"k1", b"v1"),
+        (5, b"k2", None),
+        (6, None, b"plain"),
+    ]
+
+
+def test_a_keyed_record_is_encoded_as_kafka_writes_it() -> None:
+    """Hand-written record: length 9 (zig-zag 12), attributes 0, timestamp delta 0, offset delta 0,
+    key length 1 (zig-zag 02) 'k', value length 2 (04) 'v0', no headers."""
+    data = encode_records(0, 0, [(b"k", b"v0")], timestamp_ms=0)
+    assert data[BATCH_HEADER_SIZE:] == bytes.fromhex("12 00 00 00 02 6b 04 76 30 00")
+    data = encode_records(0, 0, [(b"k", None)], timestamp_ms=0)
+    assert data[BATCH_HEADER_SIZE:] == bytes.fromhex("0e 00 00 00 02 6b 01 00")
+
+
+def test_a_null_value_without_a_key_takes_the_general_path() -> None:
+    """The keyless fast path cannot write a null value; the batch is still well formed."""
+    data = encode_records(0, 1, [(None, b"a"), (None, None), (None, b"c")], timestamp_ms=3)
+    _, decoded = decode_batch(data)
+    assert [(r.offset, r.key, r.value) for r in decoded] == [
+        (0, None, b"a"),
+        (1, None, None),
+        (2, None, b"c"),
+    ]

@@ -41,7 +41,7 @@ def test_leader_resigns_with_successors_by_replicated_offset() -> None:
     assert {(r.leader_id, r.leader_epoch) for _, r in ends} == {(1, 2)}
     assert not of(effects, ShutdownComplete)
     # resigned: no more appends
-    [res] = of(h.step(ClientAppend(h.now, (b"x",))), AppendResult)
+    [res] = of(h.step(ClientAppend(h.now, ((None, b"x"),))), AppendResult)
     assert res.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 

@@ -169,7 +169,7 @@ def test_observer_fetches_do_not_count_for_hwm() -> None:
 
 def test_client_append_is_flushed_before_its_result() -> None:
     h = leader()
-    effects = h.step(ClientAppend(h.now, (b"x", b"y"), request_id=7))
+    effects = h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))
     assert ActionTaken(Action.CLIENT_APPEND) in effects
     [append] = of(effects, AppendToLog)
     assert (append.first_offset, append.last_offset, append.epoch) == (3, 4, 2)
@@ -182,7 +182,7 @@ def test_client_append_is_flushed_before_its_result() -> None:
 
 def test_client_append_at_non_leader_names_the_leader() -> None:
     h = Harness(election=ElectionState(Epoch(2), leader_id=NodeId(3)))
-    [result] = of(h.step(ClientAppend(0, (b"x",), 1)), AppendResult)
+    [result] = of(h.step(ClientAppend(0, ((None, b"x"),), 1)), AppendResult)
     assert result.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert result.leader_id == 3
 
@@ -191,7 +191,7 @@ def test_fetch_with_nothing_new_is_held_until_data_arrives() -> None:
     h = leader(fetch_max_wait_ms=500)
     h.recv(2, fetch(2, 2, 3, 2, wait=500))  # moves the HWM: answered at once
     assert not sent(h.recv(3, fetch(3, 2, 3, 2, wait=500)), FetchResponse)
-    h.step(ClientAppend(h.now, (b"z",)))
+    h.step(ClientAppend(h.now, ((None, b"z"),)))
     effects = h.step(Tick(h.replica.next_deadline_ms()))
     [(dst, resp)] = sent(effects, FetchResponse)
     assert dst == 3 and len(resp.records) > 0
@@ -226,9 +226,9 @@ def test_appends_linger_into_one_batch() -> None:
     """With append_linger_ms, client values wait and are written together as one batch."""
     h = leader(append_linger_ms=5)
     t = h.now
-    first = h.step(ClientAppend(t, (b"a",), request_id=1))
+    first = h.step(ClientAppend(t, ((None, b"a"),), request_id=1))
     assert not of(first, AppendToLog) and not of(first, AppendResult)
-    h.step(ClientAppend(t + 2, (b"b", b"c"), request_id=2))
+    h.step(ClientAppend(t + 2, ((None, b"b"), (None, b"c")), request_id=2))
     assert h.replica.next_deadline_ms() == t + 5
     effects = h.step(Tick(t + 5))
     [append] = of(effects, AppendToLog)
@@ -244,7 +244,7 @@ def test_appends_linger_into_one_batch() -> None:
 
 def test_lingering_appends_are_refused_when_leadership_is_lost() -> None:
     h = leader(append_linger_ms=5)
-    h.step(ClientAppend(h.now, (b"a",), request_id=9))
+    h.step(ClientAppend(h.now, ((None, b"a"),), request_id=9))
     effects = h.recv(3, VoteResponse(ErrorCode.NONE, NodeId(3), Epoch(7), False))
     assert h.view.state is S.FOLLOWER
     [result] = of(effects, AppendResult)

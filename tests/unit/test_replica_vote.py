@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from replica_harness import CLUSTER, Harness, build_log, grant, index, key, of, sent, stand
 
+from kraft.control_records import LeaderChangeMessage, decode_control_batch
 from kraft.core.effects import (
     ActionTaken,
     AppendToLog,
@@ -18,7 +19,6 @@ from kraft.core.messages import BeginQuorumEpochRequest, VoteRequest, VoteRespon
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
-from kraft.records import LeaderChangeMessage, decode_control_batch
 
 S = ReplicaState
 

@@ -51,7 +51,7 @@ def test_a_parked_fetch_is_answered_with_its_own_token_not_a_later_ones() -> Non
     sends = of(h.step(Receive(h.now, NodeId(2), early, reply_to=8)), Send)
     assert [s.reply_to for s in sends if isinstance(s.message, FetchResponse)] == [8]
     # New data releases the parked one: its answer carries token 7.
-    h.step(ClientAppend(h.now, (b"x",), request_id=1))
+    h.step(ClientAppend(h.now, ((None, b"x"),), request_id=1))
     released = of(h.tick(h.now), Send)
     assert [s.reply_to for s in released if isinstance(s.message, FetchResponse)] == [7]
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from kraft.core.messages import Message, Request
 from kraft.ids import NO_PRODUCER, NodeId, ProducerId
+from kraft.records import KeyValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +41,13 @@ class SendFailed:
 
 @dataclass(frozen=True, slots=True)
 class ClientAppend:
-    """A client asks to append these record values; answered by an AppendResult effect."""
+    """A client asks to append these records (key and value, either may be null); answered
+    by an AppendResult effect."""
 
     now_ms: int
-    values: tuple[bytes, ...]
+    records: tuple[KeyValue, ...]
     request_id: int = 0
-    # An idempotent client's id and the sequence number of its first value (kraft.core.producers);
+    # An idempotent client's id and the sequence number of its first record (kraft.core.producers);
     # a resend with the same pair is answered with the offsets the first one got.
     producer: ProducerId = NO_PRODUCER
     sequence: int = -1

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+from kraft.control_records import LeaderChangeMessage, encode_control_batch
 from kraft.core import quorum_math as qm
 from kraft.core.bounds import out_of_bounds
 from kraft.core.commits import CommitRule
@@ -74,13 +75,7 @@ from kraft.ids import (
     OffsetAndEpoch,
     ReplicaKey,
 )
-from kraft.records import (
-    CorruptRecordError,
-    LeaderChangeMessage,
-    encode_batch,
-    encode_control_batch,
-    iter_batches,
-)
+from kraft.records import CorruptRecordError, KeyValue, encode_records, iter_batches
 
 __all__ = [
     "IllegalTransitionError",
@@ -186,7 +181,7 @@ class _LeaderData:
     parked: list[tuple[NodeId, FetchRequest, int, int | None]] = field(default_factory=list)
     complete_parked_at: int | None = None
     # Client appends lingering for append_linger_ms, written together as one batch.
-    lingering: list[tuple[int, tuple[bytes, ...]]] = field(default_factory=list)
+    lingering: list[tuple[int, tuple[KeyValue, ...]]] = field(default_factory=list)
     linger_until: int | None = None
 
 
@@ -1344,8 +1339,9 @@ class Replica:
         if self._state is not L or self._shutting_down or ld is None:
             self._refuse_append(ev.request_id)
             return
-        if not ev.values or (
-            ev.producer != NO_PRODUCER and not 0 <= ev.sequence <= MAX_SEQUENCE - len(ev.values) + 1
+        if not ev.records or (
+            ev.producer != NO_PRODUCER
+            and not 0 <= ev.sequence <= MAX_SEQUENCE - len(ev.records) + 1
         ):
             self._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
             return
@@ -1353,7 +1349,7 @@ class Replica:
             self._idempotent_append(ev)
             return
         self._out.append(ActionTaken(Action.CLIENT_APPEND))
-        ld.lingering.append((ev.request_id, ev.values))
+        ld.lingering.append((ev.request_id, ev.records))
         if self._cfg.append_linger_ms <= 0:
             self._append_lingering()
         elif ld.linger_until is None:
@@ -1364,7 +1360,7 @@ class Replica:
         holds is answered with that batch's offsets and epoch (acknowledged once it commits,
         like any append), a gap or a resend too old to tell is refused, and new values become
         their own batch carrying the producer id and sequence, after whatever lingers."""
-        check = self._producers.check(ev.producer, ev.sequence, len(ev.values))
+        check = self._producers.check(ev.producer, ev.sequence, len(ev.records))
         if check.verdict is Verdict.DUPLICATE:
             b = check.batch
             assert b is not None
@@ -1381,11 +1377,11 @@ class Replica:
         self._out.append(ActionTaken(Action.CLIENT_APPEND))
         self._append_lingering()  # appends keep their arrival order
         first = self._log.end_offset
-        last = Offset(first + len(ev.values) - 1)
-        data = encode_batch(
+        last = Offset(first + len(ev.records) - 1)
+        data = encode_records(
             first,
             self._epoch,
-            ev.values,
+            ev.records,
             timestamp_ms=self._now,
             producer_id=ev.producer,
             base_sequence=ev.sequence,
@@ -1403,10 +1399,10 @@ class Replica:
         waiting, ld.lingering, ld.linger_until = ld.lingering, [], None
         if not waiting:
             return
-        values = [v for _, vs in waiting for v in vs]
+        records = [r for _, rs in waiting for r in rs]
         first = self._log.end_offset
-        data = encode_batch(first, self._epoch, values, timestamp_ms=self._now)
-        self._append(first, Offset(first + len(values) - 1), data)
+        data = encode_records(first, self._epoch, records, timestamp_ms=self._now)
+        self._append(first, Offset(first + len(records) - 1), data)
         at = first
         for request_id, vs in waiting:
             last = Offset(at + len(vs) - 1)

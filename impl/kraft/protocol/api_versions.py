@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kraft.errors import ErrorCode
-from kraft.protocol.client_api import CLIENT_API_KEYS
+from kraft.protocol.client_api import CLIENT_APIS
 from kraft.protocol.envelope import encode_response_payload
 from kraft.protocol.errors import UnknownApiKeyError, UnsupportedVersionError
 from kraft.protocol.messages import API_VERSIONS, APIS
@@ -16,12 +16,12 @@ SUPPORTED_APIS: Final[dict[int, tuple[int, int]]] = {
     key: (spec.versions.lo, spec.versions.hi) for key, spec in sorted(APIS.items())
 }
 
-# What a kraft node advertises: Kafka's APIs and our private ones (v0 only). A Kafka client
+# What a kraft node advertises: Kafka's APIs and our private ones. A Kafka client
 # ignores keys it does not know; our client uses a private API only where it is advertised,
 # so it never sends one to a Kafka node (which would close the connection).
 NODE_APIS: Final[dict[int, tuple[int, int]]] = {
     **SUPPORTED_APIS,
-    **dict.fromkeys(sorted(CLIENT_API_KEYS), (0, 0)),
+    **{api.api_key: (api.versions.lo, api.versions.hi) for api in CLIENT_APIS},
 }
 
 

@@ -1,16 +1,21 @@
-"""Private client APIs of this implementation (not Apache Kafka's): append and node info.
+"""Private client APIs of this implementation (not Apache Kafka's): append, get, node info.
 
 Kafka's KRaft has no client append RPC (the controller appends from its own state machine),
 so `kraft append` speaks a private API. The keys sit far above Kafka's range (Kafka's largest
-is below 100) so they can never collide with a real API. Both are flexible from v0 (compact
+is below 100) so they can never collide with a real API. All are flexible from v0 (compact
 strings, tagged fields), like every recent Kafka API. Committed records are read with Kafka's
-own Fetch (replica id -1, as a consumer), so no private read API exists.
+own Fetch (replica id -1, as a consumer); a key's value in the state machine with KraftGet.
 
-- KraftAppend (32000): the `records` values become one record batch in the leader's epoch.
-  The answer comes once the batch is committed (the high watermark passed its last offset)
-  or with an error: NOT_LEADER_OR_FOLLOWER (with the leader's id and endpoint, if known, to
-  redirect to), REQUEST_TIMED_OUT (outcome unknown), INVALID_REQUEST.
+- KraftAppend (32000): the `records` become one record batch in the leader's epoch. v0
+  carries values only (null keys); v1 carries a nullable key and a nullable value per record
+  (to the key-value state machine, kraft.app.kv, a null value deletes the key). The answer
+  comes once the batch is committed (the high watermark passed its last offset) or with an
+  error: NOT_LEADER_OR_FOLLOWER (with the leader's id and endpoint, if known, to redirect
+  to), REQUEST_TIMED_OUT (outcome unknown), INVALID_REQUEST.
 - KraftNodeInfo (32001): the node's identity and its replica's state, from any node.
+- KraftGet (32002): a key's value in the state machine of the node asked (any node: what it
+  has applied, which is committed but may lag the leader), with the offset it has applied up
+  to; `found` is false for a key it does not hold.
 
 The codec compiles these specs as it compiles Kafka's; they are kept out of the codec's API
 table so that ApiVersions advertises only Kafka's APIs. Hence the headers are handled here:
@@ -39,19 +44,24 @@ from kraft.protocol.schema import (
 )
 from kraft.protocol.values import Message, MessageDict
 from kraft.protocol.wire import WireFormatError, read_uvarint
+from kraft.records import KeyValue
 
 KRAFT_APPEND_KEY: Final = 32000
 KRAFT_NODE_INFO_KEY: Final = 32001
+KRAFT_GET_KEY: Final = 32002
 
 _ALL: Final = V(0)
+KRAFT_APPEND_LATEST: Final = 1
 
 
-def _api(key: int, name: str, req: tuple[Field, ...], rsp: tuple[Field, ...]) -> ApiSpec:
+def _api(
+    key: int, name: str, req: tuple[Field, ...], rsp: tuple[Field, ...], *, latest: int = 0
+) -> ApiSpec:
     return ApiSpec(
         key,
         name,
-        MessageSpec(key, name + "Request", Direction.REQUEST, V(0, 0), V(0), req),
-        MessageSpec(key, name + "Response", Direction.RESPONSE, V(0, 0), V(0), rsp),
+        MessageSpec(key, name + "Request", Direction.REQUEST, V(0, latest), V(0), req),
+        MessageSpec(key, name + "Response", Direction.RESPONSE, V(0, latest), V(0), rsp),
     )
 
 
@@ -73,8 +83,21 @@ KRAFT_APPEND: Final = _api(
         # -1 and -1 for a plain append.
         Field("producer_id", Prim.INT64, _ALL, default=-1),
         Field("sequence", Prim.INT32, _ALL, default=-1),
-        # One struct per record: the codec has no array of bare byte strings.
-        Field("records", ArrayOf(Struct("Record", (Field("value", Prim.BYTES, _ALL),))), _ALL),
+        # One struct per record: the codec has no array of bare byte strings. v1 adds the
+        # key and lets the value be null (a delete).
+        Field(
+            "records",
+            ArrayOf(
+                Struct(
+                    "Record",
+                    (
+                        Field("key", Prim.BYTES, V(1), nullable=V(1), default=None),
+                        Field("value", Prim.BYTES, _ALL, nullable=V(1)),
+                    ),
+                )
+            ),
+            _ALL,
+        ),
     ),
     rsp=(
         Field("error_code", Prim.INT16, _ALL),
@@ -82,6 +105,22 @@ KRAFT_APPEND: Final = _api(
         *_leader_fields(),
         Field("base_offset", Prim.INT64, _ALL, default=-1),
         Field("last_offset", Prim.INT64, _ALL, default=-1),
+    ),
+    latest=KRAFT_APPEND_LATEST,
+)
+
+KRAFT_GET: Final = _api(
+    KRAFT_GET_KEY,
+    "KraftGet",
+    req=(Field("key", Prim.BYTES, _ALL),),
+    rsp=(
+        Field("error_code", Prim.INT16, _ALL),
+        Field("error_message", Prim.STRING, _ALL, nullable=_ALL, default=None),
+        Field("found", Prim.BOOL, _ALL, default=False),
+        Field("value", Prim.BYTES, _ALL, nullable=_ALL, default=None),
+        # The state machine holds every committed record below this offset.
+        Field("applied_offset", Prim.INT64, _ALL, default=-1),
+        Field("node_id", Prim.INT32, _ALL, default=-1),
     ),
 )
 
@@ -106,31 +145,31 @@ KRAFT_NODE_INFO: Final = _api(
     ),
 )
 
-CLIENT_APIS: Final = (KRAFT_APPEND, KRAFT_NODE_INFO)
+CLIENT_APIS: Final = (KRAFT_APPEND, KRAFT_NODE_INFO, KRAFT_GET)
 
 CLIENT_API_KEYS: Final = frozenset(api.api_key for api in CLIENT_APIS)
 _SPECS: Final = {api.api_key: api for api in CLIENT_APIS}
 _FIXED: Final = struct.Struct(">hhih")
 _SIZE: Final = struct.Struct(">i")
 _APPEND_FIXED: Final = struct.Struct(">iqi")  # timeout_ms, producer_id, sequence
-_compiled: dict[tuple[Direction, int], CompiledMessage] = {}
+_compiled: dict[tuple[Direction, int, int], CompiledMessage] = {}
 
 
 def is_client_api(api_key: int) -> bool:
     return api_key in CLIENT_API_KEYS
 
 
-def client_codec(direction: Direction, api_key: int) -> CompiledMessage:
-    """The compiled v0 codec of one private message (compiled once, then cached)."""
-    hit = _compiled.get((direction, api_key))
+def client_codec(direction: Direction, api_key: int, version: int = 0) -> CompiledMessage:
+    """The compiled codec of one private message version (compiled once, then cached)."""
+    hit = _compiled.get((direction, api_key, version))
     if hit is None:
         spec = _SPECS[api_key].message(direction)
-        enc, dec = _Compiler(spec, 0).build()
+        enc, dec = _Compiler(spec, version).build()
         malformed = (
             MalformedRequestError if direction is Direction.REQUEST else MalformedResponseError
         )
-        hit = CompiledMessage(spec, 0, enc, dec, malformed)
-        _compiled[(direction, api_key)] = hit
+        hit = CompiledMessage(spec, version, enc, dec, malformed)
+        _compiled[(direction, api_key, version)] = hit
     return hit
 
 
@@ -143,7 +182,7 @@ def encode_client_request(header: RequestHeader, body: Message) -> bytes:
     client = b"" if header.client_id is None else header.client_id.encode("utf-8")
     n = -1 if header.client_id is None else len(client)
     head = _FIXED.pack(header.api_key, header.api_version, header.correlation_id, n)
-    codec = client_codec(Direction.REQUEST, header.api_key)
+    codec = client_codec(Direction.REQUEST, header.api_key, header.api_version)
     return _framed(codec.encode_into(body, [head + client + b"\x00"]))
 
 
@@ -159,8 +198,9 @@ def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
     except (WireFormatError, struct.error, IndexError, UnicodeDecodeError) as e:
         raise MalformedRequestError(f"request header: {e}") from None
     header = RequestHeader(key, version, correlation_id, client_id)
-    if version != 0:
-        raise MalformedRequestError(f"private API {key} has only version 0, not {version}")
+    valid = _SPECS[key].versions
+    if version not in valid:
+        raise MalformedRequestError(f"private API {key} has versions {valid}, not {version}")
     return header, pos
 
 
@@ -168,7 +208,8 @@ def decode_client_request(payload: bytes | memoryview) -> tuple[RequestHeader, M
     """Header and body of an unframed private request. Raises MalformedRequestError."""
     view = memoryview(payload)
     header, pos = _decode_header(view)
-    return header, client_codec(Direction.REQUEST, header.api_key).decode(view[pos:])
+    codec = client_codec(Direction.REQUEST, header.api_key, header.api_version)
+    return header, codec.decode(view[pos:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +218,11 @@ class AppendRequest:
     timeout_ms: int
     producer_id: int
     sequence: int
-    values: tuple[bytes, ...]
+    records: tuple[KeyValue, ...]
 
 
 def decode_append_request(payload: bytes) -> AppendRequest:
-    """An unframed KraftAppend v0 request: the same answer as decode_client_request, without
+    """An unframed KraftAppend request: the same answer as decode_client_request, without
     a dict per record (the append hot path). Raises MalformedRequestError."""
     view = memoryview(payload)
     header, pos = _decode_header(view)
@@ -193,8 +234,11 @@ def decode_append_request(payload: bytes) -> AppendRequest:
         if count == 0:
             raise WireFormatError("records: a null array")
         end = len(payload)
-        values: list[bytes] = []
-        add = values.append
+        if header.api_version >= 1:
+            keyed = _keyed_records(payload, view, pos, count - 1)
+            return AppendRequest(header, timeout_ms, producer_id, sequence, keyed)
+        records: list[KeyValue] = []
+        add = records.append
         for _ in range(count - 1):
             n = payload[pos]  # a record: compact bytes (length + 1), then its tagged fields
             if n < 0x80:
@@ -206,23 +250,57 @@ def decode_append_request(payload: bytes) -> AppendRequest:
             stop = pos + n - 1
             if stop > end:
                 raise WireFormatError("a record value runs past the end")
-            add(payload[pos:stop])
+            add((None, payload[pos:stop]))
             pos = stop + 1 if payload[stop] == 0 else skip_tagged(view, stop)
         pos = skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedRequestError(f"KraftAppend request: {e}") from None
     if pos != end:
         raise MalformedRequestError(f"KraftAppend request: {end - pos} bytes after the body")
-    return AppendRequest(header, timeout_ms, producer_id, sequence, tuple(values))
+    return AppendRequest(header, timeout_ms, producer_id, sequence, tuple(records))
 
 
-def encode_client_response(api_key: int, correlation_id: int, body: Message) -> bytes:
+def _nullable_bytes(payload: bytes, view: memoryview, pos: int) -> tuple[bytes | None, int]:
+    n, pos = read_uvarint(view, pos)  # compact nullable bytes: 0 is null, else length + 1
+    if n == 0:
+        return None, pos
+    stop = pos + n - 1
+    if stop > len(payload):
+        raise WireFormatError("a record key or value runs past the end")
+    return payload[pos:stop], stop
+
+
+def _keyed_records(payload: bytes, view: memoryview, pos: int, count: int) -> tuple[KeyValue, ...]:
+    """The records of a v1 request (key and value, both nullable, then tagged fields), and
+    the check that nothing follows the body."""
+    records: list[KeyValue] = []
+    try:
+        for _ in range(count):
+            key, pos = _nullable_bytes(payload, view, pos)
+            value, pos = _nullable_bytes(payload, view, pos)
+            pos = skip_tagged(view, pos)
+            records.append((key, value))
+        pos = skip_tagged(view, pos)
+    except (WireFormatError, IndexError) as e:
+        raise MalformedRequestError(f"KraftAppend request: {e}") from None
+    if pos != len(payload):
+        raise MalformedRequestError(
+            f"KraftAppend request: {len(payload) - pos} bytes after the body"
+        )
+    return tuple(records)
+
+
+def encode_client_response(
+    api_key: int, correlation_id: int, body: Message, version: int = 0
+) -> bytes:
     """The framed response (size prefix, header v1, body)."""
-    codec = client_codec(Direction.RESPONSE, api_key)
+    codec = client_codec(Direction.RESPONSE, api_key, version)
     return _framed(codec.encode_into(body, [_SIZE.pack(correlation_id) + b"\x00"]))
 
 
-def decode_client_response(api_key: int, payload: bytes | memoryview) -> tuple[int, MessageDict]:
+def decode_client_response(
+    api_key: int, payload: bytes | memoryview, version: int = 0
+) -> tuple[int, MessageDict]:
     """Correlation id and body of an unframed private response."""
     view = memoryview(payload)
     try:
@@ -230,4 +308,4 @@ def decode_client_response(api_key: int, payload: bytes | memoryview) -> tuple[i
         pos = skip_tagged(view, 4)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedResponseError(f"response header: {e}") from None
-    return correlation_id, client_codec(Direction.RESPONSE, api_key).decode(view[pos:])
+    return correlation_id, client_codec(Direction.RESPONSE, api_key, version).decode(view[pos:])

@@ -63,6 +63,7 @@ from kraft.core.events import ClientAppend, Event, Shutdown, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
+from kraft.records import KeyValue
 from kraft.storage.quorum_state import write_quorum_state
 from kraft.storage.replicated_log import CorruptLogError
 from kraft.storage.segmented_log import SegmentedLog
@@ -157,7 +158,7 @@ class Driver:
 
     def client_append(
         self,
-        values: tuple[bytes, ...],
+        records: tuple[KeyValue, ...],
         timeout_ms: int,
         *,
         producer: ProducerId = NO_PRODUCER,
@@ -167,7 +168,7 @@ class Driver:
         request_id = next(self._ids)
         fut: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = _Pending(fut, now + max(timeout_ms, 0))
-        self.submit(ClientAppend(now, values, request_id, producer, sequence))
+        self.submit(ClientAppend(now, records, request_id, producer, sequence))
         return fut
 
     def start(self) -> None:

@@ -19,7 +19,8 @@
   client with no node id (its translator's sender is None) is answered all the same. A
   connection keeps the replica id its first request claimed: a later request there claiming
   another id closes it.
-- KraftAppend / KraftNodeInfo (kraft.protocol.client_api): the private client API.
+- KraftAppend / KraftNodeInfo / KraftGet (kraft.protocol.client_api): the private client
+  API; KraftGet reads the node's key-value state machine (kraft.app.kv).
 
 Bad input: an oversized or negative frame size, an undecodable header, an unknown API key or
 an unsupported version closes that connection (as Kafka does); a decodable header with a bad
@@ -37,6 +38,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kraft.app.kv import KeyValueStore
 from kraft.core.effects import Send
 from kraft.core.events import Receive
 from kraft.core.messages import FetchRequest, FetchResponse, Response
@@ -68,6 +70,7 @@ from kraft.protocol import (
 )
 from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
+    KRAFT_GET_KEY,
     KRAFT_NODE_INFO_KEY,
     decode_append_request,
     decode_client_request,
@@ -89,6 +92,7 @@ from kraft.protocol.rpc import (
     with_voter_set_keys,
 )
 from kraft.records import LOG_OVERHEAD
+from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig
 from kraft.server.controller_apis import (
     LeaderSnapshot,
@@ -153,6 +157,8 @@ class RequestServer:
         self._directory_id = directory_id
         self._driver = driver
         self._clock: Callable[[], int] = driver.clock
+        # The node's state machine, for KraftGet (set by the node once built).
+        self.applier: Applier[KeyValueStore] | None = None
         # Requests the core has not answered yet, by the reply token given with them.
         self._pending: dict[int, _Pending] = {}
         self._tokens = itertools.count(1)
@@ -448,26 +454,30 @@ class RequestServer:
     def _on_client_request(self, conn: _Connection, payload: bytes) -> None:
         try:
             if _KEY.unpack_from(payload, 0)[0] != KRAFT_APPEND_KEY:
-                header, _ = decode_client_request(payload)
-                assert header.api_key == KRAFT_NODE_INFO_KEY
-                info = self._node_info()
-                conn.write(encode_client_response(KRAFT_NODE_INFO_KEY, header.correlation_id, info))
+                header, body = decode_client_request(payload)
+                if header.api_key == KRAFT_GET_KEY:
+                    answer = self._get(body)
+                else:
+                    assert header.api_key == KRAFT_NODE_INFO_KEY
+                    answer = self._node_info()
+                conn.write(encode_client_response(header.api_key, header.correlation_id, answer))
                 return
-            # The hot path: record values straight from the frame, no dict per record.
+            # The hot path: records straight from the frame, no dict per record.
             req = decode_append_request(payload)
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
         corr = req.header.correlation_id
         fut = self._driver.client_append(
-            req.values, req.timeout_ms, producer=ProducerId(req.producer_id), sequence=req.sequence
+            req.records, req.timeout_ms, producer=ProducerId(req.producer_id), sequence=req.sequence
         )
-        task = asyncio.create_task(self._answer_append(conn, corr, fut))
+        version = req.header.api_version
+        task = asyncio.create_task(self._answer_append(conn, corr, fut, version))
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
 
     async def _answer_append(
-        self, conn: _Connection, corr: int, fut: asyncio.Future[AppendOutcome]
+        self, conn: _Connection, corr: int, fut: asyncio.Future[AppendOutcome], version: int
     ) -> None:
         outcome = await fut
         body: MessageDict = {
@@ -479,7 +489,7 @@ class RequestServer:
         }
         if outcome.epoch is not None:
             body["leader_epoch"] = outcome.epoch
-        conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body))
+        conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body, version))
 
     def _leader_fields(self, leader_id: NodeId | None) -> MessageDict:
         view = self._driver.replica.view()
@@ -491,6 +501,27 @@ class RequestServer:
             "leader_host": None if addr is None else addr.host,
             "leader_port": -1 if addr is None else addr.port,
         }
+
+    def _get(self, request: MessageDict) -> MessageDict:
+        """KraftGet: the key's value in this node's state machine (kraft.app.kv)."""
+        answer: MessageDict = {"error_code": 0, "node_id": self._cfg.node_id}
+        applier = self.applier
+        if applier is not None:
+            applier.catch_up()
+        if applier is None or applier.failed is not None:
+            answer["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+            answer["error_message"] = (
+                "this node has no state machine" if applier is None else applier.failed
+            )
+            return answer
+        key = request.get("key")
+        assert isinstance(key, bytes)  # the codec decodes a non-nullable BYTES field
+        store = applier.machine
+        value = store.get(key)
+        answer["found"] = value is not None
+        answer["value"] = value
+        answer["applied_offset"] = store.applied_offset
+        return answer
 
     def _node_info(self) -> MessageDict:
         view = self._driver.replica.view()

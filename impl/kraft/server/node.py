@@ -18,11 +18,14 @@ import random
 import signal
 import time
 
+from kraft.app.kv import KeyValueStore
+from kraft.app.port import LeaderAndEpoch
 from kraft.core.effects import Send
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
 from kraft.protocol.rpc import Listener, is_request
+from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
@@ -193,6 +196,7 @@ class Node:
                 )
         server = RequestServer(config, meta.cluster_id, meta.directory_id, driver)
         transport.server = server
+        server.applier = driver_state_machine(driver, log_)
         node = cls(config, driver, server, transport, trace, lock=lock)
         try:
             node.address = await server.start()
@@ -249,6 +253,20 @@ class Node:
         if self._trace is not None:
             self._trace.close()
         os.close(self._lock)
+
+
+def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValueStore]:
+    """The node's key-value state machine, caught up to the high watermark the driver has
+    released (kraft.server.applier); empty at the log start, it replays the log up to the
+    HWM the node learns."""
+
+    def leader() -> LeaderAndEpoch:
+        view = driver.replica.view()
+        return LeaderAndEpoch(view.leader_id, view.epoch)
+
+    store = KeyValueStore(log_.start_offset)
+    reader = BatchReader(log_, verify=True)
+    return Applier(reader, store, lambda: driver.high_watermark, leader)
 
 
 PROFILE_ENV = "KRAFT_PROFILE_DIR"

@@ -12,8 +12,9 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 
+from kraft.control_records import ControlRecord, encode_control_batch
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.records import ControlRecord, encode_batch, encode_control_batch
+from kraft.records import encode_batch
 from kraft.storage.batch_checks import (
     ValidatedBatch,
     batch_from_encoded,

@@ -26,9 +26,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from kraft.control_records import ControlRecord
 from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.records import ControlRecord
 
 # Epoch of an empty log, as KafkaMetadataLog.lastFetchedEpoch answers without a snapshot.
 EMPTY_LOG_EPOCH = Epoch(0)

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraft.control_records import ControlRecord, encode_control_batch
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
-from kraft.records import BATCH_HEADER_SIZE, ControlRecord, encode_batch, encode_control_batch
+from kraft.records import BATCH_HEADER_SIZE, encode_batch
 from kraft.storage.batch_checks import (
     ValidatedBatch,
     batch_from_encoded,

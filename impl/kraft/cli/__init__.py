@@ -1,0 +1,150 @@
+"""The `kraft` command line: the parser and `main`, and the commands that only call into
+another module (dump-log, simulate, campaign, chaos, demo). The others are grouped by what
+they work on: kraft.cli.node (format, start, cluster up), kraft.cli.quorum (quorum
+describe), kraft.cli.records (append, read, get); kraft.cli.common holds what they share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kraft.cli import node, quorum, records
+from kraft.cli.common import Handler
+
+
+def _cmd_dump_log(args: argparse.Namespace) -> int:
+    from kraft.dump_log import dump_file
+
+    status = 0
+    for path in args.files:
+        if not path.is_file():
+            print(f"kraft dump-log: {path}: no such file", file=sys.stderr)
+            status = 2
+            continue
+        lines, problem = dump_file(path, print_records=args.print_records)
+        print("\n".join(lines))
+        if problem is not None:
+            print(
+                f"kraft dump-log: {path}: cannot decode at position {problem.position}: "
+                f"{problem.reason}",
+                file=sys.stderr,
+            )
+            status = 1
+    return status
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from refinement import sim
+
+    forwarded: list[str] = list(args.sim_args)
+    if forwarded and forwarded[0] == "--":
+        forwarded = forwarded[1:]
+    return sim.main(forwarded)
+
+
+def _cmd_campaign(args: argparse.Namespace) -> int:
+    from refinement.pipeline import campaign
+
+    return campaign.run_from_args(args)
+
+
+def _cmd_chaos(args: argparse.Namespace) -> int:
+    from refinement.chaos.cli import run_from_args
+
+    return run_from_args(args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from kraft import demo
+
+    return demo.main(data_root=args.data_root, keep=args.keep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kraft",
+        description="A reference implementation of Kafka's Raft (KRaft) metadata quorum.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    dump = sub.add_parser(
+        "dump-log",
+        help="decode log segments (.log) and snapshot files (.checkpoint)",
+        description="Decode record batches batch by batch, with CRC validity per batch.",
+    )
+    dump.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    dump.add_argument(
+        "--print-records", action="store_true", help="also print every record of valid batches"
+    )
+    dump.set_defaults(handler=_cmd_dump_log)
+
+    simulate = sub.add_parser(
+        "simulate",
+        help="run the deterministic cluster simulator (see `kraft simulate -- --help`)",
+        description="Run the deterministic simulator; arguments after -- go to it.",
+    )
+    simulate.add_argument("sim_args", nargs=argparse.REMAINDER)
+    simulate.set_defaults(handler=_cmd_simulate)
+
+    campaign = sub.add_parser(
+        "campaign",
+        help="run many simulator seeds on Spark: coverage, distributions, violations, report",
+        description="A simulation campaign on Spark (embedded local[*] unless --master).",
+    )
+    from refinement.pipeline.campaign import add_arguments
+
+    add_arguments(campaign)
+    campaign.set_defaults(handler=_cmd_campaign)
+
+    from refinement.chaos.cli import DESCRIPTION as CHAOS_DESCRIPTION
+    from refinement.chaos.cli import EPILOG as CHAOS_EPILOG
+    from refinement.chaos.cli import add_arguments as add_chaos_arguments
+
+    chaos = sub.add_parser(
+        "chaos",
+        help="a real cluster under seeded faults (kills, pauses, partitions, lost fsyncs)",
+        description=CHAOS_DESCRIPTION,
+        epilog=CHAOS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_chaos_arguments(chaos)
+    chaos.set_defaults(handler=_cmd_chaos)
+
+    demo = sub.add_parser(
+        "demo",
+        help="elect, append, crash the leader, re-elect, and show nothing acknowledged was lost",
+        description="The main job on its embedded default: a seeded 3-voter cluster.",
+    )
+    demo.add_argument(
+        "--data-root",
+        type=Path,
+        default=None,
+        help="where the nodes keep data (default: a temp dir)",
+    )
+    demo.add_argument("--keep", action="store_true", help="keep the data directories afterwards")
+    demo.set_defaults(handler=_cmd_demo)
+
+    node.add_commands(sub)
+    quorum.add_commands(sub)
+    records.add_commands(sub)
+    return parser
+
+
+# Commands that run the simulator: they use the mypyc-compiled copy while it is fresh.
+_COMPILED_COMMANDS = ("simulate", "campaign")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if argv is None and args.command in _COMPILED_COMMANDS:
+        # Only from the command line: a caller passing argv keeps its own process.
+        from refinement import accel
+
+        accel.reexec_compiled(sys.argv[1:])
+        if accel.running_compiled():
+            print(f"kraft: {args.command} runs the mypyc-compiled simulator", file=sys.stderr)
+    handler: Handler = args.handler
+    return handler(args)
