@@ -188,7 +188,7 @@ def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
 def test_an_outcome_is_released_only_after_the_fsync_of_its_batch(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, _, log = _driver(tmp_path)
-        fut = driver.client_append((b"v",), 5000)
+        fut = driver.client_append(((None, b"v"),), 5000)
         driver.process_batch()
         # The outcome comes in a batch that also appends (a flush is pending): held until
         # that batch's fsync, like a Send.

@@ -113,7 +113,7 @@ def test_appends_are_decided_in_offset_order_whatever_order_they_were_accepted_i
 
 def test_a_leader_decides_its_append_in_the_step_that_raises_the_hwm_past_it() -> None:
     h = leader()  # epoch 2; offsets 0..1 of epoch 1, LeaderChange at 2
-    effects = h.step(ClientAppend(h.now, (b"x", b"y"), request_id=7))
+    effects = h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))
     assert of(effects, AppendResult)[0].error is ErrorCode.NONE
     assert not of(effects, AppendCommitted)
     assert not of(h.recv(2, fetch(2, 2, 4, 2)), AppendCommitted)  # HWM 4 does not pass 4
@@ -126,7 +126,7 @@ def test_a_leader_decides_its_append_in_the_step_that_raises_the_hwm_past_it() -
 
 def test_a_single_voter_commits_in_the_accepting_step_after_the_flush_and_the_result() -> None:
     h = leader(voters=(1,))
-    effects = h.step(ClientAppend(h.now, (b"x",), request_id=1))
+    effects = h.step(ClientAppend(h.now, ((None, b"x"),), request_id=1))
     kinds = [type(e) for e in effects]
     assert (
         kinds.index(AppendToLog)
@@ -146,7 +146,7 @@ def step_down(h: Harness) -> None:
 
 def test_a_leader_that_stepped_down_decides_committed_once_its_follower_hwm_passes() -> None:
     h = leader()
-    h.step(ClientAppend(h.now, (b"x", b"y"), request_id=7))  # 3..4 in epoch 2, uncommitted
+    h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))  # 3..4 in epoch 2, uncommitted
     step_down(h)
     effects = h.recv(2, ok(3, 5))  # the new leader kept 3..4 and committed them
     assert of(effects, AppendCommitted) == [AppendCommitted(7, Offset(3), Offset(4), E2)]
@@ -154,7 +154,7 @@ def test_a_leader_that_stepped_down_decides_committed_once_its_follower_hwm_pass
 
 def test_a_leader_that_stepped_down_decides_lost_when_its_log_is_truncated() -> None:
     h = leader()
-    h.step(ClientAppend(h.now, (b"x", b"y"), request_id=7))
+    h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))
     step_down(h)
     # The new leader's epoch 2 ended at 3: our 3..4 are not on its log.
     effects = h.recv(2, ok(3, 0, diverging_epoch=OffsetAndEpoch(E2, Offset(3))))
@@ -164,8 +164,8 @@ def test_a_leader_that_stepped_down_decides_lost_when_its_log_is_truncated() -> 
 
 def test_a_resend_of_a_committed_idempotent_batch_is_committed_at_once() -> None:
     h = leader(voters=(1,))
-    h.step(ClientAppend(h.now, (b"a",), 1, P, 0))
-    effects = h.step(ClientAppend(h.now, (b"a",), 2, P, 0))  # DUPLICATE: the same offsets
+    h.step(ClientAppend(h.now, ((None, b"a"),), 1, P, 0))
+    effects = h.step(ClientAppend(h.now, ((None, b"a"),), 2, P, 0))  # DUPLICATE: the same offsets
     [result] = of(effects, AppendResult)
     assert result.error is ErrorCode.NONE
     assert of(effects, AppendCommitted) == [AppendCommitted(2, Offset(3), Offset(3), E2)]

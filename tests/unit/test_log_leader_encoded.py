@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kraft.control_records import KRaftVersionRecord, encode_control_batch
 from kraft.ids import Epoch, Offset
-from kraft.records import CRC_START, KRaftVersionRecord, encode_batch, encode_control_batch
+from kraft.records import CRC_START, encode_batch
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.replicated_log import AppendViolation, LogAppendError, ReplicatedLog
 from kraft.storage.segmented_log import SegmentedLog
