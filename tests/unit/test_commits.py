@@ -146,7 +146,8 @@ def step_down(h: Harness) -> None:
 
 def test_a_leader_that_stepped_down_decides_committed_once_its_follower_hwm_passes() -> None:
     h = leader()
-    h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))  # 3..4 in epoch 2, uncommitted
+    # 3..4 in epoch 2, uncommitted
+    h.step(ClientAppend(h.now, ((None, b"x"), (None, b"y")), request_id=7))
     step_down(h)
     effects = h.recv(2, ok(3, 5))  # the new leader kept 3..4 and committed them
     assert of(effects, AppendCommitted) == [AppendCommitted(7, Offset(3), Offset(4), E2)]
