@@ -12,7 +12,7 @@
 - `durable`: crash-safe file replacement (every small metadata file goes through it).
 - `log_adapter`: how a driver hands a log to the pure core (its state, a batch reader).
 
-Snapshots (`__cluster_metadata-0/%020d-%010d.checkpoint` in Kafka) will live here too, beside
-the log: a snapshot store with the same two shapes (files, memory) and the same atomic-write
-rule. There is no snapshot code yet.
+- `snapshot_files`: KIP-630 snapshots as Kafka stores them beside the log
+  (`__cluster_metadata-0/%020d-%010d.checkpoint`): streamed writer and validating reader,
+  listing, start-up cleanup, and the adapters to the application port.
 """

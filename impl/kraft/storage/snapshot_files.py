@@ -267,14 +267,13 @@ class CheckpointWriter:
         """Add records; they go to disk in batches of about `batch_bytes`."""
         if self.frozen:
             raise SnapshotError(f"snapshot {self.path} is frozen: no more records")
-        pending = self._pending
         for record in records:
             key, value = record
             size = _RECORD_OVERHEAD + (0 if key is None else len(key))
             size += 0 if value is None else len(value)
-            if pending and self._pending_bytes + size > self._batch_bytes:
-                self._flush()
-            pending.append(record)
+            if self._pending and self._pending_bytes + size > self._batch_bytes:
+                self._flush()  # starts a new self._pending
+            self._pending.append(record)
             self._pending_bytes += size
 
     def _flush(self) -> None:
