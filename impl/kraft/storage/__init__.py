@@ -11,7 +11,6 @@
 - `meta_properties`: `meta.properties`, a formatted data directory's identity.
 - `durable`: crash-safe file replacement (every small metadata file goes through it).
 - `log_adapter`: how a driver hands a log to the pure core (its state, a batch reader).
-
 - `snapshot_files`: KIP-630 snapshots as Kafka stores them beside the log
   (`__cluster_metadata-0/%020d-%010d.checkpoint`): streamed writer and validating reader,
   listing, start-up cleanup, and the adapters to the application port.
