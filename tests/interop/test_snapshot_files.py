@@ -18,13 +18,8 @@ from kraft.app.port import CommittedBatch
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.metadata_records import feature_level_record, no_op_record
 from kraft.storage.meta_properties import generate_cluster_id
-from kraft.storage.snapshot_files import (
-    CheckpointReader,
-    CheckpointWriter,
-    check_snapshot,
-    list_snapshots,
-    write_state_snapshot,
-)
+from kraft.storage.snapshot_directory import list_snapshots, write_state_snapshot
+from kraft.storage.snapshot_files import CheckpointReader, CheckpointWriter, check_snapshot
 
 pytestmark = pytest.mark.interop
 

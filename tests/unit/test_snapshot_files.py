@@ -1,8 +1,8 @@
-"""KIP-630 checkpoint files (kraft.storage.snapshot_files): Kafka's layout (header batch at
-offset 0, records, footer alone and last, the snapshot's epoch on every batch), the atomic
-write through `.part`, validation of every batch with a typed error naming the file, start-up
-cleanup, the listing of valid snapshots, the state machine round trip through real files, and
-bounded memory for a snapshot much larger than the bound."""
+"""KIP-630 checkpoint files (kraft.storage.snapshot_files and snapshot_directory): Kafka's
+layout (header batch at offset 0, records, footer alone and last, the snapshot's epoch on every
+batch), the durable write through `.part`, validation of every batch with a typed error naming
+the file, start-up cleanup, the listing of valid snapshots, the state machine round trip
+through real files, and bounded memory for a snapshot much larger than the bound."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ from kraft.control_records import (
 )
 from kraft.ids import Epoch, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import iter_batches
+from kraft.storage.snapshot_directory import (
+    delete_snapshot,
+    latest_snapshot,
+    list_snapshots,
+    load_state_snapshot,
+    remove_leftovers,
+    snapshot_files,
+    write_state_snapshot,
+)
 from kraft.storage.snapshot_files import (
     CheckpointReader,
     CheckpointWriter,
@@ -37,14 +46,7 @@ from kraft.storage.snapshot_files import (
     SnapshotFileKind,
     check_snapshot,
     checkpoint_name,
-    delete_snapshot,
-    latest_snapshot,
-    list_snapshots,
-    load_state_snapshot,
     parse_snapshot_path,
-    remove_leftovers,
-    snapshot_files,
-    write_state_snapshot,
 )
 
 
@@ -183,6 +185,61 @@ def test_an_unfrozen_writer_leaves_no_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [path.name, checkpoint_name(sid(10, 1))]
     )
+
+
+def test_freeze_makes_the_file_durable_before_and_after_the_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    writer = CheckpointWriter(tmp_path, sid(4, 2), timestamp_ms=0, last_contained_log_timestamp=0)
+    writer.append([(b"a", b"1")])
+    assert not writer.path.exists()  # only the .part file until freeze
+
+    def fsync(fd: int) -> None:
+        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+        calls.append("fsync dir" if is_dir else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        calls.append(f"rename {Path(src).name.endswith('.checkpoint.part')}")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    path = writer.freeze()
+    assert calls == ["fsync file", "rename True", "fsync dir"]
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_part_file_is_read_as_the_snapshot_it_was_fetched_for(tmp_path: Path) -> None:
+    path = write(tmp_path, 8, 2, [[(b"a", b"1")]])
+    part = tmp_path / (path.name + ".part")
+    part.write_bytes(path.read_bytes())
+    assert check_snapshot(part, sid(8, 2)).records == 1
+    with pytest.raises(CorruptSnapshotError, match="name"):
+        check_snapshot(part)
+    with pytest.raises(CorruptSnapshotError, match="epoch"):
+        check_snapshot(part, sid(8, 3))
+
+
+def test_control_records_out_of_place_are_rejected(tmp_path: Path) -> None:
+    """A LeaderChange in the header batch, and a header batch where the footer belongs."""
+    from kraft.control_records import LeaderChangeMessage, encode_control_records
+
+    path = write(tmp_path, 3, 1, [])
+    footer = batch_positions(path)[-1]
+    data = path.read_bytes()
+    odd = encode_control_records(
+        0, 1, [SnapshotHeaderRecord(0, 0), LeaderChangeMessage(0, 1, (1,), (1,))], timestamp_ms=0
+    )
+    rewrite(path, odd + encode_control_records(2, 1, [SnapshotFooterRecord(0)], timestamp_ms=0))
+    with pytest.raises(CorruptSnapshotError, match="LeaderChangeMessage in the header batch"):
+        check_snapshot(path)
+    again = encode_control_records(1, 1, [SnapshotHeaderRecord(0, 0)], timestamp_ms=0)
+    rewrite(path, data[:footer] + again)
+    with pytest.raises(CorruptSnapshotError, match="where the footer belongs"):
+        check_snapshot(path)
 
 
 # --------------------------------------------------------------------------- the port

@@ -12,6 +12,7 @@
 - `durable`: crash-safe file replacement (every small metadata file goes through it).
 - `log_adapter`: how a driver hands a log to the pure core (its state, a batch reader).
 - `snapshot_files`: KIP-630 snapshots as Kafka stores them beside the log
-  (`__cluster_metadata-0/%020d-%010d.checkpoint`): streamed writer and validating reader,
-  listing, start-up cleanup, and the adapters to the application port.
+  (`__cluster_metadata-0/%020d-%010d.checkpoint`): a streamed writer and a validating reader.
+- `snapshot_directory`: a directory's valid snapshots, start-up cleanup, deletion, and a state
+  machine (kraft.app.port) into and out of a checkpoint file.
 """

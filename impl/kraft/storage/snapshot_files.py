@@ -16,11 +16,8 @@ offsets numbered from 0 within the file (not the log's offsets):
 - `CheckpointReader` streams one back, batch by batch, and checks every batch (CRC, offsets,
   epoch, header first, footer last, nothing after it); any problem is a `CorruptSnapshotError`
   naming the file and byte. `verify` runs the whole check without keeping anything.
-- `list_snapshots` / `latest_snapshot`: the valid snapshots of a directory, newest first;
-  `remove_leftovers` deletes `.part` and `.deleted` files at start-up; `delete_snapshot` removes
-  one as Kafka does (rename to `.deleted`, then delete).
-- `write_state_snapshot` / `load_state_snapshot`: a `kraft.app.port.StateMachine` into and out
-  of a checkpoint file; a snapshot is verified whole before any of it reaches the machine.
+- `check_snapshot`: the whole check of one file. A directory's snapshots (listing, cleanup,
+  deletion) and the state machine adapters are kraft.storage.snapshot_directory.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from kraft.app.port import StateMachine
 from kraft.control_records import (
     ControlRecord,
     KRaftVersionRecord,
@@ -77,14 +73,7 @@ __all__ = [
     "check_snapshot",
     "checkpoint_name",
     "checkpoint_path",
-    "delete_snapshot",
-    "latest_snapshot",
-    "list_snapshots",
-    "load_state_snapshot",
     "parse_snapshot_path",
-    "remove_leftovers",
-    "snapshot_files",
-    "write_state_snapshot",
 ]
 
 CHECKPOINT_SUFFIX: Final = ".checkpoint"
@@ -161,14 +150,6 @@ def parse_snapshot_path(path: Path) -> SnapshotPath | None:
                 return None
             return SnapshotPath(path, OffsetAndEpoch(Epoch(epoch), Offset(offset)), kind)
     return None
-
-
-def snapshot_files(directory: Path) -> list[SnapshotPath]:
-    """Every snapshot file of `directory` (complete, partial, deleted), in id order."""
-    if not directory.is_dir():
-        return []
-    found = [p for p in map(parse_snapshot_path, directory.iterdir()) if p is not None]
-    return sorted(found, key=lambda p: (p.snapshot_id, p.kind.value, p.path.name))
 
 
 # --------------------------------------------------------------------------- writing
@@ -345,12 +326,22 @@ class CheckpointReader:
     `verify` first (as `load_state_snapshot` does). Each call of `record_batches` starts again
     after the header; one at a time."""
 
-    def __init__(self, path: Path, *, max_batch_bytes: int = KAFKA_MAX_BATCH_BYTES) -> None:
-        parsed = parse_snapshot_path(path)
-        if parsed is None or parsed.kind is not SnapshotFileKind.COMPLETE:
-            raise CorruptSnapshotError(path, 0, "the name is not <offset>-<epoch>.checkpoint")
+    def __init__(
+        self,
+        path: Path,
+        snapshot_id: OffsetAndEpoch | None = None,
+        *,
+        max_batch_bytes: int = KAFKA_MAX_BATCH_BYTES,
+    ) -> None:
+        """`snapshot_id` is taken from the name of a checkpoint file; give it to read another
+        file as that snapshot (a `.part` file downloaded by FetchSnapshot, before its rename)."""
+        if snapshot_id is None:
+            parsed = parse_snapshot_path(path)
+            if parsed is None or parsed.kind is not SnapshotFileKind.COMPLETE:
+                raise CorruptSnapshotError(path, 0, "the name is not <offset>-<epoch>.checkpoint")
+            snapshot_id = parsed.snapshot_id
         self.path = path
-        self.snapshot_id = parsed.snapshot_id
+        self.snapshot_id = snapshot_id
         self._max_batch = max_batch_bytes
         self._file: BinaryIO = open(path, "rb")  # noqa: SIM115 (closed by close())
         try:
@@ -503,96 +494,8 @@ class CheckpointReader:
         )
 
 
-def check_snapshot(path: Path) -> SnapshotSummary:
-    """The summary of a valid checkpoint file; CorruptSnapshotError otherwise."""
-    with CheckpointReader(path) as reader:
+def check_snapshot(path: Path, snapshot_id: OffsetAndEpoch | None = None) -> SnapshotSummary:
+    """The summary of a valid checkpoint file (read as `snapshot_id` if given);
+    CorruptSnapshotError otherwise."""
+    with CheckpointReader(path, snapshot_id) as reader:
         return reader.verify()
-
-
-# --------------------------------------------------------------------------- the directory
-
-
-def list_snapshots(directory: Path) -> list[SnapshotSummary]:
-    """The valid checkpoint files of `directory`, newest first (invalid ones are left out)."""
-    out: list[SnapshotSummary] = []
-    for found in reversed(snapshot_files(directory)):
-        if found.kind is SnapshotFileKind.COMPLETE:
-            try:
-                out.append(check_snapshot(found.path))
-            except (CorruptSnapshotError, OSError):
-                continue
-    return out
-
-
-def latest_snapshot(directory: Path) -> SnapshotSummary | None:
-    """The newest valid checkpoint file of `directory` (older ones are not read)."""
-    for found in reversed(snapshot_files(directory)):
-        if found.kind is SnapshotFileKind.COMPLETE:
-            try:
-                return check_snapshot(found.path)
-            except (CorruptSnapshotError, OSError):
-                continue
-    return None
-
-
-def remove_leftovers(directory: Path) -> list[Path]:
-    """At start-up: delete the `.part` files of unfinished writes or downloads and the
-    `.deleted` ones of unfinished deletions; the paths removed."""
-    removed = []
-    for found in snapshot_files(directory):
-        if found.kind is not SnapshotFileKind.COMPLETE:
-            found.path.unlink(missing_ok=True)
-            removed.append(found.path)
-    if removed:
-        fsync_dir(directory)
-    return removed
-
-
-def delete_snapshot(directory: Path, snapshot_id: OffsetAndEpoch) -> bool:
-    """Remove a checkpoint file as Kafka does: rename it to `.deleted` (durably), then delete
-    it. A crash in between leaves a `.deleted` file that `remove_leftovers` finishes."""
-    path = checkpoint_path(directory, snapshot_id)
-    marked = path.with_name(path.name + ".deleted")
-    try:
-        os.replace(path, marked)
-    except FileNotFoundError:
-        return False
-    fsync_dir(directory)
-    marked.unlink(missing_ok=True)
-    return True
-
-
-# --------------------------------------------------------------------------- the port
-
-
-def write_state_snapshot(
-    machine: StateMachine,
-    directory: Path,
-    *,
-    timestamp_ms: int,
-    last_contained_log_timestamp: int,
-    kraft_version: int = 0,
-    voters: VotersRecord | None = None,
-) -> Path:
-    """The machine's state at its applied offset as the checkpoint file
-    `<applied offset>-<applied epoch>.checkpoint` of `directory`; its path."""
-    snapshot_id = OffsetAndEpoch(machine.applied_epoch, machine.applied_offset)
-    with CheckpointWriter(
-        directory,
-        snapshot_id,
-        timestamp_ms=timestamp_ms,
-        last_contained_log_timestamp=last_contained_log_timestamp,
-        kraft_version=kraft_version,
-        voters=voters,
-    ) as writer:
-        machine.produce_snapshot(writer)
-        return writer.freeze()
-
-
-def load_state_snapshot(path: Path, machine: StateMachine) -> SnapshotSummary:
-    """Replace the machine's state with the checkpoint file's, after the whole file passed
-    validation (a CorruptSnapshotError leaves the machine as it was)."""
-    with CheckpointReader(path) as reader:
-        summary = reader.verify()
-        machine.load_snapshot(reader)
-    return summary
