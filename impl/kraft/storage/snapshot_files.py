@@ -324,7 +324,7 @@ class CheckpointReader:
     batches and check each, and the footer, as they come: a CorruptSnapshotError can arrive
     after some batches were yielded, so a caller that must not act on a bad snapshot calls
     `verify` first (as `load_state_snapshot` does). Each call of `record_batches` starts again
-    after the header; one at a time."""
+    after the header, and every read seeks to its own position, so scans may interleave."""
 
     def __init__(
         self,
