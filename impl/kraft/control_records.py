@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -36,6 +37,7 @@ __all__ = [
     "decode_control_batch",
     "decode_control_record",
     "encode_control_batch",
+    "encode_control_records",
 ]
 
 _CONTROL_KEY = struct.Struct(">hh")
@@ -245,13 +247,30 @@ def encode_control_batch(
     base_offset: int, epoch: int, record: ControlRecord, *, timestamp_ms: int
 ) -> bytes:
     """One control record in its own batch (attributes bit 5), as Kafka writes them."""
+    return encode_control_records(base_offset, epoch, (record,), timestamp_ms=timestamp_ms)
+
+
+def encode_control_records(
+    base_offset: int, epoch: int, records: Sequence[ControlRecord], *, timestamp_ms: int
+) -> bytes:
+    """Control records in one control batch, offsets base_offset.. in order (a snapshot's
+    first batch: SnapshotHeader, KRaftVersion, Voters)."""
     if base_offset < 0:
         raise ValueError(f"negative base offset {base_offset}")
-    key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, _control_type_of(record))
-    body = record_body(0, key, _encode_control_value(record), ())
-    parts = [b"", varint_bytes(len(body)), body]
+    if not records:
+        raise ValueError("a control batch needs at least one record")
+    parts = [b""]
+    for delta, record in enumerate(records):
+        key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, _control_type_of(record))
+        body = record_body(delta, key, _encode_control_value(record), ())
+        parts += (varint_bytes(len(body)), body)
     return assemble_batch(
-        base_offset, epoch, parts, attributes=ATTR_CONTROL, count=1, timestamp_ms=timestamp_ms
+        base_offset,
+        epoch,
+        parts,
+        attributes=ATTR_CONTROL,
+        count=len(records),
+        timestamp_ms=timestamp_ms,
     )
 
 

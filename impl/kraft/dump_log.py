@@ -1,7 +1,9 @@
 """Decode segment and checkpoint files batch by batch, like Kafka's dump-log tool.
 
 Every batch is reported with its CRC validity; a damaged batch does not stop the dump of the
-batches before it, and the first undecodable position is reported with the reason.
+batches before it, and the first undecodable position is reported with the reason. A
+checkpoint file is named as Kafka's tool names it (its snapshot id, or the bootstrap
+snapshot) and must also pass kraft.storage.snapshot_files' checks.
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ from kraft.records import (
     parse_batch_header,
     verify_crc,
 )
+from kraft.storage.snapshot_files import (
+    CorruptSnapshotError,
+    SnapshotFileKind,
+    check_snapshot,
+    parse_snapshot_path,
+)
+
+# Kafka's binary bootstrap file (BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME).
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +96,25 @@ def dump_lines(data: bytes, *, print_records: bool) -> Iterator[str | DumpProble
 def dump_file(path: Path, *, print_records: bool) -> tuple[list[str], DumpProblem | None]:
     data = path.read_bytes()
     lines = [f"Dumping {path}"]
+    snapshot = parse_snapshot_path(path)
     if path.suffix == ".log":
         lines.append(f"Log starting offset: {int(path.stem)}")
+    elif path.name == BOOTSTRAP_FILE:
+        lines.append("KRaft bootstrap snapshot")
+    elif snapshot is not None and snapshot.kind is SnapshotFileKind.COMPLETE:
+        end, epoch = snapshot.snapshot_id.offset, snapshot.snapshot_id.epoch
+        lines.append(f"Snapshot end offset: {end}, epoch: {epoch}")
     problem: DumpProblem | None = None
     for item in dump_lines(data, print_records=print_records):
         if isinstance(item, DumpProblem):
             problem = item
         else:
             lines.append(item)
+    if problem is None and snapshot is not None and snapshot.kind is SnapshotFileKind.COMPLETE:
+        # Every batch decodes; the snapshot rules (header first, footer last, offsets from 0,
+        # the snapshot's epoch) are checked too.
+        try:
+            check_snapshot(path)
+        except CorruptSnapshotError as e:
+            problem = DumpProblem(e.position, f"not a valid snapshot: {e.reason}")
     return lines, problem

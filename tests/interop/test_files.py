@@ -31,7 +31,9 @@ from kafka_harness import (
     wait_for,
 )
 
+from kraft.metadata_records import decode_metadata_header
 from kraft.storage.meta_properties import generate_cluster_id
+from kraft.storage.snapshot_files import CheckpointReader, check_snapshot
 
 pytestmark = pytest.mark.interop
 
@@ -113,3 +115,11 @@ def test_kraft_dump_log_reads_a_kafka_controllers_log_and_checkpoints(procs: Pro
         assert "SnapshotHeaderRecord(" in records[0], text
         assert "SnapshotFooterRecord(" in records[-1], text
         assert not any("undecodable" in r for r in records), text
+        # kraft's snapshot reader accepts Kafka's snapshot, and its records are metadata records.
+        summary = check_snapshot(cp)
+        assert summary.snapshot_id.offset == int(cp.name[:20]) and summary.records > 0
+        with CheckpointReader(cp) as reader:
+            for batch in reader.batches():
+                for key, value in batch:
+                    assert key is None and value is not None
+                    decode_metadata_header(value)

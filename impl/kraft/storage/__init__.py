@@ -11,8 +11,8 @@
 - `meta_properties`: `meta.properties`, a formatted data directory's identity.
 - `durable`: crash-safe file replacement (every small metadata file goes through it).
 - `log_adapter`: how a driver hands a log to the pure core (its state, a batch reader).
-
-Snapshots (`__cluster_metadata-0/%020d-%010d.checkpoint` in Kafka) will live here too, beside
-the log: a snapshot store with the same two shapes (files, memory) and the same atomic-write
-rule. There is no snapshot code yet.
+- `snapshot_files`: KIP-630 snapshots as Kafka stores them beside the log
+  (`__cluster_metadata-0/%020d-%010d.checkpoint`): a streamed writer and a validating reader.
+- `snapshot_directory`: a directory's valid snapshots, start-up cleanup, deletion, and a state
+  machine (kraft.app.port) into and out of a checkpoint file.
 """
