@@ -58,6 +58,7 @@ from kraft.core.producers import (
 )
 from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
 from kraft.core.quorum_math import PY
+from kraft.core.timing import QuorumTiming
 from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_set import VoterSet
@@ -117,18 +118,13 @@ SNAPSHOT_REFETCH_RETRIES = 50
 
 @dataclass(frozen=True, slots=True)
 class ReplicaConfig:
+    """Who this replica is and in which quorum, and the quorum's timing."""
+
     node: ReplicaKey
     cluster_id: ClusterId
+    # The static voter set (the voter-set history's entry before the log's first record).
     voters: tuple[ReplicaKey, ...]
-    election_timeout_ms: int = 1000  # quorum.election.timeout.ms
-    fetch_timeout_ms: int = 2000  # quorum.fetch.timeout.ms
-    election_backoff_max_ms: int = 1000  # quorum.election.backoff.max.ms
-    retry_backoff_ms: int = 20  # quorum.retry.backoff.ms
-    request_timeout_ms: int = 2000  # quorum.request.timeout.ms
-    fetch_max_bytes: int = 1 << 20
-    append_linger_ms: int = 0
-    # How long a leader may hold a Fetch with nothing new (Kafka's raft fetch max wait).
-    fetch_max_wait_ms: int = 500
+    timing: QuorumTiming = field(default_factory=QuorumTiming)
 
 
 class LogReader(Protocol):
@@ -206,6 +202,7 @@ class Replica:
         now_ms: int,
     ) -> None:
         self._cfg = config
+        self._timing = config.timing
         self._me = config.node
         self._voters = VoterSet(config.voters)
         # Asked on every message; recompute wherever the voter set changes (KIP-856).
@@ -334,7 +331,7 @@ class Replica:
                 if soonest is None or t < soonest:
                     soonest = t
         if soonest is None:
-            return self._now + self._cfg.election_timeout_ms
+            return self._now + self._timing.election_timeout_ms
         return soonest if soonest > self._now else self._now
 
     def view(self) -> ReplicaView:
@@ -402,16 +399,16 @@ class Replica:
         return VoterSet((a,)).contains(b)
 
     def _random_election_timeout(self) -> int:
-        t = self._cfg.election_timeout_ms
+        t = self._timing.election_timeout_ms
         return qm.randomized_election_timeout(PY, t, self._rng.randrange(t)) if t > 0 else 0
 
     def _random_fetch_timeout(self) -> int:
         """Deviation from Kafka (README): a voter's fetch timeout is jittered by up to half an
         election timeout, as Raft randomizes follower timeouts, so that the followers of a
         dead leader do not all stand in the same epoch and split the vote."""
-        jitter = self._cfg.election_timeout_ms // 2 if self.is_voter else 0
+        jitter = self._timing.election_timeout_ms // 2 if self.is_voter else 0
         draw = self._rng.randrange(jitter) if jitter > 0 else 0
-        return qm.randomized_fetch_timeout(PY, self._cfg.fetch_timeout_ms, draw)
+        return qm.randomized_fetch_timeout(PY, self._timing.fetch_timeout_ms, draw)
 
     def _persist(self) -> None:
         self._out.append(
@@ -503,7 +500,7 @@ class Replica:
         elif new is L:
             self._leader_id = self._me.id
             single = self.is_voter and len(self._voters) == 1
-            check_ms = int(self._cfg.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+            check_ms = int(self._timing.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
             self._leader = _LeaderData(
                 epoch_start=self._log.end_offset,
                 granting=tuple(sorted(granted)),
@@ -622,12 +619,12 @@ class Replica:
             # The retry map is emptied once a majority rejected: nothing more to ask.
             for dst, at in sorted(self._retry.items()):
                 if at <= now:
-                    self._retry[dst] = now + self._cfg.request_timeout_ms
+                    self._retry[dst] = now + self._timing.request_timeout_ms
                     self._send(dst, self._vote_request(dst))
         elif st is L:
             for dst, at in sorted(self._retry.items()):
                 if at <= now:
-                    self._retry[dst] = now + self._cfg.request_timeout_ms
+                    self._retry[dst] = now + self._timing.request_timeout_ms
                     self._send(
                         dst,
                         BeginQuorumEpochRequest(
@@ -663,7 +660,7 @@ class Replica:
         """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows."""
         if self._state is F and self._leader_id is not None:
             dst = self._leader_id
-            wait = self._cfg.fetch_max_wait_ms
+            wait = self._timing.fetch_max_wait_ms
         elif self._state is U and not self.is_voter and len(self._voters) > 0:
             ids = self._voters.ids
             dst = ids[self._discovery_next % len(ids)]
@@ -673,7 +670,7 @@ class Replica:
             self._fetch_send_at = None
             return
         self._fetch_send_at = None
-        self._fetch_in_flight_until = self._now + self._cfg.request_timeout_ms
+        self._fetch_in_flight_until = self._now + self._timing.request_timeout_ms
         self._out.append(ActionTaken(Action.SEND_FETCH_REQUEST))
         self._send(
             dst,
@@ -684,7 +681,7 @@ class Replica:
                 fetch_offset=self._log.end_offset,
                 last_fetched_epoch=self._log.last_epoch,
                 log_start_offset=self._log.start_offset,
-                max_bytes=self._cfg.fetch_max_bytes,
+                max_bytes=self._timing.fetch_max_bytes,
                 max_wait_ms=wait,
             ),
         )
@@ -692,7 +689,7 @@ class Replica:
     def _on_send_failed(self, ev: SendFailed) -> None:
         """An unreachable peer: retry after retry_backoff_ms (EndQuorumEpoch is not retried)."""
         req = ev.request
-        retry_at = self._now + self._cfg.retry_backoff_ms
+        retry_at = self._now + self._timing.retry_backoff_ms
         if isinstance(req, VoteRequest):
             if req.candidate_epoch == self._epoch and ev.dst in self._retry:
                 self._retry[ev.dst] = retry_at
@@ -887,7 +884,7 @@ class Replica:
             return
         if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
             if self._state in (P, C) and src in self._retry:
-                self._retry[src] = self._now + self._cfg.retry_backoff_ms
+                self._retry[src] = self._now + self._timing.retry_backoff_ms
             return
         self._learn(resp.leader_id, resp.leader_epoch)
         st = self._state
@@ -976,7 +973,7 @@ class Replica:
         self._out.append(ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE))
         if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
             if self._state is L and src in self._retry:
-                self._retry[src] = self._now + self._cfg.retry_backoff_ms
+                self._retry[src] = self._now + self._timing.retry_backoff_ms
             return
         self._learn(resp.leader_id, resp.leader_epoch)
         if (
@@ -1005,7 +1002,7 @@ class Replica:
             return
         successors = self._resign()
         self._end_pending = set(successors)
-        self._shutdown_deadline = self._now + self._cfg.request_timeout_ms
+        self._shutdown_deadline = self._now + self._timing.request_timeout_ms
 
     def _resign(self) -> tuple[NodeId, ...]:
         """Resign (graceful shutdown, or check-quorum expiry as Kafka's pollLeader): become
@@ -1057,7 +1054,7 @@ class Replica:
             if n > 0:
                 # KIP-595: MIN(backoff max, retry backoff * 2^(N-1)) for priority N > 0.
                 delay = qm.successor_backoff_ms(
-                    PY, n, self._cfg.retry_backoff_ms, self._cfg.election_backoff_max_ms
+                    PY, n, self._timing.retry_backoff_ms, self._timing.election_backoff_max_ms
                 )
             deadline = self._now + delay
             if self._fetch_deadline is None or deadline < self._fetch_deadline:
@@ -1127,7 +1124,7 @@ class Replica:
         self._record_fetch(src, req)
         end = self._log.end_offset
         if req.fetch_offset < end:
-            max_bytes = min(req.max_bytes, self._cfg.fetch_max_bytes)
+            max_bytes = min(req.max_bytes, self._timing.fetch_max_bytes)
             data = self._reader.read(req.fetch_offset, max_bytes)
             self._send(src, self._fetch_response(ErrorCode.NONE, records=data))
         elif park and req.max_wait_ms > 0 and ld.hwm == hwm_before:
@@ -1170,7 +1167,7 @@ class Replica:
         needed = self._voters.majority - (1 if self.is_voter else 0)
         if len(ld.fetched) >= needed:
             ld.fetched.clear()
-            check_ms = int(self._cfg.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+            check_ms = int(self._timing.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
             ld.check_quorum_at = self._now + check_ms
 
     def _maybe_advance_hwm(self) -> None:
@@ -1222,7 +1219,7 @@ class Replica:
             if self._state is U and not self.is_voter and self._fetch_send_at is None:
                 # Discovery answer without a leader: ask another voter after a backoff.
                 self._fetch_in_flight_until = None
-                self._fetch_send_at = self._now + self._cfg.retry_backoff_ms
+                self._fetch_send_at = self._now + self._timing.retry_backoff_ms
             return
         if isinstance(in_reply_to, FetchRequest) and (
             in_reply_to.fetch_offset != self._log.end_offset
@@ -1231,7 +1228,7 @@ class Replica:
             return  # answers a fetch from a log position we no longer have
         if resp.error is not ErrorCode.NONE:
             self._fetch_in_flight_until = None
-            self._fetch_send_at = self._now + self._cfg.retry_backoff_ms
+            self._fetch_send_at = self._now + self._timing.retry_backoff_ms
             return
         if resp.diverging_epoch is None and resp.snapshot_id is not None:
             self._snapshot_required(src, resp.snapshot_id)
@@ -1259,8 +1256,8 @@ class Replica:
             self._snapshot_reported = snapshot_id
             self._out.append(SnapshotRequired(leader, snapshot_id))
         backoff = min(
-            SNAPSHOT_REFETCH_RETRIES * self._cfg.retry_backoff_ms,
-            self._cfg.fetch_timeout_ms // 2,
+            SNAPSHOT_REFETCH_RETRIES * self._timing.retry_backoff_ms,
+            self._timing.fetch_timeout_ms // 2,
         )
         self._fetch_in_flight_until = None
         self._fetch_send_at = self._now + max(backoff, 0)
@@ -1340,10 +1337,10 @@ class Replica:
             return
         self._out.append(ActionTaken(Action.CLIENT_APPEND))
         ld.lingering.append((ev.request_id, ev.values))
-        if self._cfg.append_linger_ms <= 0:
+        if self._timing.append_linger_ms <= 0:
             self._append_lingering()
         elif ld.linger_until is None:
-            ld.linger_until = self._now + self._cfg.append_linger_ms
+            ld.linger_until = self._now + self._timing.append_linger_ms
 
     def _idempotent_append(self, ev: ClientAppend) -> None:
         """An idempotent client's append (kraft.core.producers): a resend of a batch the log
