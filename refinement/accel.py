@@ -33,7 +33,7 @@ HOT_MODULES = (
     "kraft/core/bounds.py",
     "kraft/core/effects.py",
     "kraft/core/events.py",
-    "kraft/core/log_mirror.py",
+    "kraft/core/log_metadata.py",
     "kraft/core/messages.py",
     "kraft/core/producers.py",
     "kraft/core/quorum_math.py",

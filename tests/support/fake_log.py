@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from kraft.core.log_metadata import LogState
 from kraft.core.producers import producer_batch_of
-from kraft.core.replica import LogState
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import encode_batch, iter_batches, iter_values
 

@@ -3,7 +3,7 @@
 One object per replica. `step` handles one event and returns the effects the driver must
 perform, in order (see kraft.core.effects for the durability contract). Time comes only from
 events and randomness only from the injected `rng`. The replica mirrors its log's metadata
-(LogMirror) and reads record bytes only through `reader`, to fill Fetch responses.
+(kraft.core.log_metadata) and reads record bytes only through `reader`, to fill Fetch responses.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from kraft.core.effects import (
     TruncateLog,
 )
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
-from kraft.core.log_mirror import LogMirror, LogState
+from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -85,7 +85,6 @@ from kraft.records import (
 __all__ = [
     "IllegalTransitionError",
     "LogReader",
-    "LogState",
     "Replica",
     "ReplicaConfig",
     "ReplicaView",
@@ -204,10 +203,10 @@ class Replica:
         self._cfg = config
         self._timing = config.timing
         self._me = config.node
-        self._voters = VoterSet(config.voters)
+        self._log = LogMetadata(log_state, VoterSet(config.voters))
+        self._voters = self._log.voters
         # Asked on every message; recompute wherever the voter set changes (KIP-856).
         self._is_voter = self._voters.contains(self._me)
-        self._log = LogMirror(log_state)
         self._producers = ProducerTable()
         for batch in log_state.producer_batches:
             self._producers.record(batch)
