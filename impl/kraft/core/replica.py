@@ -79,12 +79,15 @@ F = ReplicaState.FOLLOWER
 R = ReplicaState.RESIGNED
 P = ReplicaState.PROSPECTIVE
 
-_RESPONSES = (
-    VoteResponse,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochResponse,
-    FetchResponse,
-    FetchSnapshotResponse,
+# The responses: a Send of one carries the reply token of the request it answers.
+_RESPONSES: frozenset[type[Message]] = frozenset(
+    {
+        VoteResponse,
+        BeginQuorumEpochResponse,
+        EndQuorumEpochResponse,
+        FetchResponse,
+        FetchSnapshotResponse,
+    }
 )
 # A message handler of the dispatch table: (sender, message, the request it answers). Each
 # handler is registered under the one message type it takes.
@@ -499,7 +502,7 @@ class Replica:
     # ------------------------------------------------------------------ sending
 
     def _send(self, dst: NodeId, msg: Message) -> None:
-        reply_to = self._reply_to if isinstance(msg, _RESPONSES) else None
+        reply_to = self._reply_to if type(msg) in _RESPONSES else None
         self._out.append(Send(dst, msg, reply_to))
 
     def _send_due(self) -> None:
