@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from kraft.core import quorum_math as qm
 from kraft.core.effects import ActionTaken, ElectionsExhausted
+from kraft.core.events import SendFailed
 from kraft.core.messages import Request, VoteRequest, VoteResponse
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import Action, ReplicaState
@@ -38,6 +39,27 @@ class ElectionRole:
         self._r = replica
 
     # ------------------------------------------------------------------ standing
+
+    def random_election_timeout(self) -> int:
+        r = self._r
+        t = r._timing.election_timeout_ms
+        return qm.randomized_election_timeout(PY, t, r._rng.randrange(t)) if t > 0 else 0
+
+    def keeps_election_timer(self, new: ReplicaState) -> bool:
+        """Kafka's transitionToUnattached: moving to Unattached (or back to Voted) keeps the
+        time left on the election timer when coming from Unattached, Voted, Candidate,
+        Resigned, or a Prospective whose pre-vote a majority did not reject; so a candidate
+        with a stale log bumping epochs cannot keep postponing everyone else's election.
+        Casting a vote restarts the timer (Kafka: the candidate has at least our chances)."""
+        r = self._r
+        old = r._state
+        if not r._started or new not in (U, V) or r._election_deadline is None:
+            return False
+        if old is U and new is V:
+            return False  # a vote granted
+        if old is P:
+            return not r._voters.cannot_reach_majority(r._rejected)
+        return old in (U, V, C, R)
 
     def election_timeout(self) -> None:
         """ElectionTimeout (Kafka 4.x poll*): Unattached, Voted, Follower (fetch timer) and
@@ -146,6 +168,16 @@ class ElectionRole:
                 r._retry = {}
 
     # ------------------------------------------------------------------ voting
+
+    def vote_failed(self, ev: SendFailed) -> None:
+        r = self._r
+        req = ev.request
+        assert isinstance(req, VoteRequest)
+        if req.candidate_epoch == r._epoch and ev.dst in r._retry:
+            r._retry[ev.dst] = r._now + r._timing.retry_backoff_ms
+
+    def refusal(self) -> VoteResponse:
+        return self.vote_response(ErrorCode.INVALID_REQUEST, False)
 
     def vote_response(self, error: ErrorCode, granted: bool) -> VoteResponse:
         r = self._r

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kraft.core import quorum_math as qm
 from kraft.core.effects import ActionTaken, AppendToLog, FlushLog, SnapshotRequired, TruncateLog
+from kraft.core.events import SendFailed
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -52,6 +53,15 @@ class FollowerRole:
         self._r = replica
 
     # ------------------------------------------------------------------ Fetch
+
+    def random_fetch_timeout(self) -> int:
+        """Deviation from Kafka (README): a voter's fetch timeout is jittered by up to half an
+        election timeout, as Raft randomizes follower timeouts, so that the followers of a
+        dead leader do not all stand in the same epoch and split the vote."""
+        r = self._r
+        jitter = r._timing.election_timeout_ms // 2 if r.is_voter else 0
+        draw = r._rng.randrange(jitter) if jitter > 0 else 0
+        return qm.randomized_fetch_timeout(PY, r._timing.fetch_timeout_ms, draw)
 
     def send_fetch(self) -> None:
         """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows."""
@@ -114,12 +124,18 @@ class FollowerRole:
         elif len(resp.records) > 0 and not self._append_fetched(resp.records):
             return  # stale or corrupt: wait for the in-flight fetch or its timeout
         # A successful answer from the leader: it is alive.
-        r._fetch_deadline = r._now + r._random_fetch_timeout()
+        r._fetch_deadline = r._now + self.random_fetch_timeout()
         r._has_fetched = True
         if resp.high_watermark >= 0:
             r._raise_hwm(Offset(min(resp.high_watermark, r._log.end_offset)))
         r._fetch_in_flight_until = None
         r._fetch_send_at = r._now
+
+    def fetch_failed(self, _ev: SendFailed) -> None:
+        r = self._r
+        if r._fetch_in_flight_until is not None:
+            r._fetch_in_flight_until = None
+            r._fetch_send_at = r._now + r._timing.retry_backoff_ms
 
     def _snapshot_required(self, leader: NodeId, snapshot_id: OffsetAndEpoch) -> None:
         """The leader's log starts after a snapshot we would have to fetch (KIP-630, not
@@ -127,7 +143,7 @@ class FollowerRole:
         does), but nothing can be appended, truncated or committed from this answer. Say so
         once per snapshot id and fetch again only after a long backoff, instead of at once."""
         r = self._r
-        r._fetch_deadline = r._now + r._random_fetch_timeout()
+        r._fetch_deadline = r._now + self.random_fetch_timeout()
         r._has_fetched = True
         if r._snapshot_reported != snapshot_id:
             r._snapshot_reported = snapshot_id
@@ -221,6 +237,14 @@ class FollowerRole:
             src,
             BeginQuorumEpochResponse(err or ErrorCode.NONE, r._leader_or_none(), r._epoch),
         )
+
+    def begin_refusal(self) -> BeginQuorumEpochResponse:
+        r = self._r
+        return BeginQuorumEpochResponse(ErrorCode.INVALID_REQUEST, r._leader_or_none(), r._epoch)
+
+    def end_refusal(self) -> EndQuorumEpochResponse:
+        r = self._r
+        return EndQuorumEpochResponse(ErrorCode.INVALID_REQUEST, r._leader_or_none(), r._epoch)
 
     def handle_end_request(
         self, src: NodeId, req: EndQuorumEpochRequest, _in_reply_to: Request | None

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from kraft.core import quorum_math as qm
 from kraft.core.effects import ActionTaken, AppendResult, AppendToLog, FlushLog
-from kraft.core.events import ClientAppend
+from kraft.core.events import ClientAppend, SendFailed
 from kraft.core.messages import (
+    BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
     FetchRequest,
@@ -318,6 +319,13 @@ class LeaderRole:
         ):
             self._endorse(src)
 
+    def begin_failed(self, ev: SendFailed) -> None:
+        r = self._r
+        req = ev.request
+        assert isinstance(req, BeginQuorumEpochRequest)
+        if req.leader_epoch == r._epoch and ev.dst in r._retry:
+            r._retry[ev.dst] = r._now + r._timing.retry_backoff_ms
+
     def _endorse(self, src: NodeId) -> None:
         r = self._r
         ld = r._leader
@@ -349,6 +357,9 @@ class LeaderRole:
             diverging_epoch=diverging,
             records=records,
         )
+
+    def fetch_refusal(self) -> FetchResponse:
+        return self.fetch_response(ErrorCode.INVALID_REQUEST)
 
     def handle_fetch_request(
         self,
@@ -449,6 +460,13 @@ class LeaderRole:
             self.handle_fetch_request(src, req, park=park)
         finally:
             r._reply_to = outer
+
+    def fetch_snapshot_refusal(self) -> FetchSnapshotResponse:
+        r = self._r
+        unknown = OffsetAndEpoch(Epoch(-1), Offset(-1))
+        return FetchSnapshotResponse(
+            ErrorCode.INVALID_REQUEST, r._leader_or_none(), r._epoch, unknown, 0, 0
+        )
 
     def handle_fetch_snapshot_request(
         self, src: NodeId, msg: FetchSnapshotRequest, _in_reply_to: Request | None

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from kraft.core import quorum_math as qm
 from kraft.core.bounds import out_of_bounds
 from kraft.core.effects import (
     ActionTaken,
@@ -55,7 +54,6 @@ from kraft.core.messages import (
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
-from kraft.core.quorum_math import PY
 from kraft.core.timing import QuorumTiming
 from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
@@ -217,18 +215,19 @@ class Replica:
             # Nothing asks for snapshots yet: an answer is ignored.
             FetchSnapshotResponse: _ignore,
         }
-        # What answers a request refused for an unrepresentable value (responses: nothing).
+        # The answer to a request refused for an unrepresentable value (responses: none).
         self._refusals: dict[type[Message], Callable[[], Message]] = {
-            VoteRequest: self._refuse_vote,
-            FetchRequest: self._refuse_fetch,
-            BeginQuorumEpochRequest: self._refuse_begin,
-            EndQuorumEpochRequest: self._refuse_end,
-            FetchSnapshotRequest: self._refuse_fetch_snapshot,
+            VoteRequest: self._elect.refusal,
+            FetchRequest: self._lead.fetch_refusal,
+            BeginQuorumEpochRequest: self._follow.begin_refusal,
+            EndQuorumEpochRequest: self._follow.end_refusal,
+            FetchSnapshotRequest: self._lead.fetch_snapshot_refusal,
         }
+        # A request that could not be delivered (EndQuorumEpoch is not retried).
         self._on_failed: dict[type[Request], Callable[[SendFailed], None]] = {
-            VoteRequest: self._vote_failed,
-            BeginQuorumEpochRequest: self._begin_failed,
-            FetchRequest: self._fetch_failed,
+            VoteRequest: self._elect.vote_failed,
+            BeginQuorumEpochRequest: self._lead.begin_failed,
+            FetchRequest: self._follow.fetch_failed,
             EndQuorumEpochRequest: self._end_failed,
         }
 
@@ -354,18 +353,6 @@ class Replica:
     def _same_replica(a: ReplicaKey, b: ReplicaKey) -> bool:
         return VoterSet((a,)).contains(b)
 
-    def _random_election_timeout(self) -> int:
-        t = self._timing.election_timeout_ms
-        return qm.randomized_election_timeout(PY, t, self._rng.randrange(t)) if t > 0 else 0
-
-    def _random_fetch_timeout(self) -> int:
-        """Deviation from Kafka (README): a voter's fetch timeout is jittered by up to half an
-        election timeout, as Raft randomizes follower timeouts, so that the followers of a
-        dead leader do not all stand in the same epoch and split the vote."""
-        jitter = self._timing.election_timeout_ms // 2 if self.is_voter else 0
-        draw = self._rng.randrange(jitter) if jitter > 0 else 0
-        return qm.randomized_fetch_timeout(PY, self._timing.fetch_timeout_ms, draw)
-
     def _persist(self) -> None:
         self._out.append(
             PersistElectionState(ElectionState(self._epoch, self._leader_id, self._voted_for))
@@ -399,21 +386,6 @@ class Replica:
         for src, req, _, token in parked:
             self._lead.answer_held(token, src, req, park=True)
 
-    def _keeps_election_timer(self, new: ReplicaState) -> bool:
-        """Kafka's transitionToUnattached: moving to Unattached (or back to Voted) keeps the
-        time left on the election timer when coming from Unattached, Voted, Candidate,
-        Resigned, or a Prospective whose pre-vote a majority did not reject; so a candidate
-        with a stale log bumping epochs cannot keep postponing everyone else's election.
-        Casting a vote restarts the timer (Kafka: the candidate has at least our chances)."""
-        old = self._state
-        if not self._started or new not in (U, V) or self._election_deadline is None:
-            return False
-        if old is U and new is V:
-            return False  # a vote granted
-        if old is P:
-            return not self._voters.cannot_reach_majority(self._rejected)
-        return old in (U, V, C, R)
-
     def _enter(
         self,
         new: ReplicaState,
@@ -425,7 +397,7 @@ class Replica:
         """Set the state's fields and start its timers (no checks, no effects)."""
         now = self._now
         granted = self._granted
-        kept = self._election_deadline if self._keeps_election_timer(new) else None
+        kept = self._election_deadline if self._elect.keeps_election_timer(new) else None
         self._state, self._epoch = new, epoch
         self._leader_id, self._voted_for = leader, voted
         self._election_deadline = self._fetch_deadline = None
@@ -440,7 +412,7 @@ class Replica:
                 if kept is not None:
                     self._election_deadline = kept
                 else:
-                    self._election_deadline = now + self._random_election_timeout()
+                    self._election_deadline = now + self._elect.random_election_timeout()
             else:
                 self._fetch_send_at = now  # an observer looks for the leader
         elif new in (P, C):
@@ -448,10 +420,10 @@ class Replica:
             if new is C:
                 self._voted_for = self._me
             self._granted = {self._me.id}
-            self._election_deadline = now + self._random_election_timeout()
+            self._election_deadline = now + self._elect.random_election_timeout()
             self._retry = dict.fromkeys(others, now)
         elif new is F:
-            self._fetch_deadline = now + self._random_fetch_timeout()
+            self._fetch_deadline = now + self._follow.random_fetch_timeout()
             self._fetch_send_at = now
         elif new is L:
             self._leader_id = self._me.id
@@ -468,7 +440,7 @@ class Replica:
             self._retry = dict.fromkeys(others, now)
         elif new is R:
             self._leader_id = self._me.id
-            self._election_deadline = now + self._random_election_timeout()
+            self._election_deadline = now + self._elect.random_election_timeout()
 
     # ------------------------------------------------------------------ timers
 
@@ -540,26 +512,6 @@ class Replica:
         """An unreachable peer: retry after retry_backoff_ms (EndQuorumEpoch is not retried)."""
         self._on_failed[type(ev.request)](ev)
 
-    def _vote_failed(self, ev: SendFailed) -> None:
-        req = ev.request
-        assert isinstance(req, VoteRequest)
-        if req.candidate_epoch == self._epoch and ev.dst in self._retry:
-            self._retry[ev.dst] = self._now + self._timing.retry_backoff_ms
-
-    def _begin_failed(self, ev: SendFailed) -> None:
-        req = ev.request
-        assert isinstance(req, BeginQuorumEpochRequest)
-        if req.leader_epoch == self._epoch and ev.dst in self._retry:
-            self._retry[ev.dst] = self._now + self._timing.retry_backoff_ms
-
-    def _fetch_failed(self, _ev: SendFailed) -> None:
-        if self._fetch_in_flight_until is not None:
-            self._fetch_in_flight_until = None
-            self._fetch_send_at = self._now + self._timing.retry_backoff_ms
-
-    def _end_failed(self, ev: SendFailed) -> None:
-        self._end_pending.discard(ev.dst)
-
     # ------------------------------------------------------------------ receiving
 
     def _on_receive(self, ev: Receive) -> None:
@@ -584,28 +536,6 @@ class Replica:
         refusal = self._refusals.get(type(msg))
         if refusal is not None:
             self._send(src, refusal())
-
-    def _refuse_vote(self) -> Message:
-        return self._elect.vote_response(ErrorCode.INVALID_REQUEST, False)
-
-    def _refuse_fetch(self) -> Message:
-        return self._lead.fetch_response(ErrorCode.INVALID_REQUEST)
-
-    def _refuse_begin(self) -> Message:
-        return BeginQuorumEpochResponse(
-            ErrorCode.INVALID_REQUEST, self._leader_or_none(), self._epoch
-        )
-
-    def _refuse_end(self) -> Message:
-        return EndQuorumEpochResponse(
-            ErrorCode.INVALID_REQUEST, self._leader_or_none(), self._epoch
-        )
-
-    def _refuse_fetch_snapshot(self) -> Message:
-        unknown = OffsetAndEpoch(Epoch(-1), Offset(-1))
-        return FetchSnapshotResponse(
-            ErrorCode.INVALID_REQUEST, self._leader_or_none(), self._epoch, unknown, 0, 0
-        )
 
     def _leader_or_none(self) -> NodeId:
         return NO_NODE if self._leader_id is None else self._leader_id
@@ -647,6 +577,9 @@ class Replica:
         successors = self._lead.resign()
         self._end_pending = set(successors)
         self._shutdown_deadline = self._now + self._timing.request_timeout_ms
+
+    def _end_failed(self, ev: SendFailed) -> None:
+        self._end_pending.discard(ev.dst)
 
     def _check_shutdown(self) -> None:
         if self._shutting_down and not self._shutdown_done and not self._end_pending:
