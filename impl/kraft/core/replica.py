@@ -229,6 +229,8 @@ class Replica:
             BeginQuorumEpochRequest: self._lead.begin_failed,
             FetchRequest: self._follow.fetch_failed,
             EndQuorumEpochRequest: self._end_failed,
+            # Nothing sends FetchSnapshot yet.
+            FetchSnapshotRequest: _ignore_failed,
         }
 
     # ------------------------------------------------------------------ public API
@@ -609,4 +611,8 @@ class Replica:
 
 
 def _ignore(_src: NodeId, _msg: Message, _in_reply_to: Request | None) -> None:
+    pass
+
+
+def _ignore_failed(_ev: SendFailed) -> None:
     pass
