@@ -38,6 +38,7 @@ from typing import IO, Protocol
 
 from kraft.core.effects import Effect, ElectionState
 from kraft.core.events import Event
+from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
@@ -65,19 +66,6 @@ from refinement.sim_liveness import SimLiveness
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicaTiming:
-    """The timing part of kraft.core.replica.ReplicaConfig, in virtual milliseconds."""
-
-    election_timeout_ms: int = 1000
-    fetch_timeout_ms: int = 2000
-    election_backoff_max_ms: int = 1000
-    retry_backoff_ms: int = 20
-    request_timeout_ms: int = 2000
-    fetch_max_bytes: int = 1 << 20
-    append_linger_ms: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class SimConfig:
     seed: int = 0
     voters: int = 3
@@ -90,7 +78,7 @@ class SimConfig:
     profile: FaultProfile = PROFILES["mixed"]
     # Base one-way message delay, uniform in [low, high] ms (the profile adds jitter).
     delay_ms: tuple[int, int] = (1, 5)
-    timing: ReplicaTiming = field(default_factory=ReplicaTiming)
+    timing: QuorumTiming = field(default_factory=QuorumTiming)
     check_liveness: bool = True
     # Off only to measure what the checkers cost (benchmarks); every run that tests sets it.
     check_invariants: bool = True
@@ -156,7 +144,7 @@ class NodeSetup:
     node: ReplicaKey
     cluster_id: ClusterId
     voters: tuple[ReplicaKey, ...]
-    timing: ReplicaTiming
+    timing: QuorumTiming
     election_state: ElectionState | None
     log: MemoryLog
     rng: random.Random
@@ -171,19 +159,7 @@ def core_replica_factory(setup: NodeSetup) -> SimReplica:
     from kraft.core.replica import Replica, ReplicaConfig
     from kraft.storage.log_adapter import BatchReader, log_state_of
 
-    t = setup.timing
-    config = ReplicaConfig(
-        node=setup.node,
-        cluster_id=setup.cluster_id,
-        voters=setup.voters,
-        election_timeout_ms=t.election_timeout_ms,
-        fetch_timeout_ms=t.fetch_timeout_ms,
-        election_backoff_max_ms=t.election_backoff_max_ms,
-        retry_backoff_ms=t.retry_backoff_ms,
-        request_timeout_ms=t.request_timeout_ms,
-        fetch_max_bytes=t.fetch_max_bytes,
-        append_linger_ms=t.append_linger_ms,
-    )
+    config = ReplicaConfig(setup.node, setup.cluster_id, setup.voters, setup.timing)
     replica: SimReplica = Replica(
         config,
         election_state=setup.election_state,

@@ -52,8 +52,8 @@ def test_properties_file_with_overrides(tmp_path: Path) -> None:
     cfg = load_config(path, {"quorum.fetch.timeout.ms": "900", "metadata.log.dir": "/m"})
     assert cfg.node_id == 2
     assert (cfg.listener_host, cfg.listener_port) == ("0.0.0.0", 9093)
-    assert cfg.election_timeout_ms == 300
-    assert cfg.fetch_timeout_ms == 900
+    assert cfg.timing.election_timeout_ms == 300
+    assert cfg.timing.fetch_timeout_ms == 900
     # metadata.log.dir wins over log.dirs, as in Kafka.
     assert cfg.data_dir == Path("/m")
     assert load_config(path).data_dir == Path("/a")

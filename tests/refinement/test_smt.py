@@ -22,6 +22,7 @@ from kraft.core.messages import (
     VoteResponse,
 )
 from kraft.core.quorum_math import PY
+from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
@@ -32,7 +33,7 @@ from refinement import invariants as inv
 from refinement import smt
 from refinement.faults import PROFILES
 from refinement.invariants import AckedRange, ClusterState, NodeState
-from refinement.sim import NodeSetup, ReplicaTiming, SimConfig, core_replica_factory
+from refinement.sim import NodeSetup, SimConfig, core_replica_factory
 from refinement.sim_base import directory_of
 from refinement.stateful import sample_states
 
@@ -438,7 +439,7 @@ class _One:
             keys[node - 1],
             self.cluster,
             keys,
-            ReplicaTiming(**timing),
+            QuorumTiming(**timing),
             None,
             self.log,
             random.Random(seed),

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from kraft.core.effects import FlushLog
-from kraft.core.replica import Replica
+from kraft.core.election import ElectionRole
 from refinement import invariants as inv
 from refinement.sim import SimConfig, core_replica_factory
 from refinement.stateful import ClusterHarness, KraftMachine, check, replay, violation_names
@@ -58,13 +58,13 @@ class NoFlushMachine(KraftMachine):
     replica_factory = staticmethod(lambda setup: _NoFlush(core_replica_factory(setup)))
 
 
-_CAN_GRANT = Replica._can_grant
+_CAN_GRANT = ElectionRole._can_grant
 
 
 def _double_vote(self, req):
     # Mutant: a replica that voted in this epoch grants every other candidate as well
     # (pre-votes are answered as the real rules say: they bind nothing anyway).
-    if not req.pre_vote and self._state.value in ("Unattached", "Voted"):
+    if not req.pre_vote and self._r._state.value in ("Unattached", "Voted"):
         return True
     return _CAN_GRANT(self, req)
 
@@ -104,7 +104,7 @@ def _search(mutant: str) -> list[str]:
         machine: type[KraftMachine] = NoFlushMachine
         shrink = True
     else:
-        Replica._can_grant = _double_vote  # type: ignore[method-assign]
+        ElectionRole._can_grant = _double_vote  # type: ignore[method-assign]
         # Unshrunk: shrinking this one takes long; the no-flush mutant shows shrinking.
         machine, shrink = KraftMachine, False
     try:

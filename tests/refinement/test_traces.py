@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from kraft.core import quorum_math as qm
-from kraft.core.effects import ActionTaken
-from kraft.core.replica import Replica
+from kraft.core.leader import LeaderState
 from kraft.core.vocabulary import Action
 from kraft.ids import Offset
 from refinement.trace import TraceEvent, read_trace
@@ -371,26 +370,20 @@ def test_leader_without_majority_is_rejected_at_that_event(base_trace: list[Trac
     assert "votesGranted" in (res.state_before or "")
 
 
-def _hwm_without_epoch_check(self: Replica) -> None:
-    """Replica._maybe_advance_hwm without KIP-595's rule that the HWM only moves to an offset
+def _hwm_without_epoch_check(self: LeaderState, own_end: Offset) -> Offset | None:
+    """LeaderState.advance_hwm without KIP-595's rule that the HWM only moves to an offset
     in the leader's own epoch (the LeaderChange record must be replicated first)."""
-    ld = self._leader
-    if ld is None:
-        return
-    ends = [-1 if p.end_offset is None else p.end_offset for p in ld.voters.values()]
-    if self.is_voter:
-        ends.append(self._log.end_offset)
-    k = self._voters.majority
+    ends = [-1 if p.end_offset is None else p.end_offset for p in self.voters.values()]
+    if self.me_is_voter:
+        ends.append(own_end)
+    k = self.voter_set.majority
     if len(ends) < k:
-        return
+        return None
     candidate = Offset(qm.high_watermark_fast(ends, k))
-    if candidate <= 0 or (ld.hwm is not None and candidate <= ld.hwm):
-        return
-    ld.hwm = candidate
-    self._raise_hwm(candidate)
-    self._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
-    if ld.parked:
-        ld.complete_parked_at = self._now
+    if candidate <= 0 or (self.hwm is not None and candidate <= self.hwm):
+        return None
+    self.hwm = candidate
+    return candidate
 
 
 @pytest.mark.tlc
@@ -398,7 +391,7 @@ def _hwm_without_epoch_check(self: Replica) -> None:
 def test_implementation_mutant_hwm_without_epoch_check_is_rejected(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
-    monkeypatch.setattr(Replica, "_maybe_advance_hwm", _hwm_without_epoch_check)
+    monkeypatch.setattr(LeaderState, "advance_hwm", _hwm_without_epoch_check)
     # Runs where a new leader finds records of an earlier epoch it could commit early.
     for seed, profile in ((4, "mixed"), (1, "lossy")):
         path = tmp_path / f"{profile}-{seed}.ndjson"

@@ -34,6 +34,7 @@ from kraft.core.messages import (
     VoteRequest,
 )
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, NodeId
 from kraft.storage.log_adapter import BatchReader, log_state_of
@@ -75,7 +76,7 @@ class Cluster:
         self.nodes: dict[int, Node] = {}
         for i in range(1, voters + observers + 1):
             mine = {**cfg, **(overrides or {}).get(i, {})}
-            conf = ReplicaConfig(key(i), CLUSTER, voter_keys, **mine)  # type: ignore[arg-type]
+            conf = ReplicaConfig(key(i), CLUSTER, voter_keys, QuorumTiming(**mine))
             self.nodes[i] = Node(conf)
         self.queue: list[tuple[int, int, int, Event]] = []  # (time, seq, dst, event)
         self.seq = 0

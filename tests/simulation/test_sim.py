@@ -251,30 +251,31 @@ def test_catches_a_leader_that_advertises_its_stale_follower_hwm(
 ) -> None:
     """The bug Kafka interop found: a new leader reported, in Fetch answers, the HWM it kept
     from its follower days, below what another follower already held."""
+    from kraft.core.leader import LeaderRole
     from kraft.core.messages import FetchResponse, Records
-    from kraft.core.replica import Replica
     from kraft.errors import ErrorCode
     from kraft.ids import Offset, OffsetAndEpoch
 
     def stale_fetch_response(
-        self: Replica,
+        self: LeaderRole,
         error: ErrorCode,
         *,
         diverging: OffsetAndEpoch | None = None,
         records: Records = b"",
     ) -> FetchResponse:
-        hwm = self._hwm  # the replica's own HWM, whatever epoch it comes from
+        r = self._r
+        hwm = r._hwm  # the replica's own HWM, whatever epoch it comes from
         return FetchResponse(
             error=error,
-            leader_id=self._leader_or_none(),
-            leader_epoch=self._epoch,
+            leader_id=r._leader_or_none(),
+            leader_epoch=r._epoch,
             high_watermark=Offset(-1) if hwm is None else hwm,
-            log_start_offset=self._log.start_offset,
+            log_start_offset=r._log.start_offset,
             diverging_epoch=diverging,
             records=records,
         )
 
-    monkeypatch.setattr(Replica, "_fetch_response", stale_fetch_response)
+    monkeypatch.setattr(LeaderRole, "fetch_response", stale_fetch_response)
     names = first_violation(core_replica_factory, "lossy", range(3))
     assert "FetchedHighWatermarkMonotonic" in names
 

@@ -22,6 +22,7 @@ from kraft.core.effects import (
 from kraft.core.events import Event, Receive, Tick
 from kraft.core.messages import Message, Request, VoteResponse
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset
@@ -52,7 +53,7 @@ class Harness:
             key(node),
             CLUSTER,
             tuple(key(v) for v in voters),
-            **cfg,  # type: ignore[arg-type]
+            QuorumTiming(**cfg),
         )
         self.replica = Replica(
             self.config,

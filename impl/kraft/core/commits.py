@@ -18,7 +18,7 @@ came before it is durable (kraft.core.effects). The rule lives in the replica an
 it: a replica that crashes forgets what it accepted, and whoever asked a dead incarnation (the
 node's client handler, the simulator) decides that append itself.
 
-Pure: no clock, no I/O. The log is read only through `EpochLookup` (the replica's LogMirror).
+Pure: no clock, no I/O. The log is read only through `EpochLookup` (the replica's LogMetadata).
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ of the same keys, so a file and a command line mean the same thing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+from kraft.core.timing import QuorumTiming
 from kraft.errors import KraftError
 from kraft.ids import NodeId
 from kraft.protocol import DEFAULT_MAX_FRAME_SIZE
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 DEFAULT_APPEND_LINGER_MS: Final = 0
+_DEFAULT_TIMING: Final = QuorumTiming(append_linger_ms=DEFAULT_APPEND_LINGER_MS)
 DEFAULT_SEGMENT_BYTES: Final = 8 * 1024 * 1024
 DEFAULT_LISTENER_NAME: Final = "CONTROLLER"
 
@@ -55,15 +57,10 @@ class NodeConfig:
     voters: tuple[VoterAddress, ...]
     listener_host: str
     listener_port: int
-    election_timeout_ms: int = 1000
-    fetch_timeout_ms: int = 2000
-    election_backoff_max_ms: int = 1000
-    retry_backoff_ms: int = 20
-    request_timeout_ms: int = 2000
-    fetch_max_wait_ms: int = 500
-    # Group commit already merges whatever arrives while an fsync runs; a linger > 0 also
-    # waits that long after a client append before stepping, for fewer fsyncs at low load.
-    append_linger_ms: int = DEFAULT_APPEND_LINGER_MS
+    # The quorum.* timing properties. Its append_linger_ms is also the driver's: group commit
+    # already merges whatever arrives while an fsync runs; a linger > 0 also waits that long
+    # after a client append before stepping, for fewer fsyncs at low load.
+    timing: QuorumTiming = _DEFAULT_TIMING
     max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE
     # Kafka's listener limits: bytes held in partly received requests over all connections,
     # how long a connection may go without a whole request, how many connections at once.
@@ -155,7 +152,8 @@ def listener_name_of(props: Mapping[str, str]) -> str:
     return name if sep and name else DEFAULT_LISTENER_NAME
 
 
-_INT_KEYS: Final[dict[str, str]] = {
+# The properties of QuorumTiming (with or without the `controller.` prefix) and its fields.
+_TIMING_KEYS: Final[dict[str, str]] = {
     "quorum.election.timeout.ms": "election_timeout_ms",
     "quorum.fetch.timeout.ms": "fetch_timeout_ms",
     "quorum.election.backoff.max.ms": "election_backoff_max_ms",
@@ -163,6 +161,9 @@ _INT_KEYS: Final[dict[str, str]] = {
     "quorum.request.timeout.ms": "request_timeout_ms",
     "quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
     "quorum.append.linger.ms": "append_linger_ms",
+}
+
+_INT_KEYS: Final[dict[str, str]] = {
     "socket.request.max.bytes": "max_frame_bytes",
     "queued.max.request.bytes": "queued_max_request_bytes",
     "connections.max.idle.ms": "connections_max_idle_ms",
@@ -238,6 +239,11 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         n = _int(props, key, minimum=1 if attr in _POSITIVE else 0)
         if n is not None:
             ints[attr] = n
+    timing: dict[str, int] = {}
+    for key, attr in _TIMING_KEYS.items():
+        n = _int(props, key)
+        if n is not None:
+            timing[attr] = n
     trace = props.get("kraft.trace.file")
     return NodeConfig(
         node_id=NodeId(node_id),
@@ -247,5 +253,6 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         listener_port=port,
         trace_path=Path(trace) if trace else None,
         listener_name=listener_name_of(props),
+        timing=replace(_DEFAULT_TIMING, **timing),
         **ints,
     )

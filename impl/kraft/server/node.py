@@ -153,13 +153,7 @@ class Node:
                 node=ReplicaKey(config.node_id, meta.directory_id),
                 cluster_id=meta.cluster_id,
                 voters=tuple(ReplicaKey(v.node_id) for v in config.voters),
-                election_timeout_ms=config.election_timeout_ms,
-                fetch_timeout_ms=config.fetch_timeout_ms,
-                election_backoff_max_ms=config.election_backoff_max_ms,
-                retry_backoff_ms=config.retry_backoff_ms,
-                request_timeout_ms=config.request_timeout_ms,
-                append_linger_ms=config.append_linger_ms,
-                fetch_max_wait_ms=config.fetch_max_wait_ms,
+                timing=config.timing,
             ),
             election_state=election,
             log_state=log_state_of(log_),
@@ -176,7 +170,7 @@ class Node:
             transport,
             clock,
             voter_ids=tuple(v.node_id for v in config.voters),
-            append_linger_ms=config.append_linger_ms,
+            append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
         )
         me = config.voter(config.node_id)
@@ -190,7 +184,7 @@ class Node:
                     driver.submit,
                     clock,
                     client_id=f"kraft-node-{config.node_id}",
-                    request_timeout_ms=config.request_timeout_ms,
+                    request_timeout_ms=config.timing.request_timeout_ms,
                     max_frame_bytes=max(config.max_frame_bytes, 16 << 20),
                     listeners=listeners,
                 )

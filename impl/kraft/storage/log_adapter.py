@@ -3,7 +3,7 @@ whole batches. The node and the simulator both use this."""
 
 from __future__ import annotations
 
-from kraft.core.log_mirror import LogState
+from kraft.core.log_metadata import LogState
 from kraft.core.producers import ProducerBatch, producer_batch_of
 from kraft.ids import Offset
 from kraft.records import iter_batches

@@ -1,0 +1,593 @@
+"""The leader's side of the replica: its bookkeeping for one epoch and the steps only a leader
+takes.
+
+`LeaderState` is the bookkeeping, like etcd's `tracker/`: the voters and observers fetching
+from us and their progress (`Peer`), the epoch's high watermark (AdvanceHighWatermark over
+kraft.core.quorum_math), check-quorum, the Fetches held until there is news, the client
+appends lingering to be written as one batch, and DescribeQuorum. Its voter set can be
+replaced while leading (`set_voters`, KIP-856). It emits nothing.
+
+`LeaderRole` takes the leader's steps over the replica's state (kraft.core.replica owns the
+state, the transition table and the dispatch): BecomeLeader, HandleFetchRequest,
+BeginQuorumEpoch answers, Resign, client appends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kraft.control_records import LeaderChangeMessage, encode_control_batch
+from kraft.core import quorum_math as qm
+from kraft.core.effects import ActionTaken, AppendResult, AppendToLog, FlushLog
+from kraft.core.events import ClientAppend, SendFailed
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Records,
+    Request,
+)
+from kraft.core.producers import MAX_SEQUENCE, ProducerBatch, Verdict
+from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.voter_set import VoterSet
+from kraft.errors import ErrorCode
+from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.records import KeyValue, encode_records
+
+if TYPE_CHECKING:
+    from kraft.core.replica import Replica
+
+L = ReplicaState.LEADER
+R = ReplicaState.RESIGNED
+
+LEADER_CHANGE_VERSION = 0
+# Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR: a leader that has not heard a Fetch from a
+# majority of voters (itself included) within fetch timeout x 1.5 resigns.
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+
+# A Fetch held by the leader: (sender, request, deadline, reply token).
+Parked = tuple[NodeId, FetchRequest, int, int | None]
+
+
+@dataclass(slots=True)
+class Peer:
+    """The leader's picture of one replica fetching from it in this epoch."""
+
+    key: ReplicaKey
+    end_offset: Offset | None = None
+    last_fetch_ms: int | None = None
+    last_caught_up_ms: int | None = None
+    # The leader's end offset when this replica last fetched: reaching it means caught up.
+    leader_end_at_last_fetch: int = 0
+
+    def fetched(self, fetch_offset: Offset, leader_end: Offset, now: int) -> None:
+        """A Fetch from `fetch_offset` (its durable end) while the leader's end is
+        `leader_end`: caught up if it reached our end now, or the end we had at its last
+        fetch."""
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = now
+        elif self.last_fetch_ms is not None and fetch_offset >= self.leader_end_at_last_fetch:
+            self.last_caught_up_ms = self.last_fetch_ms
+        self.end_offset = fetch_offset
+        self.last_fetch_ms = now
+        self.leader_end_at_last_fetch = leader_end
+
+    def describe(self) -> ReplicaDescription:
+        return ReplicaDescription(
+            self.key,
+            UNKNOWN if self.end_offset is None else self.end_offset,
+            UNKNOWN if self.last_fetch_ms is None else self.last_fetch_ms,
+            UNKNOWN if self.last_caught_up_ms is None else self.last_caught_up_ms,
+        )
+
+
+class LeaderState:
+    """The leader's bookkeeping for one epoch. Pure: no effects, time passed in."""
+
+    __slots__ = (
+        "check_quorum_at",
+        "check_quorum_ms",
+        "complete_parked_at",
+        "endorsed",
+        "epoch_start",
+        "fetched",
+        "granting",
+        "hwm",
+        "linger_until",
+        "lingering",
+        "me",
+        "me_is_voter",
+        "observers",
+        "parked",
+        "voter_set",
+        "voters",
+    )
+
+    def __init__(
+        self,
+        me: ReplicaKey,
+        voters: VoterSet,
+        *,
+        epoch_start: Offset,
+        granting: tuple[NodeId, ...],
+        check_quorum_at: int | None,
+        check_quorum_ms: int,
+    ) -> None:
+        self.me = me
+        self.epoch_start = epoch_start
+        self.granting = granting
+        # The other voters (not us) and the observers fetching from us, with their progress.
+        self.voters: dict[NodeId, Peer] = {}
+        self.observers: dict[ReplicaKey, Peer] = {}
+        self.voter_set = voters
+        self.me_is_voter = voters.contains(me)
+        # The HWM of this epoch, the one Fetch and DescribeQuorum report: None until a
+        # majority reached past epoch_start (Kafka's LeaderState.highWatermark starts empty).
+        self.hwm: Offset | None = None
+        # Check-quorum (Kafka LeaderState): voters heard from since the timer last restarted,
+        # and when the timer runs out (None: a single-voter quorum never resigns for want of
+        # fetches).
+        self.fetched: set[NodeId] = set()
+        self.check_quorum_at = check_quorum_at
+        self.check_quorum_ms = check_quorum_ms
+        # Voters that endorsed us in this epoch (BeginQuorumEpoch answered, or a Fetch).
+        self.endorsed: set[NodeId] = set()
+        # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
+        self.parked: list[Parked] = []
+        self.complete_parked_at: int | None = None
+        # Client appends lingering for append_linger_ms, written together as one batch:
+        # (request id, records).
+        self.lingering: list[tuple[int, tuple[KeyValue, ...]]] = []
+        self.linger_until: int | None = None
+        self.set_voters(voters)
+
+    def set_voters(self, voters: VoterSet) -> None:
+        """Replace the voter set while leading (KIP-856). A voter that stays keeps its
+        progress; a new voter already fetching as an observer brings its progress along; a
+        removed voter's progress moves to the observers (it may go on fetching, as in Kafka's
+        LeaderState). The HWM is never lowered; check-quorum and endorsements forget
+        replicas that are no longer voters."""
+        old = self.voters
+        kept: dict[NodeId, Peer] = {}
+        for v in voters:
+            if v.id == self.me.id:
+                continue
+            peer = old.pop(v.id, None)
+            if peer is None:
+                peer = self._take_observer(v, voters)
+            kept[v.id] = peer
+        for peer in old.values():
+            self.observers.setdefault(peer.key, peer)
+        self.voters = kept
+        self.voter_set = voters
+        self.me_is_voter = voters.contains(self.me)
+        self.fetched &= kept.keys()
+        self.endorsed &= kept.keys()
+
+    def _take_observer(self, voter: ReplicaKey, voters: VoterSet) -> Peer:
+        for key in self.observers:
+            if key.id == voter.id and voters.contains(key):
+                return self.observers.pop(key)
+        return Peer(voter)
+
+    def observer(self, key: ReplicaKey) -> Peer:
+        peer = self.observers.get(key)
+        if peer is None:
+            peer = self.observers[key] = Peer(key)
+        return peer
+
+    def advance_hwm(self, own_end: Offset) -> Offset | None:
+        """AdvanceHighWatermark: the largest offset a majority of voters reached (our own end
+        counted while we are a voter), only past the start of our epoch, never lowered.
+        Returns the new HWM, or None if it did not move."""
+        ends = [-1 if p.end_offset is None else p.end_offset for p in self.voters.values()]
+        if self.me_is_voter:
+            ends.append(own_end)
+        k = self.voter_set.majority
+        if len(ends) < k:
+            return None
+        candidate = Offset(qm.high_watermark_fast(ends, k))
+        if candidate <= self.epoch_start or (self.hwm is not None and candidate <= self.hwm):
+            return None
+        self.hwm = candidate
+        return candidate
+
+    def heard_from_voter(self, src: NodeId, now: int) -> None:
+        """Check-quorum (Kafka LeaderState.updateCheckQuorumForFollowingVoter): once voters
+        making a majority with us have fetched, restart the timer."""
+        if self.check_quorum_at is None or src == self.me.id:
+            return
+        self.fetched.add(src)
+        needed = self.voter_set.majority - (1 if self.me_is_voter else 0)
+        if len(self.fetched) >= needed:
+            self.fetched.clear()
+            self.check_quorum_at = now + self.check_quorum_ms
+
+    def successors(self) -> tuple[NodeId, ...]:
+        """The other voters, most caught-up first (ties by id): EndQuorumEpoch's order."""
+        ranked = sorted(
+            self.voters.values(),
+            key=lambda p: (-(p.end_offset if p.end_offset is not None else -1), p.key.id),
+        )
+        return tuple(p.key.id for p in ranked)
+
+    def describe(self, epoch: Epoch, own_end: Offset, now: int) -> QuorumDescription:
+        """DescribeQuorum's answer: every voter (us included) and every observer."""
+        me = ReplicaDescription(self.me, own_end, now, now)
+        return QuorumDescription(
+            leader_id=self.me.id,
+            leader_epoch=epoch,
+            high_watermark=self.hwm,
+            voters=tuple(
+                me if v.id == self.me.id else self.voters[v.id].describe() for v in self.voter_set
+            ),
+            observers=tuple(p.describe() for p in self.observers.values()),
+        )
+
+
+class LeaderRole:
+    """The steps only a leader takes, over the replica's state."""
+
+    __slots__ = ("_r",)
+
+    def __init__(self, replica: Replica) -> None:
+        self._r = replica
+
+    # ------------------------------------------------------------------ becoming, leaving
+
+    def become_leader(self) -> None:
+        """BecomeLeader: persist, write LeaderChange as the epoch's first record, then
+        BeginQuorumEpoch to every voter until each endorses."""
+        r = self._r
+        r._out.append(ActionTaken(Action.BECOME_LEADER))
+        r._transition(L, r._epoch)
+        ld = r._leader
+        assert ld is not None
+        record = LeaderChangeMessage(
+            LEADER_CHANGE_VERSION,
+            r._me.id,
+            voters=r._voters.ids,
+            granting_voters=ld.granting,
+        )
+        offset = r._log.end_offset
+        data = encode_control_batch(offset, r._epoch, record, timestamp_ms=r._now)
+        self._append(offset, offset, data)
+        self._maybe_advance_hwm()
+
+    def resign(self) -> tuple[NodeId, ...]:
+        """Resign (graceful shutdown, or check-quorum expiry as Kafka's pollLeader): become
+        Resigned in this epoch and send EndQuorumEpoch to the other voters, most caught-up
+        first, so that the best successor stands for election first."""
+        r = self._r
+        ld = r._leader
+        assert ld is not None
+        r._out.append(ActionTaken(Action.RESIGN))
+        successors = ld.successors()
+        r._transition(R, r._epoch, leader=r._me.id)
+        for dst in successors:
+            r._send(
+                dst,
+                EndQuorumEpochRequest(r._cfg.cluster_id, r._me.id, r._epoch, successors),
+            )
+        return successors
+
+    def tick(self, ld: LeaderState) -> bool:
+        """The leader's timers: lingering appends, held fetches, check-quorum. True if the
+        leader resigned."""
+        r = self._r
+        now = r._now
+        if ld.linger_until is not None and ld.linger_until <= now:
+            self._append_lingering()
+        if ld.complete_parked_at is not None and ld.complete_parked_at <= now:
+            ld.complete_parked_at = None
+            self._complete_parked(all_of_them=True)
+        elif any(d <= now for _, _, d, _ in ld.parked):
+            self._complete_parked(all_of_them=False)
+        if (
+            r._state is L
+            and ld.check_quorum_at is not None
+            and ld.check_quorum_at <= now
+            and not r._shutting_down
+        ):
+            # Check-quorum (Kafka pollLeader): no Fetch from a majority in time.
+            self.resign()
+            return True
+        return False
+
+    # ------------------------------------------------------------------ BeginQuorumEpoch
+
+    def handle_begin_response(
+        self, src: NodeId, resp: BeginQuorumEpochResponse, _in_reply_to: Request | None
+    ) -> None:
+        r = self._r
+        r._out.append(ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE))
+        if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+            if r._state is L and src in r._retry:
+                r._retry[src] = r._now + r._timing.retry_backoff_ms
+            return
+        r._learn(resp.leader_id, resp.leader_epoch)
+        if (
+            r._state is L
+            and resp.error is ErrorCode.NONE
+            and resp.leader_epoch == r._epoch
+            and resp.leader_id == r._me.id
+        ):
+            self._endorse(src)
+
+    def begin_failed(self, ev: SendFailed) -> None:
+        r = self._r
+        req = ev.request
+        assert isinstance(req, BeginQuorumEpochRequest)
+        if req.leader_epoch == r._epoch and ev.dst in r._retry:
+            r._retry[ev.dst] = r._now + r._timing.retry_backoff_ms
+
+    def _endorse(self, src: NodeId) -> None:
+        r = self._r
+        ld = r._leader
+        if ld is not None and src in ld.voters:
+            ld.endorsed.add(src)
+            r._retry.pop(src, None)
+
+    # ------------------------------------------------------------------ Fetch
+
+    def fetch_response(
+        self,
+        error: ErrorCode,
+        *,
+        diverging: OffsetAndEpoch | None = None,
+        records: Records = b"",
+    ) -> FetchResponse:
+        # Only a leader answering in its epoch reports a HWM, and only its epoch's HWM: a
+        # follower's HWM it kept from the previous leader may be below what another follower
+        # already holds (Kafka: "Non-monotonic update of high watermark").
+        r = self._r
+        ld = r._leader
+        hwm = ld.hwm if ld is not None and error is ErrorCode.NONE else None
+        return FetchResponse(
+            error=error,
+            leader_id=r._leader_or_none(),
+            leader_epoch=r._epoch,
+            high_watermark=Offset(-1) if hwm is None else hwm,
+            log_start_offset=r._log.start_offset,
+            diverging_epoch=diverging,
+            records=records,
+        )
+
+    def fetch_refusal(self) -> FetchResponse:
+        return self.fetch_response(ErrorCode.INVALID_REQUEST)
+
+    def handle_fetch_request(
+        self,
+        src: NodeId,
+        req: FetchRequest,
+        _in_reply_to: Request | None = None,
+        *,
+        park: bool = True,
+    ) -> None:
+        r = self._r
+        r._out.append(ActionTaken(Action.HANDLE_FETCH_REQUEST))
+        err = r._request_error(req.cluster_id)
+        if err is None and (
+            req.fetch_offset < 0
+            or req.last_fetched_epoch < 0
+            or req.last_fetched_epoch > req.replica_epoch
+        ):
+            err = ErrorCode.INVALID_REQUEST
+        if err is None:
+            if req.replica_epoch < r._epoch:
+                err = ErrorCode.FENCED_LEADER_EPOCH
+            elif req.replica_epoch > r._epoch:
+                err = ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
+            elif r._state is not L:
+                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        ld = r._leader
+        if err is not None or ld is None:
+            r._send(src, self.fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            return
+        # The fetcher's (last fetched epoch, fetch offset) must lie on our log.
+        ours = r._log.end_offset_for_epoch(req.last_fetched_epoch)
+        if ours.epoch != req.last_fetched_epoch or ours.offset < req.fetch_offset:
+            r._send(src, self.fetch_response(ErrorCode.NONE, diverging=ours))
+            return
+        hwm_before = ld.hwm
+        self._record_fetch(ld, src, req)
+        end = r._log.end_offset
+        if req.fetch_offset < end:
+            max_bytes = min(req.max_bytes, r._timing.fetch_max_bytes)
+            data = r._reader.read(req.fetch_offset, max_bytes)
+            r._send(src, self.fetch_response(ErrorCode.NONE, records=data))
+        elif park and req.max_wait_ms > 0 and ld.hwm == hwm_before:
+            # Nothing new for the fetcher (a HWM it moved itself is news: answer at once).
+            ld.parked.append((src, req, r._now + req.max_wait_ms, r._reply_to))
+        else:
+            r._send(src, self.fetch_response(ErrorCode.NONE))
+
+    def _record_fetch(self, ld: LeaderState, src: NodeId, req: FetchRequest) -> None:
+        """The leader learns the fetcher's durable end offset; a voter's Fetch in this epoch
+        endorses the leader and may move the HWM."""
+        r = self._r
+        now = r._now
+        if src in ld.voters and ld.voter_set.contains(req.replica):
+            peer = ld.voters[src]
+            peer.key = req.replica
+            self._endorse(src)
+            ld.heard_from_voter(src, now)
+        else:
+            peer = ld.observer(req.replica)
+        peer.fetched(req.fetch_offset, r._log.end_offset, now)
+        if src in ld.voters:
+            self._maybe_advance_hwm()
+
+    def heard_from_voter(self, src: NodeId) -> None:
+        ld = self._r._leader
+        if ld is not None:
+            ld.heard_from_voter(src, self._r._now)
+
+    def _maybe_advance_hwm(self) -> None:
+        """AdvanceHighWatermark (LeaderState.advance_hwm); the replica's own HWM follows."""
+        r = self._r
+        ld = r._leader
+        if ld is None:
+            return
+        hwm = ld.advance_hwm(r._log.end_offset)
+        if hwm is None:
+            return
+        r._raise_hwm(hwm)
+        r._out.append(ActionTaken(Action.ADVANCE_HIGH_WATERMARK))
+        if ld.parked:
+            ld.complete_parked_at = r._now
+
+    def _complete_parked(self, *, all_of_them: bool) -> None:
+        r = self._r
+        ld = r._leader
+        assert ld is not None
+        now = r._now
+        due = [p for p in ld.parked if all_of_them or p[2] <= now]
+        ld.parked = [p for p in ld.parked if p not in due]
+        for src, req, _, token in due:
+            self.answer_held(token, src, req, park=False)
+
+    def answer_held(self, token: int | None, src: NodeId, req: FetchRequest, *, park: bool) -> None:
+        """Handle a held Fetch again, its answer routed by the token it arrived with."""
+        r = self._r
+        outer, r._reply_to = r._reply_to, token
+        try:
+            self.handle_fetch_request(src, req, park=park)
+        finally:
+            r._reply_to = outer
+
+    def fetch_snapshot_refusal(self) -> FetchSnapshotResponse:
+        r = self._r
+        unknown = OffsetAndEpoch(Epoch(-1), Offset(-1))
+        return FetchSnapshotResponse(
+            ErrorCode.INVALID_REQUEST, r._leader_or_none(), r._epoch, unknown, 0, 0
+        )
+
+    def handle_fetch_snapshot_request(
+        self, src: NodeId, msg: FetchSnapshotRequest, _in_reply_to: Request | None
+    ) -> None:
+        r = self._r
+        # A voter fetching a snapshot from us in our epoch counts for check-quorum.
+        if (
+            r._state is L
+            and msg.replica_epoch == r._epoch
+            and r._voters.contains_id(src)
+            and r._request_error(msg.cluster_id) is None
+        ):
+            self.heard_from_voter(src)
+        # KIP-630 is not implemented yet: no snapshot can be served.
+        r._send(
+            src,
+            FetchSnapshotResponse(
+                r._request_error(msg.cluster_id) or ErrorCode.SNAPSHOT_NOT_FOUND,
+                r._leader_or_none(),
+                r._epoch,
+                msg.snapshot_id,
+                size=0,
+                position=msg.position,
+            ),
+        )
+
+    # ------------------------------------------------------------------ client appends
+
+    def _append(self, first: Offset, last: Offset, data: bytes) -> None:
+        """Leader append of one batch in its epoch, made durable before later effects."""
+        r = self._r
+        r._out.append(AppendToLog(first, last, r._epoch, data, leader_encoded=True))
+        r._log.append([(r._epoch, first)], Offset(last + 1))
+        r._out.append(FlushLog())
+        if r._leader is not None and r._leader.parked:
+            # Answer held fetches next tick, once the driver has applied this append.
+            r._leader.complete_parked_at = r._now
+
+    def refuse_append(self, request_id: int) -> None:
+        r = self._r
+        r._out.append(
+            AppendResult(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=r._leader_id)
+        )
+
+    def on_client_append(self, ev: ClientAppend) -> None:
+        r = self._r
+        ld = r._leader
+        if r._state is not L or r._shutting_down or ld is None:
+            self.refuse_append(ev.request_id)
+            return
+        if not ev.records or (
+            ev.producer != NO_PRODUCER
+            and not 0 <= ev.sequence <= MAX_SEQUENCE - len(ev.records) + 1
+        ):
+            r._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
+            return
+        if ev.producer != NO_PRODUCER:
+            self._idempotent_append(ev)
+            return
+        r._out.append(ActionTaken(Action.CLIENT_APPEND))
+        ld.lingering.append((ev.request_id, ev.records))
+        if r._timing.append_linger_ms <= 0:
+            self._append_lingering()
+        elif ld.linger_until is None:
+            ld.linger_until = r._now + r._timing.append_linger_ms
+
+    def _idempotent_append(self, ev: ClientAppend) -> None:
+        """An idempotent client's append (kraft.core.producers): a resend of a batch the log
+        holds is answered with that batch's offsets and epoch (acknowledged once it commits,
+        like any append), a gap or a resend too old to tell is refused, and new values become
+        their own batch carrying the producer id and sequence, after whatever lingers."""
+        r = self._r
+        check = r._producers.check(ev.producer, ev.sequence, len(ev.records))
+        if check.verdict is Verdict.DUPLICATE:
+            b = check.batch
+            assert b is not None
+            # A resend of a batch the log holds: accepted as that batch (first, last, epoch).
+            r.accept(ev.request_id, b.first_offset, b.last_offset, b.epoch)
+            return
+        if check.verdict is not Verdict.NEW:
+            refused = (
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+                if check.verdict is Verdict.OUT_OF_ORDER
+                else ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+            )
+            r._out.append(AppendResult(ev.request_id, refused))
+            return
+        r._out.append(ActionTaken(Action.CLIENT_APPEND))
+        self._append_lingering()  # appends keep their arrival order
+        first = r._log.end_offset
+        last = Offset(first + len(ev.records) - 1)
+        data = encode_records(
+            first,
+            r._epoch,
+            ev.records,
+            timestamp_ms=r._now,
+            producer_id=ev.producer,
+            base_sequence=ev.sequence,
+        )
+        self._append(first, last, data)
+        r._producers.record(ProducerBatch(ev.producer, ev.sequence, first, last, r._epoch))
+        r.accept(ev.request_id, first, last, r._epoch)
+        self._maybe_advance_hwm()
+
+    def _append_lingering(self) -> None:
+        """Write the waiting client values as one batch in our epoch, durable before the
+        AppendResults that answer them."""
+        r = self._r
+        ld = r._leader
+        assert ld is not None
+        waiting, ld.lingering, ld.linger_until = ld.lingering, [], None
+        if not waiting:
+            return
+        records = [rec for _, recs in waiting for rec in recs]
+        first = r._log.end_offset
+        data = encode_records(first, r._epoch, records, timestamp_ms=r._now)
+        self._append(first, Offset(first + len(records) - 1), data)
+        at = first
+        for request_id, vs in waiting:
+            last = Offset(at + len(vs) - 1)
+            r.accept(request_id, at, last, r._epoch)
+            at = Offset(last + 1)
+        self._maybe_advance_hwm()

@@ -1,0 +1,197 @@
+"""The log's metadata as the replica sees it: epochs by offset, start and end offsets, the
+latest snapshot id and the voter-set history. Holds no record bytes.
+
+One object, `LogMetadata`, changed only by `append`, `truncate` and `install_snapshot`, which
+the replica calls together with the AppendToLog/TruncateLog effects it emits, so a step sees
+its own appends. `LogState` is what a driver tells the replica about its log at start.
+
+The voter-set history maps the offset of the record that set a voter set to that set; the
+static configuration's set sits at offset -1, before the log's first record (KIP-853's
+bootstrap voters). Truncation rolls back every entry at or after the truncation offset
+(KIP-856: a voter change takes effect when appended and is undone when truncated).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kraft.core.producers import ProducerBatch
+from kraft.core.voter_set import VoterSet
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
+
+# Where the static voter set sits in the history: before any record.
+STATIC_VOTERS_OFFSET = Offset(-1)
+
+
+@dataclass(frozen=True, slots=True)
+class LogState:
+    """What the driver tells the replica about its log at start."""
+
+    start_offset: Offset
+    end_offset: Offset
+    # (epoch, start offset) pairs in increasing order, like leader-epoch-checkpoint.
+    epochs: tuple[tuple[Epoch, Offset], ...] = ()
+    # The idempotent batches of the log, in log order (rebuilds the producer table).
+    producer_batches: tuple[ProducerBatch, ...] = ()
+
+
+class LogMetadata:
+    __slots__ = (
+        "_end",
+        "_epochs",
+        "_snapshot",
+        "_start",
+        "_starts",
+        "_voter_offsets",
+        "_voter_sets",
+        "version",
+    )
+
+    def __init__(self, state: LogState, voters: VoterSet) -> None:
+        if not 0 <= state.start_offset <= state.end_offset:
+            raise ValueError(f"bad log offsets {state.start_offset}..{state.end_offset}")
+        self._start = state.start_offset
+        self._end = state.end_offset
+        # The epoch cache: parallel lists of epochs and the offset each starts at.
+        self._epochs: list[Epoch] = []
+        self._starts: list[Offset] = []
+        self._snapshot: OffsetAndEpoch | None = None
+        # The voter-set history: parallel lists, offsets increasing, never empty.
+        self._voter_offsets: list[Offset] = [STATIC_VOTERS_OFFSET]
+        self._voter_sets: list[VoterSet] = [voters]
+        # Bumped by every change, so that a reader can tell cheaply that nothing changed.
+        self.version = 0
+        for epoch, start in state.epochs:
+            if start < state.end_offset:
+                self._assign(epoch, start)
+
+    # ------------------------------------------------------------------ offsets and epochs
+
+    @property
+    def start_offset(self) -> Offset:
+        return self._start
+
+    @property
+    def end_offset(self) -> Offset:
+        return self._end
+
+    @property
+    def last_epoch(self) -> Epoch:
+        """The epoch of the last record; with no record, the latest snapshot's epoch, else 0
+        (as Kafka's lastFetchedEpoch)."""
+        if self._epochs:
+            return self._epochs[-1]
+        return self._snapshot.epoch if self._snapshot is not None else Epoch(0)
+
+    @property
+    def end(self) -> OffsetAndEpoch:
+        return OffsetAndEpoch(self.last_epoch, self._end)
+
+    @property
+    def latest_snapshot(self) -> OffsetAndEpoch | None:
+        """The id of the latest snapshot installed (its end offset and epoch), if any."""
+        return self._snapshot
+
+    def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
+        return tuple(zip(self._epochs, self._starts, strict=True))
+
+    def start_offset_of(self, epoch: Epoch) -> Offset | None:
+        for e, s in zip(self._epochs, self._starts, strict=True):
+            if e == epoch:
+                return s
+        return None
+
+    def epoch_at(self, offset: Offset) -> Epoch | None:
+        """The epoch of the record at `offset`; None if the log does not hold it."""
+        if not self._start <= offset < self._end:
+            return None
+        i = bisect_right(self._starts, offset)
+        return self._epochs[i - 1] if i > 0 else None
+
+    def end_offset_for_epoch(self, epoch: Epoch) -> OffsetAndEpoch:
+        """The largest epoch <= `epoch` in this log and the offset where it ends (Kafka's
+        endOffsetForEpoch). With no such epoch, the log has nothing from `epoch` or earlier
+        in common with anyone: answer (epoch, start offset), or the snapshot's id when the
+        log starts at a snapshot (Kafka's KafkaMetadataLog)."""
+        if self._epochs and epoch >= self._epochs[-1]:
+            return OffsetAndEpoch(self._epochs[-1], self._end)
+        i = bisect_right(self._epochs, epoch)
+        if i == 0:
+            snap = self._snapshot
+            if snap is not None and snap.offset == self._start:
+                return snap
+            return OffsetAndEpoch(epoch, self._start)
+        return OffsetAndEpoch(self._epochs[i - 1], self._starts[i])
+
+    # ------------------------------------------------------------------ voter-set history
+
+    @property
+    def voters(self) -> VoterSet:
+        """The latest voter set in the log (the static one until a record changes it)."""
+        return self._voter_sets[-1]
+
+    def voters_at(self, offset: Offset) -> VoterSet:
+        """The voter set in force at `offset`: the last one set at or before it."""
+        i = bisect_right(self._voter_offsets, offset)
+        return self._voter_sets[max(i - 1, 0)]
+
+    def voter_history(self) -> tuple[tuple[Offset, VoterSet], ...]:
+        return tuple(zip(self._voter_offsets, self._voter_sets, strict=True))
+
+    # ------------------------------------------------------------------ changes
+
+    def _assign(self, epoch: Epoch, start: Offset) -> None:
+        if self._epochs and epoch <= self._epochs[-1]:
+            if epoch < self._epochs[-1]:
+                raise ValueError(f"epoch {epoch} after {self._epochs[-1]}")
+            return
+        self._epochs.append(epoch)
+        self._starts.append(start)
+
+    def append(
+        self,
+        batches: Iterable[tuple[Epoch, Offset]],
+        next_offset: Offset,
+        voter_sets: Iterable[tuple[Offset, VoterSet]] = (),
+    ) -> None:
+        """Record appended batches given as (epoch, base offset), ending before next_offset,
+        and the voter sets their records set, as (record offset, voter set)."""
+        for epoch, base in batches:
+            self._assign(epoch, base)
+        for offset, voters in voter_sets:
+            if not self._end <= offset < next_offset:
+                raise ValueError(f"voter set at {offset} outside {self._end}..{next_offset}")
+            self._voter_offsets.append(offset)
+            self._voter_sets.append(voters)
+        self._end = next_offset
+        self.version += 1
+
+    def truncate(self, offset: Offset) -> None:
+        """Forget everything at or after `offset`: records, epochs and voter sets."""
+        if offset >= self._end:
+            return
+        while self._starts and self._starts[-1] >= offset:
+            self._starts.pop()
+            self._epochs.pop()
+        while len(self._voter_offsets) > 1 and self._voter_offsets[-1] >= offset:
+            self._voter_offsets.pop()
+            self._voter_sets.pop()
+        self._end = max(offset, self._start)
+        self.version += 1
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, voters: VoterSet) -> None:
+        """The log now starts at a snapshot (KIP-630): everything before its end offset is
+        gone, the log is empty and starts and ends there, and the snapshot's voter set is
+        the one in force from its end."""
+        end = snapshot_id.offset
+        if end < self._start:
+            raise ValueError(f"snapshot {snapshot_id} ends before the log start {self._start}")
+        self._start = self._end = end
+        self._epochs.clear()
+        self._starts.clear()
+        self._snapshot = snapshot_id
+        self._voter_offsets = [Offset(end - 1)]
+        self._voter_sets = [voters]
+        self.version += 1
