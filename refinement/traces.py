@@ -1,4 +1,4 @@
-"""Trace validation: an implementation trace (ndjson, refinement/trace.py) checked by TLC
+"""Trace validation: an implementation trace (ndjson, kraft.trace_format) checked by TLC
 against spec/KRaft.tla through spec/TraceKRaft.tla.
 
 Each trace event becomes a sequence of spec steps ("ops") with parameters fixed by the event,
@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kraft.trace_format import JsonObject, TraceEvent, encode, read_trace
 from refinement.tlc import SPEC_DIR, TlcError, TlcResult, run_tlc
-from refinement.trace import JsonObject, TraceEvent, dumps, parse_line, read_trace
 
 TRACE_SPEC = SPEC_DIR / "TraceKRaft.tla"
 NIL = -1
@@ -593,7 +593,7 @@ def validate_trace(
         accepted=False,
         events=len(events),
         first_unmatched=events[index].index,
-        event=dumps(events[index]),
+        event=encode(events[index]),
         state_before=_format_report(before[0]) if before else "the initial state",
         seconds=time.monotonic() - start,
         distinct_states=res.distinct_states,
@@ -606,17 +606,7 @@ def validate_trace(
 def _timed_lines(path: Path) -> list[tuple[int, TraceEvent]]:
     """A node's events with the time to order them by: the line's `ns` (monotonic, written
     before the step's sends leave) if present, else its millisecond `time`."""
-    out: list[tuple[int, TraceEvent]] = []
-    with open(path, encoding="utf-8") as f:
-        for n, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            ev = parse_line(text, n)
-            raw = json.loads(text)
-            ns = raw.get("ns") if isinstance(raw, dict) else None
-            key = ns if isinstance(ns, int) and not isinstance(ns, bool) else ev.time * 1_000_000
-            out.append((key, ev))
-    return out
+    return [(ev.ns if ev.ns is not None else ev.time * 1_000_000, ev) for ev in read_trace(path)]
 
 
 def merge_traces(paths: Iterable[str | Path]) -> list[TraceEvent]:

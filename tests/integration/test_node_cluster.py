@@ -15,7 +15,7 @@ from cluster_harness import info, leader_of, make_cluster, wait_for
 
 from kraft.client import Address, AppendAck, ClientError, append, read
 from kraft.cluster import LocalCluster
-from refinement.trace import read_trace
+from kraft.trace_format import read_trace
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from kraft.trace_format import read_trace
 from refinement.pipeline.campaign import Earmark, choose_samples
 from refinement.pipeline.seedrun import (
     KIND_SIM,
@@ -18,7 +19,6 @@ from refinement.pipeline.seedrun import (
     simulate_into,
     write_trace,
 )
-from refinement.trace import read_trace
 
 A, B, C = ("mixed", 1), ("mixed", 2), ("mixed", 3)
 _KIND = {

@@ -25,7 +25,7 @@ from kraft.core.effects import ActionTaken
 from kraft.core.replica import Replica
 from kraft.core.vocabulary import Action
 from kraft.ids import Offset
-from refinement.trace import TraceEvent, read_trace
+from kraft.trace_format import TraceEvent, read_trace
 from refinement.traces import (
     TraceValidation,
     conformance,
