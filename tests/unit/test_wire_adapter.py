@@ -219,7 +219,7 @@ def test_preferred_versions_are_the_newest_the_codec_supports() -> None:
 
 @pytest.mark.parametrize(("key", "version"), CASES)
 def test_request_round_trip_through_bytes(key: ApiKey, version: int) -> None:
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(REQUESTS[key])
     def check(msg: Request) -> None:
         back, _ = request_via_bytes(msg, version)
@@ -230,7 +230,7 @@ def test_request_round_trip_through_bytes(key: ApiKey, version: int) -> None:
 
 @pytest.mark.parametrize(("key", "version"), CASES)
 def test_response_round_trip_through_bytes(key: ApiKey, version: int) -> None:
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(RESPONSES[key])
     def check(msg: Response) -> None:
         back, _ = response_via_bytes(msg, key, version)
@@ -622,7 +622,7 @@ def test_describe_quorum_round_trip(version: int) -> None:
     _, decoded_request = decode_request_payload(wire)
     check_describe_quorum_request(decoded_request)
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(descriptions)
     def check(d: QuorumDescription) -> None:
         body = describe_quorum_response(d, version)
