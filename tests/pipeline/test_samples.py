@@ -1,4 +1,4 @@
-"""Which trace prefixes a campaign sends to TLC (campaign.choose_samples), and the prefix
+"""Which trace prefixes a campaign sends to TLC (samples.choose_samples), and the prefix
 files themselves. A prefix of a behaviour is a behaviour: validating a trace up to the line
 where a coverage class first occurs shows that class in a behaviour the spec allows."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from kraft.trace_format import read_trace
-from refinement.pipeline.campaign import Earmark, choose_samples
+from refinement.pipeline.samples import Earmark, choose_samples
 from refinement.pipeline.seedrun import (
     KIND_SIM,
     KIND_SPEC,
