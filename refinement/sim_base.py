@@ -34,8 +34,8 @@ from kraft.core.messages import (
 )
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
+from kraft.trace_format import JsonObject, JsonValue, TraceEvent, TraceWriter, message_json
 from refinement.invariants import NodeState, Violation
-from refinement.trace import JsonObject, JsonValue, TraceEvent, TraceWriter, message_json
 
 if TYPE_CHECKING:
     from refinement.sim import ReplicaFactory, SimConfig, SimReplica, SimResult

@@ -28,6 +28,7 @@ from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId
+from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
 from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
 from refinement.sim_base import (
@@ -40,7 +41,6 @@ from refinement.sim_base import (
     SimBase,
     _Node,
 )
-from refinement.trace import JsonObject, message_json
 
 if TYPE_CHECKING:
     from refinement.sim import ReplicaFactory, SimConfig, SimResult

@@ -13,7 +13,7 @@ the simulator's layers, refinement.sim_base and above): `_push`, `_deliver`, `_d
 `_blocked`, `_partitions`, `_pending`, `_next_rid`, `_cluster`, `_trace`, `_tick`,
 `_send_failed`, `_ClientRequest`, and the `_StopRun` it raises on a violation.
 
-Every rule is written to the trace (refinement/trace.py's writer) as a "Rule" line before
+Every rule is written to the trace (kraft.trace_format's writer) as a "Rule" line before
 the simulator's own lines of what it caused: the trace of a failing run is its schedule,
 and `replay` re-runs a trace's rules.
 
@@ -37,13 +37,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kraft.ids import NodeId
+from kraft.trace_format import JsonObject, JsonValue, TraceEvent, parse_line
 from refinement import invariants as inv
 from refinement import sim_base as _sim
 from refinement.faults import NONE
 from refinement.invariants import ClusterState, Violation
 from refinement.sim import ReplicaFactory, SimConfig, Simulator, core_replica_factory
 from refinement.sim_clients import _ClientRequest
-from refinement.trace import JsonObject, JsonValue, TraceEvent, parse_line
 
 # ----------------------------------------------------------------------------- the harness
 

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* Trace validation of the implementation against KRaft.tla.               *)
 (*                                                                         *)
-(* refinement/traces.py turns an ndjson trace into the module TraceData:   *)
+(* refinement/traces/ turns an ndjson trace into the module TraceData:     *)
 (* `Trace` is a sequence of events, each a sequence `ops` of spec steps    *)
 (* (a KRaft action with its parameters fixed by the event, or one of the  *)
 (* few bridging steps below) and the acting node's logged state after the *)
@@ -42,9 +42,10 @@ TraceInit ==
 -----------------------------------------------------------------------------
 (* Matching a logged message to a spec message *)
 
-\* Requests and most responses carry every spec field, so traces.py writes the spec message
-\* itself (`exact`).  A FetchResponse does not say which fetch it answers (the spec message
-\* does), and its records are summarised as batches <<base, last, epoch>>.
+\* Requests and most responses carry every spec field, so refinement/traces/mapping.py
+\* writes the spec message itself (`exact`).  A FetchResponse does not say which fetch it
+\* answers (the spec message does), and its records are summarised as batches
+\* <<base, last, epoch>>.
 FetchMatches(r, p) ==
     /\ r.type = "FetchResponse"
     /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader

@@ -1,18 +1,12 @@
-"""ndjson traces of a real node, in the simulator's trace shape (see refinement.trace).
+"""A real node's trace file: one line per step that took a spec action or changed state.
 
-One line per step of the replica that took a spec action or changed state:
-{"index", "time", "node", "action", "actions", "message", "state", "ns"}, keys sorted, no spaces.
-`message` is the message received ({"type", "src", "dst", fields in camelCase, record data as
-"batches": [[base offset, last offset, epoch], ...]}); `state` is the node's state after the
-step. `ns` is time.monotonic_ns() when the line is written: one clock for every process of a
-machine, finer than `time`, so the traces of several local nodes merge in causal order (the
-line is written before the step's sends leave). This module must not import `refinement`: a
-node carries no verification code.
+The line format (keys, what each carries, `ns`) is kraft.trace_format's, the same as the
+simulator's; this module only decides which steps a node traces and appends them to its file.
+It must not import `refinement`: a node carries no verification code.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import IO
@@ -21,15 +15,7 @@ from kraft.core.effects import ActionTaken, Effect, StateChanged
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed
 from kraft.core.replica import ReplicaView
 from kraft.ids import NodeId
-from kraft.trace_format import (
-    JsonObject,
-    JsonValue,
-    message_json,
-    state_json,
-    summarize_batches,
-)
-
-__all__ = ["JsonObject", "TraceFile", "message_json", "state_json", "summarize_batches"]
+from kraft.trace_format import JsonObject, TraceEvent, encode, message_json, state_json
 
 
 class TraceFile:
@@ -76,17 +62,17 @@ class TraceFile:
         message: JsonObject | None,
         view: ReplicaView,
     ) -> None:
-        line: JsonObject = {
-            "index": self.count,
-            "time": now_ms,
-            "node": int(self.node_id),
-            "action": action,
-            "actions": list[JsonValue](actions),
-            "message": message,
-            "state": state_json(view),
-            "ns": time.monotonic_ns(),
-        }
-        self._out.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+        event = TraceEvent(
+            index=self.count,
+            time=now_ms,
+            node=int(self.node_id),
+            action=action,
+            actions=tuple(actions),
+            message=message,
+            state=state_json(view),
+            ns=time.monotonic_ns(),
+        )
+        self._out.write(encode(event) + "\n")
         self._out.flush()
         self.count += 1
 

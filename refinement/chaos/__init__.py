@@ -7,5 +7,6 @@
 - proxy.py: one loopback TCP proxy per directed link (drop, delay, lose, cut, refuse).
 - writers.py: concurrent writers and their history (ack, refused, unknown per attempt).
 - verdict.py: the logs read back with kraft's own reader, judged against the history.
-- runner.py: one run, cycle by cycle, and its report; cli.py: the command line.
+- runner.py: one run, cycle by cycle; report.py: its configuration, cycle records and report;
+  cli.py: the command line.
 """

@@ -122,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from refinement.chaos.runner import ChaosConfig, ChaosError, run_chaos
+    from refinement.chaos.report import ChaosConfig, ChaosError
+    from refinement.chaos.runner import run_chaos
 
     try:
         kinds = parse_kinds(args.faults)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Protocol, TypeAlias, cast
 
 from kraft.core.vocabulary import Action, ReplicaState
+from kraft.trace_format import TraceEvent, TraceWriter, parse_line
 from refinement.faults import PROFILES
 from refinement.sim import (
     ReplicaFactory,
@@ -37,7 +38,6 @@ from refinement.sim import (
     core_replica_factory,
     simulate,
 )
-from refinement.trace import TraceEvent, TraceWriter
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -128,12 +128,7 @@ class TraceDigest(io.StringIO):
         return len(s)
 
     def _digest(self, line: str) -> None:
-        import json
-
-        e = json.loads(line)
-        self.digest(
-            e["index"], e["time"], e["node"], e["action"], e["actions"], e["message"], e["state"]
-        )
+        self.write_event(parse_line(line, self.lines + 1))
 
     def write_event(self, event: TraceEvent) -> None:
         """The same as writing its line, without the JSON round trip."""

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from refinement.chaos.runner import ChaosConfig, run_chaos
+from refinement.chaos.report import ChaosConfig
+from refinement.chaos.runner import run_chaos
 from refinement.chaos.schedule import ALL_KINDS, FaultKind, make_schedule
 
 # Appends are idempotent (producer id and sequence): a resend after a lost connection is

@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import info, leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, AppendAck, ClientError, append
 from kraft.client_read import read
 from kraft.cluster import LocalCluster
-from refinement.trace import read_trace
+from kraft.trace_format import read_trace
 
 
 @pytest.fixture
@@ -90,7 +91,7 @@ def test_elect_append_kill_leader_restart_and_nothing_acknowledged_is_lost(
     wait_for(
         "every node to commit every acknowledged record",
         lambda: all(
-            (i := info(cluster.addresses[n])) is not None
+            (i := kraft_info(cluster.addresses[n])) is not None
             and i.high_watermark is not None
             and i.high_watermark >= end
             for n in nodes
@@ -210,7 +211,7 @@ def test_a_follower_redirects_appends_and_reads_only_committed(cluster: LocalClu
     wait_for(
         "the follower to learn the new high watermark",
         lambda: (
-            (i := info(cluster.addresses[follower])) is not None
+            (i := kraft_info(cluster.addresses[follower])) is not None
             and (i.high_watermark or 0) > ack.last_offset
         ),
     )
@@ -225,4 +226,4 @@ def test_a_second_node_on_a_live_data_directory_refuses_to_start(cluster: LocalC
     done = _cli("start", "--config", str(cluster.config_path(1)), "--listener", "127.0.0.1:0")
     assert done.returncode == 1
     assert "is in use by another process" in done.stderr
-    assert info(cluster.addresses[1]) is not None
+    assert kraft_info(cluster.addresses[1]) is not None

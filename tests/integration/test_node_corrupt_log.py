@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, info, wait_for
+from cluster_harness import FAST
+from polling import kraft_info, wait_for
 
 from kraft.client import ClientError, append
 from kraft.client_read import read
@@ -27,7 +28,7 @@ def test_a_reader_never_gets_a_rotten_batch_and_the_node_stops_saying_where(
     address = cluster.addresses[1]
     try:
         cluster.start()
-        wait_for("a leader", lambda: (i := info(address)) is not None and i.state == "Leader")
+        wait_for("a leader", lambda: (i := kraft_info(address)) is not None and i.state == "Leader")
         for n in range(60):
             asyncio.run(append([address], [f"value-{n:03d}".encode() * 4]))
         assert cluster.stop(1) == 0
@@ -46,7 +47,7 @@ def test_a_reader_never_gets_a_rotten_batch_and_the_node_stops_saying_where(
         wait_for(
             "a leader again, with a high watermark",
             lambda: (
-                (i := info(address)) is not None
+                (i := kraft_info(address)) is not None
                 and i.state == "Leader"
                 and i.high_watermark is not None
             ),

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import info, leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, append
 from kraft.client_read import read
@@ -101,7 +102,7 @@ def test_a_vote_with_the_largest_epoch_is_refused_by_every_node(cluster: LocalCl
     victim = cluster.node_ids[0]
     cluster.stop(victim)
     cluster.start(victim)
-    wait_for("the node to rejoin", lambda: info(cluster.addresses[victim]) is not None)
+    wait_for("the node to rejoin", lambda: kraft_info(cluster.addresses[victim]) is not None)
     wait_for("a leader", lambda: leader_of(cluster, cluster.node_ids), timeout_s=15.0)
     wait_for(
         "the value acknowledged before the hostile vote, committed",
@@ -176,4 +177,4 @@ def test_a_connection_cannot_change_the_replica_it_claims(cluster: LocalCluster)
                 assert got is None  # closed: node 2's connection claimed node 3
     finally:
         raw.close()
-    assert info(cluster.addresses[lead.node_id]) is not None  # type: ignore[attr-defined]
+    assert kraft_info(cluster.addresses[lead.node_id]) is not None  # type: ignore[attr-defined]

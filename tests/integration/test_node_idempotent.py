@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import info, leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, Producer, append
 from kraft.client_read import read
@@ -85,7 +86,7 @@ def test_a_resend_to_the_next_leader_after_a_crash_is_stored_once(cluster: Local
     wait_for(
         "every node to hold the value",
         lambda: all(
-            info(cluster.addresses[n]) is not None and _count(cluster, n, b"across-failover")
+            kraft_info(cluster.addresses[n]) is not None and _count(cluster, n, b"across-failover")
             for n in cluster.node_ids
         ),
         timeout_s=30.0,

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, info, wait_for
+from cluster_harness import FAST
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, append
 from kraft.cluster import LocalCluster, free_ports
@@ -28,7 +29,7 @@ def _start(root: Path, **extra: str) -> tuple[LocalCluster, Address]:
     c.format()
     c.start()
     address = c.addresses[1]
-    wait_for("a leader", lambda: (i := info(address)) is not None and i.state == "Leader")
+    wait_for("a leader", lambda: (i := kraft_info(address)) is not None and i.state == "Leader")
     return c, address
 
 
@@ -67,7 +68,7 @@ def _closed_by_node(s: socket.socket) -> bool:
 
 
 def _still_serves(address: Address) -> None:
-    assert info(address) is not None
+    assert kraft_info(address) is not None
     assert asyncio.run(append([address], [b"still-serving"], timeout_ms=5000)).base_offset >= 0
 
 
@@ -144,5 +145,5 @@ def test_connections_beyond_max_connections_are_refused(
     finally:
         for s in socks:
             s.close()
-    wait_for("the node to accept connections again", lambda: info(address) is not None)
+    wait_for("the node to accept connections again", lambda: kraft_info(address) is not None)
     _still_serves(address)

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import info, leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, Connection, append, describe_quorum
 from kraft.cluster import LocalCluster
@@ -56,7 +57,7 @@ def _exchange(address: Address, data: bytes, timeout_s: float = 3.0) -> bytes | 
 
 
 def _still_serves(cluster: LocalCluster, address: Address) -> None:
-    i = info(address)
+    i = kraft_info(address)
     assert i is not None and i.state in ("Leader", "Follower")
     ack = asyncio.run(append(list(cluster.addresses.values()), [b"alive"], timeout_ms=5000))
     assert ack.base_offset >= 1
@@ -145,7 +146,7 @@ def test_a_request_for_another_cluster_is_refused(cluster: LocalCluster) -> None
     _, got = decode_response_payload(key, version, answer)
     assert got["error_code"] == ErrorCode.INCONSISTENT_CLUSTER_ID
     # The stranger's epoch 99 did not disturb the quorum.
-    i = info(address)
+    i = kraft_info(address)
     assert i is not None and i.state == "Leader" and i.epoch < 99
 
 
@@ -239,7 +240,7 @@ def test_consumer_fetch_v17_carries_the_leader_endpoint(cluster: LocalCluster) -
 
 def test_a_pre_vote_gets_a_vote_answer_not_invalid_request(cluster: LocalCluster) -> None:
     address = _leader_address(cluster)
-    i = info(address)
+    i = kraft_info(address)
     assert i is not None
     vote = VoteRequest(
         cluster.cluster_id,

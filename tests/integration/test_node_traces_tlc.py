@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_harness import info, leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, append
 from kraft.cluster import LocalCluster
@@ -61,7 +62,7 @@ def test_merged_traces_of_a_crash_and_restart_are_accepted_by_tlc(tmp_path: Path
         wait_for(
             "the restarted node to catch up",
             lambda: all(
-                (i := info(cluster.addresses[n])) is not None
+                (i := kraft_info(cluster.addresses[n])) is not None
                 and i.high_watermark is not None
                 and i.high_watermark >= end
                 for n in nodes

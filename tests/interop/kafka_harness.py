@@ -14,13 +14,12 @@ import os
 import re
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info
+from kraft.client import Address, AppendAck, append
 from kraft.cluster import LocalCluster, free_ports
 from kraft.records import BatchHeader, Record, decode_records, iter_batches
 
@@ -432,28 +431,6 @@ def kraft_cli(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProces
 def ports_for(ids: Iterable[int]) -> dict[int, int]:
     ids = list(ids)
     return dict(zip(ids, free_ports(len(ids)), strict=True))
-
-
-# --------------------------------------------------------------------------- waiting
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout_s: float = 60.0) -> T:
-    """Poll `check()` until it returns something truthy; generous bounds, no timing claims."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.1)
-
-
-def kraft_info(address: Address) -> NodeInfo | None:
-    try:
-        return asyncio.run(node_info(address, timeout_s=1.0))
-    except (ClientError, OSError):
-        return None
 
 
 # --------------------------------------------------------------------------- logs

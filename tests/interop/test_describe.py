@@ -14,12 +14,11 @@ from kafka_harness import (
     kafka_nodes,
     kraft_cli,
     kraft_cluster,
-    kraft_info,
     ports_for,
     run_tool,
     voters_string,
-    wait_for,
 )
+from polling import kraft_info, wait_for
 
 from kraft.storage.meta_properties import generate_cluster_id
 

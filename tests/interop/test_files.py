@@ -24,12 +24,11 @@ from kafka_harness import (
     kafka_nodes,
     kraft_append,
     kraft_cluster,
-    kraft_info,
     noop_record,
     ports_for,
     voters_string,
-    wait_for,
 )
+from polling import kraft_info, wait_for
 
 from kraft.metadata_records import decode_metadata_header
 from kraft.storage.meta_properties import generate_cluster_id

@@ -26,15 +26,14 @@ from kafka_harness import (
     kafka_nodes,
     kraft_append,
     kraft_cluster,
-    kraft_info,
     noop_record,
     ports_for,
     quorum_timeouts,
     read_batches,
     stop_kafka,
     voters_string,
-    wait_for,
 )
+from polling import kraft_info, wait_for
 
 from kraft.cluster import LocalCluster
 from kraft.storage.meta_properties import generate_cluster_id

@@ -20,14 +20,13 @@ from kafka_harness import (
     kraft_append,
     kraft_cli,
     kraft_cluster,
-    kraft_info,
     noop_record,
     ports_for,
     read_batches,
     stop_kafka,
     voters_string,
-    wait_for,
 )
+from polling import kraft_info, wait_for
 
 from kraft.storage.meta_properties import generate_cluster_id
 

@@ -1,4 +1,4 @@
-"""Which trace prefixes a campaign sends to TLC (campaign.choose_samples), and the prefix
+"""Which trace prefixes a campaign sends to TLC (samples.choose_samples), and the prefix
 files themselves. A prefix of a behaviour is a behaviour: validating a trace up to the line
 where a coverage class first occurs shows that class in a behaviour the spec allows."""
 
@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 
-from refinement.pipeline.campaign import Earmark, choose_samples
+from kraft.trace_format import read_trace
+from refinement.pipeline.samples import Earmark, choose_samples
 from refinement.pipeline.seedrun import (
     KIND_SIM,
     KIND_SPEC,
@@ -18,7 +19,6 @@ from refinement.pipeline.seedrun import (
     simulate_into,
     write_trace,
 )
-from refinement.trace import read_trace
 
 A, B, C = ("mixed", 1), ("mixed", 2), ("mixed", 3)
 _KIND = {

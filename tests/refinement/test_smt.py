@@ -500,7 +500,7 @@ def _leader(voters: int) -> _One:
     return one
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     voters=st.integers(1, 7),
     ops=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 20)), min_size=1, max_size=30),

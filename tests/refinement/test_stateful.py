@@ -9,10 +9,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from hypothesis_profiles import mutant_search
 
 from kraft.core.effects import FlushLog
 from kraft.core.election import ElectionRole
@@ -20,12 +22,7 @@ from refinement import invariants as inv
 from refinement.sim import SimConfig, core_replica_factory
 from refinement.stateful import ClusterHarness, KraftMachine, check, replay, violation_names
 
-FAST = settings(
-    max_examples=100,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FAST = settings(max_examples=100, stateful_step_count=40)
 
 
 def test_machine_finds_no_violation():
@@ -69,22 +66,15 @@ def _double_vote(self, req):
     return _CAN_GRANT(self, req)
 
 
-SEARCH = settings(
-    max_examples=300,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    phases=[Phase.generate, Phase.shrink],
-    database=None,
-    # A mutant search must be deterministic (the same examples every run).
-    derandomize=True,
-)
+# Up to 300 examples: the no-flush mutant falls at the 22nd, the double vote at the 94th
+# (the same every run: the search is derandomized).
+MAX_EXAMPLES = 300
 
 
 def _failure(machine: type[KraftMachine], *, shrink: bool = True) -> AssertionError:
-    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    search = mutant_search(max_examples=MAX_EXAMPLES, shrink=shrink, steps=40)
     with pytest.raises(AssertionError) as info:
-        run_state_machine_as_test(machine, settings=settings(SEARCH, phases=phases))
+        run_state_machine_as_test(machine, settings=search)
     return info.value
 
 
@@ -118,7 +108,9 @@ def _search_in_child(mutant: str) -> tuple[list[str], str]:
     the interpreter's hash seed and memory layout (which other test modules were imported).
     So each mutant search runs in a fresh interpreter with a fixed hash seed that imports only
     this module: the same examples, the same verdict, every run."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    path = os.pathsep.join(p for p in (support, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, __file__, mutant],
         env=env,

@@ -24,7 +24,7 @@ from kraft.core import quorum_math as qm
 from kraft.core.leader import LeaderState
 from kraft.core.vocabulary import Action
 from kraft.ids import Offset
-from refinement.trace import TraceEvent, read_trace
+from kraft.trace_format import TraceEvent, read_trace
 from refinement.traces import (
     TraceValidation,
     conformance,

@@ -16,10 +16,10 @@ from kraft.core.effects import Effect, FlushLog, PersistElectionState, TruncateL
 from kraft.core.events import Event
 from kraft.core.vocabulary import Action
 from kraft.records import encode_batch
+from kraft.trace_format import parse_line, read_trace, summarize_batches
 from refinement import sim
 from refinement.faults import PROFILES
 from refinement.sim import NodeSetup, SimConfig, SimReplica, SimResult, core_replica_factory
-from refinement.trace import parse_line, read_trace, summarize_batches
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE_CYCLE = ("mixed", "lossy", "partitions", "crashes", "shutdowns", "none")

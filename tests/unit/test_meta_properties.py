@@ -60,7 +60,7 @@ def test_reads_a_file_as_java_writes_it() -> None:
     assert parse_meta_properties(text) == MetaProperties(CLUSTER, NodeId(3), DIR_ID)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(seed=st.integers(0, 2**32), node_id=st.integers(0, 2**31 - 1))
 def test_write_read_round_trip(
     tmp_path_factory: pytest.TempPathFactory, seed: int, node_id: int

@@ -7,7 +7,7 @@ import struct
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_protocol_roundtrip import CASES, struct_strategy
 
@@ -32,7 +32,7 @@ from kraft.protocol import (
     frame,
 )
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=40)
 
 
 def _decode_or_protocol_error(direction: Direction, key: int, version: int, data: bytes) -> None:

@@ -85,7 +85,7 @@ CASES = [
 def test_round_trip(direction: Direction, api_key: int, version: int) -> None:
     codec = compiled(direction, api_key, version)
 
-    @settings(max_examples=25, deadline=None)
+    @settings(max_examples=25)
     @given(struct_strategy(codec.spec.root, version))
     def check(message: dict[str, object]) -> None:
         wire = codec.encode(message)  # type: ignore[arg-type]

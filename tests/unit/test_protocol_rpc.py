@@ -209,7 +209,7 @@ def test_preferred_versions_are_the_newest_the_codec_supports() -> None:
 
 @pytest.mark.parametrize(("key", "version"), CASES)
 def test_request_round_trip_through_bytes(key: ApiKey, version: int) -> None:
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(REQUESTS[key])
     def check(msg: Request) -> None:
         back, _ = request_via_bytes(msg, version)
@@ -220,7 +220,7 @@ def test_request_round_trip_through_bytes(key: ApiKey, version: int) -> None:
 
 @pytest.mark.parametrize(("key", "version"), CASES)
 def test_response_round_trip_through_bytes(key: ApiKey, version: int) -> None:
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(RESPONSES[key])
     def check(msg: Response) -> None:
         back, _ = response_via_bytes(msg, key, version)

@@ -91,7 +91,7 @@ def test_describe_quorum_round_trip(version: int) -> None:
     _, decoded_request = decode_request_payload(wire)
     check_describe_quorum_request(decoded_request)
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=30)
     @given(descriptions)
     def check(d: QuorumDescription) -> None:
         body = describe_quorum_response(d, version)

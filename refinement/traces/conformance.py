@@ -1,0 +1,73 @@
+"""Conformance runs: simulate seeds under fault profiles and validate each trace with TLC
+(`python -m refinement.traces conformance`, `make conformance`)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraft.trace_format import read_trace
+from refinement.traces.validate import TraceValidation, validate_trace
+
+CONFORMANCE_PROFILES = ("lossy", "crashes", "partitions", "mixed")
+
+
+@dataclass(frozen=True)
+class ConformanceRun:
+    seed: int
+    profile: str
+    events: int
+    result: TraceValidation
+    trace_path: Path | None
+
+    def replay(self, budget: int) -> str:
+        return (
+            f"python -m refinement.sim --seed {self.seed} --profile {self.profile}"
+            f" --events {budget} --trace /tmp/trace-{self.seed}.ndjson && "
+            f"python -m refinement.traces validate /tmp/trace-{self.seed}.ndjson"
+        )
+
+
+def simulate_trace(seed: int, profile: str, events: int, out: Path) -> None:
+    """Run the simulator on one seed with faults and write its trace to `out`."""
+    from refinement.faults import PROFILES
+    from refinement.sim import SimConfig, simulate
+
+    config = SimConfig(seed=seed, max_events=events, profile=PROFILES[profile])
+    with open(out, "w", encoding="utf-8") as f:
+        simulate(config, trace=f)
+
+
+def conformance(
+    seeds: Iterable[int],
+    *,
+    events: int = 300,
+    profiles: Sequence[str] = CONFORMANCE_PROFILES,
+    jobs: int = 2,
+    timeout_s: float | None = 600.0,
+    keep_dir: Path | None = None,
+) -> list[ConformanceRun]:
+    """Simulate each seed (profiles in turn), validate its trace; in seed order."""
+    seeds = list(seeds)
+    out_dir = keep_dir or Path(tempfile.mkdtemp(prefix="conformance-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(i: int, seed: int) -> ConformanceRun:
+        profile = profiles[i % len(profiles)]
+        path = out_dir / f"trace-{profile}-{seed}.ndjson"
+        simulate_trace(seed, profile, events, path)
+        trace = read_trace(path)
+        res = validate_trace(trace, timeout_s=timeout_s)
+        if res.accepted and keep_dir is None:
+            path.unlink()
+        return ConformanceRun(seed, profile, len(trace), res, path)
+
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        runs = list(pool.map(lambda p: one(*p), enumerate(seeds)))
+    if keep_dir is None and all(r.result.accepted for r in runs):
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return runs

@@ -1,0 +1,374 @@
+"""The mapping of a trace onto spec/TraceKRaft.tla: each event of an ndjson trace
+(kraft.trace_format) becomes a fixed sequence of spec steps ("ops") with parameters fixed by
+the event, plus the acting node's logged state to compare after the last one. Owns the TLA+
+value syntax of those records and the bookkeeping the mapping needs across events (the fetches
+a leader holds). The mapping is documented in spec/README.md ("Trace validation").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kraft.trace_format import JsonObject, TraceEvent
+
+NIL = -1
+
+# Spec message types; other messages (EndQuorumEpochResponse, FetchSnapshot*) are not
+# modelled by KRaft.tla and their events are stutter steps.
+_MODELLED = frozenset(
+    {
+        "VoteRequest",
+        "VoteResponse",
+        "BeginQuorumEpochRequest",
+        "BeginQuorumEpochResponse",
+        "EndQuorumEpochRequest",
+        "FetchRequest",
+        "FetchResponse",
+    }
+)
+# Actions that are one spec step of the acting node.
+_NODE_ACTIONS = frozenset(
+    {
+        "ElectionTimeout",
+        "BecomeCandidate",
+        "BecomeLeader",
+        "Resign",
+        "SendFetchRequest",
+        "AdvanceHighWatermark",
+        "Restart",
+        "Crash",
+    }
+)
+# Core actions with no spec counterpart and no effect on spec state.
+_SILENT_ACTIONS = frozenset({"Start", "HandleEndQuorumEpochResponse"})
+
+
+# --------------------------------------------------------------------------- TLA+ values
+
+
+class Tla:
+    """A TLA+ expression given verbatim."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+TlaValue = bool | int | str | Tla | tuple["TlaValue", ...] | dict[str, "TlaValue"]
+
+
+def tla(value: TlaValue) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Tla):
+        return value.text
+    if isinstance(value, tuple):
+        return "<<" + ", ".join(tla(v) for v in value) + ">>"
+    return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
+
+
+# --------------------------------------------------------------------------- the mapping
+
+
+def _int(obj: JsonObject | None, key: str, default: int = NIL) -> int:
+    if obj is None:
+        return default
+    v = obj.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _nil(v: int) -> int:
+    return NIL if v < 0 else v
+
+
+def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
+    """The spec message a logged one stands for, and whether it is exact (every spec field
+    known) or a FetchResponse pattern (the fetch it answers is not logged)."""
+    t = str(msg.get("type"))
+    base: dict[str, TlaValue] = {"type": t, "src": _int(msg, "src"), "dst": _int(msg, "dst")}
+    if t == "VoteRequest":
+        base |= {
+            "epoch": _int(msg, "candidateEpoch"),
+            "preVote": msg.get("preVote") is True,
+            "lastEpoch": _int(msg, "lastEpoch"),
+            "endOffset": _int(msg, "lastEndOffset"),
+        }
+    elif t == "VoteResponse":
+        # Whether it answers a pre-vote is not on the wire; TraceKRaft matches either unless
+        # the trace says (see vote_response_kind_known).
+        base |= {
+            "epoch": _int(msg, "leaderEpoch"),
+            "granted": msg.get("voteGranted") is True,
+            "preVote": msg.get("preVote") is True,
+        }
+    elif t == "BeginQuorumEpochRequest":
+        base |= {"epoch": _int(msg, "leaderEpoch")}
+    elif t == "BeginQuorumEpochResponse":
+        base |= {"epoch": _int(msg, "leaderEpoch"), "leader": _nil(_int(msg, "leaderId"))}
+    elif t == "EndQuorumEpochRequest":
+        succ = msg.get("preferredSuccessors")
+        ids = tuple(int(x) for x in succ if isinstance(x, int)) if isinstance(succ, list) else ()
+        base |= {"epoch": _int(msg, "leaderEpoch"), "successors": ids}
+    elif t == "FetchRequest":
+        base |= {
+            "epoch": _int(msg, "replicaEpoch"),
+            "fetchOffset": _int(msg, "fetchOffset"),
+            "lastFetchedEpoch": _int(msg, "lastFetchedEpoch"),
+        }
+    elif t == "FetchResponse":
+        raw = msg.get("batches")
+        batches: list[tuple[int, int, int]] = []
+        if isinstance(raw, list):
+            for b in raw:
+                nums = [x for x in b if isinstance(x, int)] if isinstance(b, list) else []
+                if len(nums) == 3:
+                    base_off, last, epoch = nums
+                    # Spec offsets are 1-based positions: record o is entry o + 1.
+                    batches.append((base_off + 1, last + 1, epoch))
+        diverging = msg.get("divergingEpoch")
+        if _int(msg, "error", 0) != 0:
+            kind, div_end, div_epoch = "error", 0, 0
+        elif isinstance(diverging, list) and len(diverging) == 2:
+            kind = "diverging"
+            div_end, div_epoch = int(str(diverging[0])), int(str(diverging[1]))
+        else:
+            kind, div_end, div_epoch = "ok", 0, 0
+        pattern: dict[str, TlaValue] = {
+            "src": base["src"],
+            "dst": base["dst"],
+            "epoch": _int(msg, "leaderEpoch"),
+            "leader": _nil(_int(msg, "leaderId")),
+            "kind": kind,
+            # -1: a new leader that does not know its HWM yet (KRaft.tla's UnknownHwm).
+            "hwm": max(_int(msg, "highWatermark"), -1),
+            "divEnd": div_end,
+            "divEpoch": div_epoch,
+            "count": sum(b[1] - b[0] + 1 for b in batches),
+            "batches": tuple(batches),
+        }
+        return pattern, False
+    return base, True
+
+
+_NO_MSG: dict[str, TlaValue] = {"type": "none"}
+
+
+def vote_response_kind_known(msg: JsonObject) -> bool:
+    """Whether a logged VoteResponse says if it answers a pre-vote (`preVote` logged)."""
+    return msg.get("type") != "VoteResponse" or isinstance(msg.get("preVote"), bool)
+
+
+def _op(
+    a: str,
+    n: int = 0,
+    *,
+    x: int = 0,
+    e: int = 0,
+    m: dict[str, TlaValue] | None = None,
+    exact: bool = True,
+    any_pre: bool = False,
+) -> dict[str, TlaValue]:
+    return {
+        "a": a,
+        "n": n,
+        "x": x,
+        "e": e,
+        "m": _NO_MSG if m is None else m,
+        "exact": exact,
+        "anyPre": any_pre,
+    }
+
+
+@dataclass
+class _Parked:
+    request: dict[str, TlaValue]
+    deadline: int
+
+
+@dataclass
+class _Mapper:
+    """Translates events in order; remembers the fetches a leader holds (long polling)."""
+
+    parked: dict[int, list[_Parked]] = field(default_factory=dict)
+
+    def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
+        node = ev.node if ev.node is not None else 0
+        msg = ev.message
+        act = ev.action
+        if act == "DropMessage":
+            if msg is not None and msg.get("type") in _MODELLED:
+                m, exact = spec_message(msg)
+                any_pre = not vote_response_kind_known(msg)
+                return [_op("Drop", node, m=m, exact=exact, any_pre=any_pre)]
+            return [_op("Skip")]
+        if act in ("Crash", "Stop"):
+            # A stop closes (flushes) the log; to the spec both are Crash.
+            self.parked.pop(node, None)
+            return [_op("Crash", node)]
+        acts = list(ev.actions)
+        if acts and acts[0] == "Restart":
+            self.parked.pop(node, None)
+        received = (
+            msg is not None
+            and "src" in msg
+            and bool(acts)
+            and acts[0] == f"Handle{msg.get('type')}"
+        )
+        ops: list[dict[str, TlaValue]] = []
+        completions = sum(
+            1 for i, a in enumerate(acts) if a == "HandleFetchRequest" and not (i == 0 and received)
+        )
+        held = self._take_parked(node, completions, ev.time)
+        i = 0
+        while i < len(acts):
+            a = acts[i]
+            nxt = acts[i + 1] if i + 1 < len(acts) else None
+            if i == 0 and received:
+                assert msg is not None
+                i += self._receive(ev, node, msg, nxt, ops)
+            elif a == "HandleFetchRequest":
+                request = held.pop(0) if held else None
+                if request is None:
+                    ops.append(_op("NoParkedFetch", node))
+                else:
+                    ops += [_op("Recv", node, m=request), _op("HandleFetchRequest", node)]
+                    if nxt == "AdvanceHighWatermark":
+                        ops += [_op("AdvanceHighWatermark", node), _op("RefreshHwm", node)]
+                        i += 1
+            elif a == "ClientAppend":
+                ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
+            elif a in _NODE_ACTIONS:
+                ops.append(_op(a, node))
+            elif a not in _SILENT_ACTIONS:
+                ops.append(_op(f"Unmapped:{a}", node))
+            i += 1
+        return ops or [_op("Skip")]
+
+    def _receive(
+        self,
+        ev: TraceEvent,
+        node: int,
+        msg: JsonObject,
+        nxt: str | None,
+        ops: list[dict[str, TlaValue]],
+    ) -> int:
+        """Ops of the received message's handler; returns how many more actions it used."""
+        t = str(msg.get("type"))
+        if t not in _MODELLED:
+            return 0
+        m, exact = spec_message(msg)
+        any_pre = not vote_response_kind_known(msg)
+        ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
+        if t == "EndQuorumEpochRequest":
+            # The implementation learns the resigning leader first; its election, if any,
+            # starts with a later ElectionTimeout (Kafka 4.x: only the fetch timer is cut).
+            ops.append(
+                _op("LearnLeader", node, x=_int(msg, "leaderId"), e=_int(msg, "leaderEpoch"))
+            )
+            ops.append(_op("HandleEndQuorumEpochRequest", node))
+            return 0
+        ldr = _int(msg, "leaderId") if t == "VoteResponse" else NIL
+        learn = ldr >= 0 and ldr != node
+        if learn:
+            # The implementation learns a leader of its epoch from the response before it
+            # counts the (pre-)vote; of a larger epoch, after adopting the epoch.
+            ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
+        ops.append(_op(f"Handle{t}", node))
+        if learn:
+            ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
+        if t == "FetchResponse":
+            if isinstance(msg.get("divergingEpoch"), list) and _int(msg, "error", 0) == 0:
+                ops.append(_op("RaiseHwm", node, x=max(_int(msg, "highWatermark"), 0)))
+        elif t == "FetchRequest":
+            if nxt == "AdvanceHighWatermark":
+                ops += [_op("AdvanceHighWatermark", node), _op("RefreshHwm", node)]
+                return 1
+            st = ev.state
+            # The leader holds a fetch it has nothing for (KIP-595 long polling) and answers
+            # it later; to the spec the request is answered now (empty) and again later.
+            if (
+                st is not None
+                and st.get("state") == "Leader"
+                and _int(st, "epoch") == _int(msg, "replicaEpoch")
+                and _int(msg, "maxWaitMs", 0) > 0
+                and _int(msg, "fetchOffset") == _int(st, "endOffset")
+                and _int(msg, "lastFetchedEpoch") == _int(st, "lastEpoch")
+            ):
+                deadline = ev.time + _int(msg, "maxWaitMs", 0)
+                self.parked.setdefault(node, []).append(_Parked(m, deadline))
+        return 0
+
+    def _take_parked(self, node: int, count: int, now: int) -> list[dict[str, TlaValue]]:
+        """The held fetches a step answers: all of them, or those whose wait expired."""
+        if count == 0:
+            return []
+        held = self.parked.get(node, [])
+        if count >= len(held):
+            chosen = list(held)
+        else:
+            due = [p for p in held if p.deadline <= now]
+            chosen = due[:count] if len(due) >= count else held[:count]
+        self.parked[node] = [p for p in held if all(p is not c for c in chosen)]
+        return [p.request for p in chosen]
+
+
+def _state(ev: TraceEvent) -> tuple[bool, dict[str, TlaValue]]:
+    st = ev.state
+    if st is None or ev.node is None or ev.action in ("DropMessage", "DuplicateMessage"):
+        return False, {"state": "none"}
+    return True, {
+        "state": str(st.get("state")),
+        "epoch": _int(st, "epoch", 0),
+        "votedFor": _nil(_int(st, "votedFor")),
+        "leader": _nil(_int(st, "leader")),
+        "endOffset": _int(st, "endOffset", 0),
+        "lastEpoch": _int(st, "lastEpoch", 0),
+        "hwm": max(_int(st, "hwm"), 0),
+    }
+
+
+@dataclass(frozen=True)
+class MappedTrace:
+    events: tuple[TraceEvent, ...]
+    records: tuple[dict[str, TlaValue], ...]
+    op_counts: tuple[int, ...]
+    servers: tuple[int, ...]
+    max_epoch: int
+    max_log: int
+    crashes: int
+
+
+def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
+    mapper = _Mapper()
+    records: list[dict[str, TlaValue]] = []
+    counts: list[int] = []
+    servers: set[int] = set()
+    max_epoch = max_log = crashes = 0
+    for ev in events:
+        ops = mapper.ops(ev)
+        check, st = _state(ev)
+        node = ev.node if ev.node is not None else 0
+        if ev.node is not None:
+            servers.add(ev.node)
+        if check:
+            max_epoch = max(max_epoch, _int(ev.state, "epoch", 0))
+            max_log = max(max_log, _int(ev.state, "endOffset", 0))
+        crashes += ev.action in ("Crash", "Stop")
+        records.append({"node": node, "check": check, "st": st, "ops": tuple(ops)})
+        counts.append(len(ops))
+    return MappedTrace(
+        events=tuple(events),
+        records=tuple(records),
+        op_counts=tuple(counts),
+        servers=tuple(sorted(servers)),
+        max_epoch=max_epoch,
+        max_log=max_log,
+        crashes=crashes,
+    )

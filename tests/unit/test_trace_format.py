@@ -1,0 +1,81 @@
+"""kraft.trace_format: the one trace-line format, written and read the same way by the
+simulator and by a real node's trace file."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from kraft.trace_format import (
+    TraceEvent,
+    TraceFormatError,
+    TraceWriter,
+    encode,
+    parse_line,
+    read_trace,
+)
+
+STATE: dict[str, object] = {
+    "state": "Leader",
+    "epoch": 2,
+    "votedFor": 1,
+    "leader": 1,
+    "endOffset": 3,
+    "lastEpoch": 2,
+    "hwm": None,
+    "logStartOffset": 0,
+}
+
+
+def _event(ns: int | None) -> TraceEvent:
+    return TraceEvent(
+        index=4,
+        time=120,
+        node=1,
+        action="HandleVoteResponse",
+        actions=("HandleVoteResponse", "BecomeLeader"),
+        message={"type": "VoteResponse", "src": 2, "dst": 1, "voteGranted": True},
+        state=dict(STATE),  # type: ignore[arg-type]
+        ns=ns,
+    )
+
+
+def test_a_line_has_sorted_keys_and_no_spaces() -> None:
+    line = encode(_event(None))
+    assert line.startswith('{"action":"HandleVoteResponse","actions":["HandleVoteResponse",')
+    assert " " not in line
+    assert '"ns"' not in line  # simulator lines carry no ns
+
+
+def test_a_node_line_carries_ns_and_reads_back() -> None:
+    line = encode(_event(123_456))
+    assert line.endswith('"ns":123456,"state":' + line.split('"state":', 1)[1])
+    assert parse_line(line) == _event(123_456)
+
+
+def test_writer_and_reader_round_trip(tmp_path: Path) -> None:
+    out = io.StringIO()
+    writer = TraceWriter(out)
+    writer.write(_event(None))
+    writer.write(_event(7))
+    path = tmp_path / "t.ndjson"
+    path.write_text(out.getvalue() + "\n", encoding="utf-8")
+    assert writer.count == 2
+    assert read_trace(path) == [_event(None), _event(7)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1, 2]",
+        '{"time": 1, "action": "Tick"}',
+        '{"index": 0, "time": 1, "action": "Tick", "actions": "Tick"}',
+        '{"index": 0, "time": 1, "action": "Tick", "ns": "soon"}',
+        '{"index": 0, "time": 1, "action": "Tick", "state": 3}',
+    ],
+)
+def test_malformed_lines_are_a_typed_error(text: str) -> None:
+    with pytest.raises(TraceFormatError):
+        parse_line(text, 9)
