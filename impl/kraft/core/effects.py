@@ -125,10 +125,82 @@ class ActionTaken:
 @dataclass(frozen=True, slots=True)
 class SnapshotRequired:
     """The leader's log starts after a snapshot (its Fetch answer named `snapshot_id`): this
-    replica cannot catch up from the log and, until KIP-630 snapshot fetching exists, cannot
-    progress. Emitted once per distinct snapshot id; the replica keeps fetching slowly."""
+    replica, built without a SnapshotSource, cannot fetch snapshots and so cannot progress.
+    Emitted once per distinct snapshot id; the replica keeps fetching slowly."""
 
     leader_id: NodeId
+    snapshot_id: OffsetAndEpoch
+
+
+# ---------------------------------------------------------------- snapshots (KIP-630)
+# A replica built with a SnapshotSource (kraft.core.snapshots) takes part in KIP-630; the
+# driver performs these effects in order like the log's, and answers some with an event.
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSnapshot:
+    """CreateSnapshot allowed: write the state machine's snapshot at `snapshot_id` (its state
+    after every record below `snapshot_id.offset`, a committed offset), durably, then report
+    it with the event SnapshotWritten. Until then the replica does not count on it."""
+
+    snapshot_id: OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRefused:
+    """CreateSnapshot at `end_offset` refused (past the high watermark, not after the latest
+    snapshot, not on a batch boundary...): nothing to write. For the log."""
+
+    end_offset: Offset
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceLogStartOffset:
+    """The log now starts at `snapshot_id.offset`, the end of a snapshot the replica holds:
+    delete the log's segments wholly below it and every snapshot older than `snapshot_id`
+    (KIP-630 "When to Increase the LogStartOffset"). Durable before later effects."""
+
+    snapshot_id: OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSnapshotChunk:
+    """A chunk of the snapshot being fetched from the leader: write `data` at byte `position`
+    of its temporary `.part` file (position 0 starts a fresh one). `size` is the whole
+    snapshot's size."""
+
+    snapshot_id: OffsetAndEpoch
+    position: int
+    size: int
+    data: Records = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateSnapshot:
+    """Every chunk of the snapshot is written: check the `.part` file (exactly `size` bytes,
+    every batch's CRC, header first, footer last) and fsync it, then answer with the event
+    SnapshotValidated. Nothing is installed yet."""
+
+    snapshot_id: OffsetAndEpoch
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSnapshot:
+    """The validated snapshot becomes the replica's: rename the `.part` into place (durably),
+    truncate the log fully and start it at `snapshot_id.offset`, delete older snapshots, hand
+    the snapshot to the state machine. Durable before later effects (the next Fetch starts
+    at its end)."""
+
+    snapshot_id: OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardSnapshotFetch:
+    """The snapshot transfer was abandoned (leader change, leader lost the snapshot, failed
+    validation): remove its `.part` file, if any."""
+
     snapshot_id: OffsetAndEpoch
 
 
@@ -168,6 +240,13 @@ Effect = (
     | StateChanged
     | ActionTaken
     | SnapshotRequired
+    | WriteSnapshot
+    | SnapshotRefused
+    | AdvanceLogStartOffset
+    | WriteSnapshotChunk
+    | ValidateSnapshot
+    | InstallSnapshot
+    | DiscardSnapshotFetch
     | ShutdownComplete
     | MessageRefused
     | ElectionsExhausted

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kraft.core.messages import Message, Request
-from kraft.ids import NO_PRODUCER, NodeId, ProducerId
+from kraft.ids import NO_PRODUCER, NodeId, Offset, OffsetAndEpoch, ProducerId, ReplicaKey
 from kraft.records import KeyValue
 
 
@@ -60,4 +60,45 @@ class Shutdown:
     now_ms: int
 
 
-Event = Tick | Receive | SendFailed | ClientAppend | Shutdown
+@dataclass(frozen=True, slots=True)
+class CreateSnapshot:
+    """The state machine asks to snapshot its state at `end_offset` (what it applied, KIP-630
+    "When to Snapshot" is its policy). The replica answers WriteSnapshot if a snapshot may be
+    taken there (a committed offset, never past the high watermark), else SnapshotRefused."""
+
+    now_ms: int
+    end_offset: Offset
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotWritten:
+    """The snapshot a WriteSnapshot asked for is durable: the replica now holds it (and may
+    advance its log start to it)."""
+
+    now_ms: int
+    snapshot_id: OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotValidated:
+    """The driver's answer to ValidateSnapshot. `valid`: the `.part` file is a whole, intact
+    snapshot with that id; `voters`: the voter set its Voters record holds (None: it holds
+    none, the static voters apply). Invalid: `reason` says why; the transfer starts over."""
+
+    now_ms: int
+    snapshot_id: OffsetAndEpoch
+    valid: bool
+    voters: tuple[ReplicaKey, ...] | None = None
+    reason: str = ""
+
+
+Event = (
+    Tick
+    | Receive
+    | SendFailed
+    | ClientAppend
+    | Shutdown
+    | CreateSnapshot
+    | SnapshotWritten
+    | SnapshotValidated
+)

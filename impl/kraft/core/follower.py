@@ -3,8 +3,9 @@
 `FollowerRole` takes these steps over the replica's state (kraft.core.replica owns the state,
 the fetch timers among it, the transition table and the dispatch): SendFetchRequest (to the
 leader, or to a voter to discover it), HandleFetchResponse (divergence truncation, appending
-fetched batches, the HWM the leader reports, the snapshot-required backoff), and the
-follower's answers to BeginQuorumEpoch and EndQuorumEpoch.
+fetched batches, the HWM the leader reports, handing over to kraft.core.snapshot_transfer
+when the leader names a snapshot, or the snapshot-required backoff of a replica that fetches
+none), and the follower's answers to BeginQuorumEpoch and EndQuorumEpoch.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ if TYPE_CHECKING:
 U = ReplicaState.UNATTACHED
 F = ReplicaState.FOLLOWER
 
-# A follower told to fetch a snapshot (not implemented yet) fetches again only after this many
-# retry backoffs, capped at half a fetch timeout so that it still hears of a new leader well
-# within the fetch timeout and never times out a live leader.
+# A follower told to fetch a snapshot it cannot fetch (no SnapshotSource) fetches again only
+# after this many retry backoffs, capped at half a fetch timeout so that it still hears of a
+# new leader well within the fetch timeout and never times out a live leader.
 SNAPSHOT_REFETCH_RETRIES = 50
 
 
@@ -64,8 +65,12 @@ class FollowerRole:
         return qm.randomized_fetch_timeout(PY, r._timing.fetch_timeout_ms, draw)
 
     def send_fetch(self) -> None:
-        """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows."""
+        """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows;
+        while a snapshot is being fetched, ask for its next chunk instead."""
         r = self._r
+        if r._fetcher is not None and r._fetcher.active and r._state is F:
+            r._fetcher.send()
+            return
         if r._state is F and r._leader_id is not None:
             dst = r._leader_id
             wait = r._timing.fetch_max_wait_ms
@@ -107,6 +112,8 @@ class FollowerRole:
                 r._fetch_in_flight_until = None
                 r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
+        if r._fetcher is not None and r._fetcher.active:
+            return  # Fetch is paused while a snapshot is fetched: a late answer
         if isinstance(in_reply_to, FetchRequest) and (
             in_reply_to.fetch_offset != r._log.end_offset
             or in_reply_to.last_fetched_epoch != r._log.last_epoch
@@ -117,7 +124,10 @@ class FollowerRole:
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
         if resp.diverging_epoch is None and resp.snapshot_id is not None:
-            self._snapshot_required(src, resp.snapshot_id)
+            if r._fetcher is not None:
+                r._fetcher.start(src, resp.snapshot_id)
+            else:
+                self._snapshot_required(src, resp.snapshot_id)
             return
         if resp.diverging_epoch is not None:
             self._truncate_diverging(resp.diverging_epoch)
@@ -128,6 +138,8 @@ class FollowerRole:
         r._has_fetched = True
         if resp.high_watermark >= 0:
             r._raise_hwm(Offset(min(resp.high_watermark, r._log.end_offset)))
+        if resp.log_start_offset >= 0:
+            r._snaps.maybe_advance_log_start(resp.log_start_offset)
         r._fetch_in_flight_until = None
         r._fetch_send_at = r._now
 
@@ -138,10 +150,11 @@ class FollowerRole:
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
 
     def _snapshot_required(self, leader: NodeId, snapshot_id: OffsetAndEpoch) -> None:
-        """The leader's log starts after a snapshot we would have to fetch (KIP-630, not
-        implemented yet). The leader is alive (its answer resets our fetch timer, as Kafka's
-        does), but nothing can be appended, truncated or committed from this answer. Say so
-        once per snapshot id and fetch again only after a long backoff, instead of at once."""
+        """The leader's log starts after a snapshot we would have to fetch, and this replica
+        was built without snapshots (no SnapshotSource). The leader is alive (its answer resets
+        our fetch timer, as Kafka's does), but nothing can be appended, truncated or committed
+        from this answer. Say so once per snapshot id and fetch again only after a long
+        backoff, instead of at once."""
         r = self._r
         r._fetch_deadline = r._now + self.random_fetch_timeout()
         r._has_fetched = True

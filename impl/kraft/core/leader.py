@@ -8,8 +8,9 @@ appends lingering to be written as one batch, and DescribeQuorum. Its voter set 
 replaced while leading (`set_voters`, KIP-856). It emits nothing.
 
 `LeaderRole` takes the leader's steps over the replica's state (kraft.core.replica owns the
-state, the transition table and the dispatch): BecomeLeader, HandleFetchRequest,
-BeginQuorumEpoch answers, Resign, client appends.
+state, the transition table and the dispatch): BecomeLeader, HandleFetchRequest
+(a snapshot id for a fetcher the log cannot serve, kraft.core.snapshots), BeginQuorumEpoch
+answers, Resign, client appends.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from kraft.core.messages import (
     EndQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
     Records,
     Request,
 )
@@ -341,6 +340,7 @@ class LeaderRole:
         error: ErrorCode,
         *,
         diverging: OffsetAndEpoch | None = None,
+        snapshot: OffsetAndEpoch | None = None,
         records: Records = b"",
     ) -> FetchResponse:
         # Only a leader answering in its epoch reports a HWM, and only its epoch's HWM: a
@@ -356,6 +356,7 @@ class LeaderRole:
             high_watermark=Offset(-1) if hwm is None else hwm,
             log_start_offset=r._log.start_offset,
             diverging_epoch=diverging,
+            snapshot_id=snapshot,
             records=records,
         )
 
@@ -390,6 +391,15 @@ class LeaderRole:
         if err is not None or ld is None:
             r._send(src, self.fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))
             return
+        # KIP-630: a fetcher our log cannot serve gets the latest snapshot's id.
+        snapshot = r._snaps.snapshot_for_fetch(req)
+        if snapshot is not None:
+            r._send(src, self.fetch_response(ErrorCode.NONE, snapshot=snapshot))
+            return
+        if req.fetch_offset < r._log.start_offset:
+            # Below the log start with no snapshot to send (a log started elsewhere).
+            r._send(src, self.fetch_response(ErrorCode.OFFSET_OUT_OF_RANGE))
+            return
         # The fetcher's (last fetched epoch, fetch offset) must lie on our log.
         ours = r._log.end_offset_for_epoch(req.last_fetched_epoch)
         if ours.epoch != req.last_fetched_epoch or ours.offset < req.fetch_offset:
@@ -423,6 +433,7 @@ class LeaderRole:
         peer.fetched(req.fetch_offset, r._log.end_offset, now)
         if src in ld.voters:
             self._maybe_advance_hwm()
+        r._snaps.maybe_advance_log_start()
 
     def heard_from_voter(self, src: NodeId) -> None:
         ld = self._r._leader
@@ -461,38 +472,6 @@ class LeaderRole:
             self.handle_fetch_request(src, req, park=park)
         finally:
             r._reply_to = outer
-
-    def fetch_snapshot_refusal(self) -> FetchSnapshotResponse:
-        r = self._r
-        unknown = OffsetAndEpoch(Epoch(-1), Offset(-1))
-        return FetchSnapshotResponse(
-            ErrorCode.INVALID_REQUEST, r._leader_or_none(), r._epoch, unknown, 0, 0
-        )
-
-    def handle_fetch_snapshot_request(
-        self, src: NodeId, msg: FetchSnapshotRequest, _in_reply_to: Request | None
-    ) -> None:
-        r = self._r
-        # A voter fetching a snapshot from us in our epoch counts for check-quorum.
-        if (
-            r._state is L
-            and msg.replica_epoch == r._epoch
-            and r._voters.contains_id(src)
-            and r._request_error(msg.cluster_id) is None
-        ):
-            self.heard_from_voter(src)
-        # KIP-630 is not implemented yet: no snapshot can be served.
-        r._send(
-            src,
-            FetchSnapshotResponse(
-                r._request_error(msg.cluster_id) or ErrorCode.SNAPSHOT_NOT_FOUND,
-                r._leader_or_none(),
-                r._epoch,
-                msg.snapshot_id,
-                size=0,
-                position=msg.position,
-            ),
-        )
 
     # ------------------------------------------------------------------ client appends
 

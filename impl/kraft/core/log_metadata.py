@@ -1,9 +1,11 @@
 """The log's metadata as the replica sees it: epochs by offset, start and end offsets, the
 latest snapshot id and the voter-set history. Holds no record bytes.
 
-One object, `LogMetadata`, changed only by `append`, `truncate` and `install_snapshot`, which
-the replica calls together with the AppendToLog/TruncateLog effects it emits, so a step sees
-its own appends. `LogState` is what a driver tells the replica about its log at start.
+One object, `LogMetadata`, changed only by `append`, `truncate`, `add_snapshot`,
+`advance_start` and `install_snapshot`, which the replica calls together with the effects it
+emits (AppendToLog, TruncateLog, AdvanceLogStartOffset, InstallSnapshot), so a step sees its
+own changes. `LogState` is what a driver tells the replica about its log (and its snapshots,
+KIP-630) at start.
 
 The voter-set history maps the offset of the record that set a voter set to that set; the
 static configuration's set sits at offset -1, before the log's first record (KIP-853's
@@ -35,13 +37,18 @@ class LogState:
     epochs: tuple[tuple[Epoch, Offset], ...] = ()
     # The idempotent batches of the log, in log order (rebuilds the producer table).
     producer_batches: tuple[ProducerBatch, ...] = ()
+    # The ids of the valid snapshots on disk (KIP-630), any order. None may end past
+    # `end_offset`: a driver whose latest snapshot is newer than its log first makes the log
+    # start and end at that snapshot's end offset (KIP-630). Those below `start_offset` are
+    # ignored (they are deleted when the log start moves past them).
+    snapshots: tuple[OffsetAndEpoch, ...] = ()
 
 
 class LogMetadata:
     __slots__ = (
         "_end",
         "_epochs",
-        "_snapshot",
+        "_snapshots",
         "_start",
         "_starts",
         "_voter_offsets",
@@ -57,7 +64,13 @@ class LogMetadata:
         # The epoch cache: parallel lists of epochs and the offset each starts at.
         self._epochs: list[Epoch] = []
         self._starts: list[Offset] = []
-        self._snapshot: OffsetAndEpoch | None = None
+        # The snapshots held, by end offset (KIP-630): never before the start, never past the end.
+        self._snapshots: list[OffsetAndEpoch] = []
+        for snap in sorted(state.snapshots, key=lambda x: x.offset):
+            if snap.offset > state.end_offset:
+                raise ValueError(f"snapshot {snap} ends past the log end {state.end_offset}")
+            if snap.offset >= state.start_offset and snap not in self._snapshots:
+                self._snapshots.append(snap)
         # The voter-set history: parallel lists, offsets increasing, never empty.
         self._voter_offsets: list[Offset] = [STATIC_VOTERS_OFFSET]
         self._voter_sets: list[VoterSet] = [voters]
@@ -79,11 +92,13 @@ class LogMetadata:
 
     @property
     def last_epoch(self) -> Epoch:
-        """The epoch of the last record; with no record, the latest snapshot's epoch, else 0
-        (as Kafka's lastFetchedEpoch)."""
+        """The epoch of the last record; with no record, the epoch of the snapshot the log
+        starts at, else 0 (as Kafka's lastFetchedEpoch). So `end` is the latest of the
+        snapshot and the log (KIP-630), for votes and for standing."""
         if self._epochs:
             return self._epochs[-1]
-        return self._snapshot.epoch if self._snapshot is not None else Epoch(0)
+        snap = self.snapshot_at(self._end)
+        return snap.epoch if snap is not None else Epoch(0)
 
     @property
     def end(self) -> OffsetAndEpoch:
@@ -91,8 +106,26 @@ class LogMetadata:
 
     @property
     def latest_snapshot(self) -> OffsetAndEpoch | None:
-        """The id of the latest snapshot installed (its end offset and epoch), if any."""
-        return self._snapshot
+        """The id of the latest snapshot held (its end offset and epoch), if any."""
+        return self._snapshots[-1] if self._snapshots else None
+
+    @property
+    def earliest_snapshot(self) -> OffsetAndEpoch | None:
+        """The id of the oldest snapshot held (Kafka's earliestSnapshotId), if any."""
+        return self._snapshots[0] if self._snapshots else None
+
+    @property
+    def snapshots(self) -> tuple[OffsetAndEpoch, ...]:
+        return tuple(self._snapshots)
+
+    def snapshot_at(self, offset: Offset) -> OffsetAndEpoch | None:
+        """The snapshot held that ends at `offset`, if any."""
+        for snap in reversed(self._snapshots):
+            if snap.offset == offset:
+                return snap
+            if snap.offset < offset:
+                return None
+        return None
 
     def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
         return tuple(zip(self._epochs, self._starts, strict=True))
@@ -119,8 +152,8 @@ class LogMetadata:
             return OffsetAndEpoch(self._epochs[-1], self._end)
         i = bisect_right(self._epochs, epoch)
         if i == 0:
-            snap = self._snapshot
-            if snap is not None and snap.offset == self._start:
+            snap = self.snapshot_at(self._start)
+            if snap is not None:
                 return snap
             return OffsetAndEpoch(epoch, self._start)
         return OffsetAndEpoch(self._epochs[i - 1], self._starts[i])
@@ -181,17 +214,43 @@ class LogMetadata:
         self._end = max(offset, self._start)
         self.version += 1
 
+    def add_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """A snapshot of this log was written (CreateSnapshot): the log is unchanged."""
+        if not self._start <= snapshot_id.offset <= self._end:
+            raise ValueError(f"snapshot {snapshot_id} outside the log {self._start}..{self._end}")
+        if snapshot_id not in self._snapshots:
+            self._snapshots.append(snapshot_id)
+            self._snapshots.sort(key=lambda x: x.offset)
+        self.version += 1
+
+    def advance_start(self, offset: Offset) -> None:
+        """AdvanceLogStartOffset: the log starts at `offset`, the end of a snapshot held;
+        records and older snapshots before it are gone, the end is unchanged."""
+        if self.snapshot_at(offset) is None or not self._start < offset <= self._end:
+            raise ValueError(f"no snapshot to start the log {self._start}..{self._end} at {offset}")
+        self._start = offset
+        # The epoch in force at `offset` now starts there; a log left empty keeps no epoch.
+        while len(self._starts) > 1 and self._starts[1] <= offset:
+            del self._starts[0], self._epochs[0]
+        if self._starts:
+            self._starts[0] = max(self._starts[0], offset)
+            if self._starts[0] >= self._end:
+                self._starts.clear()
+                self._epochs.clear()
+        self._snapshots = [x for x in self._snapshots if x.offset >= offset]
+        self.version += 1
+
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, voters: VoterSet) -> None:
         """The log now starts at a snapshot (KIP-630): everything before its end offset is
         gone, the log is empty and starts and ends there, and the snapshot's voter set is
-        the one in force from its end."""
+        the one in force from its end. Older snapshots are gone too."""
         end = snapshot_id.offset
         if end < self._start:
             raise ValueError(f"snapshot {snapshot_id} ends before the log start {self._start}")
         self._start = self._end = end
         self._epochs.clear()
         self._starts.clear()
-        self._snapshot = snapshot_id
+        self._snapshots = [snapshot_id]
         self._voter_offsets = [Offset(end - 1)]
         self._voter_sets = [voters]
         self.version += 1

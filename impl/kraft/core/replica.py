@@ -35,7 +35,17 @@ from kraft.core.effects import (
     StateChanged,
 )
 from kraft.core.election import ElectionRole
-from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.events import (
+    ClientAppend,
+    CreateSnapshot,
+    Event,
+    Receive,
+    SendFailed,
+    Shutdown,
+    SnapshotValidated,
+    SnapshotWritten,
+    Tick,
+)
 from kraft.core.follower import FollowerRole
 from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderRole, LeaderState
 from kraft.core.log_metadata import LogMetadata, LogState
@@ -56,6 +66,8 @@ from kraft.core.messages import (
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
+from kraft.core.snapshot_transfer import SnapshotFetcher
+from kraft.core.snapshots import NO_SNAPSHOTS, SnapshotRole, SnapshotSource
 from kraft.core.timing import QuorumTiming
 from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
@@ -69,6 +81,7 @@ __all__ = [
     "Replica",
     "ReplicaConfig",
     "ReplicaView",
+    "SnapshotSource",
 ]
 
 U = ReplicaState.UNATTACHED
@@ -143,7 +156,10 @@ class Replica:
         reader: LogReader,
         rng: random.Random,
         now_ms: int,
+        snapshots: SnapshotSource | None = None,
     ) -> None:
+        """`snapshots`: the driver's snapshots (KIP-630). Without it the replica serves none,
+        and a follower told to fetch one says so (SnapshotRequired) instead of fetching."""
         self._cfg = config
         self._timing = config.timing
         self._me = config.node
@@ -198,6 +214,8 @@ class Replica:
         self._elect = ElectionRole(self)
         self._lead = LeaderRole(self)
         self._follow = FollowerRole(self)
+        self._snaps = SnapshotRole(self, snapshots or NO_SNAPSHOTS)
+        self._fetcher = SnapshotFetcher(self) if snapshots is not None else None
         # Dispatch tables, keyed by the exact type of the event, message or request.
         self._on_event: dict[type, Callable[[Any], None]] = {
             Tick: self._on_tick,
@@ -205,6 +223,9 @@ class Replica:
             SendFailed: self._on_send_failed,
             ClientAppend: self._lead.on_client_append,
             Shutdown: self._on_shutdown,
+            CreateSnapshot: self._snaps.on_create_snapshot,
+            SnapshotWritten: self._snaps.on_snapshot_written,
+            SnapshotValidated: self._on_snapshot_validated,
         }
         self._on_message: dict[type[Message], _Handler] = {
             VoteRequest: self._elect.handle_vote_request,
@@ -215,9 +236,11 @@ class Replica:
             EndQuorumEpochResponse: self._handle_end_response,
             FetchRequest: self._lead.handle_fetch_request,
             FetchResponse: self._follow.handle_fetch_response,
-            FetchSnapshotRequest: self._lead.handle_fetch_snapshot_request,
-            # Nothing asks for snapshots yet: an answer is ignored.
-            FetchSnapshotResponse: _ignore,
+            FetchSnapshotRequest: self._snaps.handle_fetch_snapshot_request,
+            # A replica that fetches no snapshot ignores an answer.
+            FetchSnapshotResponse: _ignore
+            if self._fetcher is None
+            else self._fetcher.handle_response,
         }
         # The answer to a request refused for an unrepresentable value (responses: none).
         self._refusals: dict[type[Message], Callable[[], Message]] = {
@@ -225,7 +248,7 @@ class Replica:
             FetchRequest: self._lead.fetch_refusal,
             BeginQuorumEpochRequest: self._follow.begin_refusal,
             EndQuorumEpochRequest: self._follow.end_refusal,
-            FetchSnapshotRequest: self._lead.fetch_snapshot_refusal,
+            FetchSnapshotRequest: self._snaps.fetch_snapshot_refusal,
         }
         # A request that could not be delivered (EndQuorumEpoch is not retried).
         self._on_failed: dict[type[Request], Callable[[SendFailed], None]] = {
@@ -233,8 +256,9 @@ class Replica:
             BeginQuorumEpochRequest: self._lead.begin_failed,
             FetchRequest: self._follow.fetch_failed,
             EndQuorumEpochRequest: self._end_failed,
-            # Nothing sends FetchSnapshot yet.
-            FetchSnapshotRequest: _ignore_failed,
+            FetchSnapshotRequest: (
+                _ignore_failed if self._fetcher is None else self._fetcher.fetch_snapshot_failed
+            ),
         }
 
     # ------------------------------------------------------------------ public API
@@ -382,6 +406,8 @@ class Replica:
             voted = self._voted_for  # a vote cast in this epoch stays on record
         parked = self._leader.parked if self._leader is not None else []
         lingering = self._leader.lingering if self._leader is not None else []
+        if self._fetcher is not None:
+            self._fetcher.abandon()  # a snapshot is fetched from one leader in one epoch
         self._enter(new, epoch, leader=leader, voted=voted)
         if new is not P or old is P:
             self._persist()
@@ -583,6 +609,10 @@ class Replica:
         successors = self._lead.resign()
         self._end_pending = set(successors)
         self._shutdown_deadline = self._now + self._timing.request_timeout_ms
+
+    def _on_snapshot_validated(self, ev: SnapshotValidated) -> None:
+        if self._fetcher is not None:
+            self._fetcher.on_validated(ev)
 
     def _end_failed(self, ev: SendFailed) -> None:
         self._end_pending.discard(ev.dst)

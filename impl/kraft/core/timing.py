@@ -27,3 +27,6 @@ class QuorumTiming:
     append_linger_ms: int = 0
     # quorum.fetch.max.wait.ms: how long a leader may hold a Fetch with nothing new.
     fetch_max_wait_ms: int = 500
+    # metadata.start.offset.lag.time.max.ms (KIP-630): a leader moves its log start to its
+    # latest snapshot once the log start is this old, even if a live replica still needs it.
+    start_offset_lag_time_max_ms: int = 7 * 24 * 3600 * 1000

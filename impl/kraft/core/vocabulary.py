@@ -42,9 +42,14 @@ class Action(Enum):
     RESIGN = "Resign"
     CRASH = "Crash"
     RESTART = "Restart"
+    # KIP-630 (spec/KRaftSnapshot.tla).
     CREATE_SNAPSHOT = "CreateSnapshot"
+    SEND_FETCH_SNAPSHOT_REQUEST = "SendFetchSnapshotRequest"
     HANDLE_FETCH_SNAPSHOT_REQUEST = "HandleFetchSnapshotRequest"
     HANDLE_FETCH_SNAPSHOT_RESPONSE = "HandleFetchSnapshotResponse"
+    # The spec's Install, the end of HandleFetchSnapshotResponse on the last chunk: here a step
+    # of its own, taken once the driver validated the fetched snapshot (SnapshotValidated).
+    INSTALL_SNAPSHOT = "InstallSnapshot"
     ADVANCE_LOG_START_OFFSET = "AdvanceLogStartOffset"
     ADD_VOTER = "AddVoter"
     REMOVE_VOTER = "RemoveVoter"

@@ -1,0 +1,221 @@
+"""Fetching a snapshot from the leader (KIP-630), on a follower or observer.
+
+`SnapshotFetcher` takes these steps over the replica's state (kraft.core.replica owns the
+state, the fetch timers among it, and the dispatch; kraft.core.follower hands over when a
+Fetch answer names a snapshot):
+
+1. A Fetch answer names a snapshot id: Fetch pauses and the transfer starts at position 0.
+2. SendFetchSnapshotRequest: ask for the bytes from the current position, on the follower's
+   fetch timers (a lost request or answer is asked for again after the request timeout).
+3. HandleFetchSnapshotResponse: a chunk at exactly the current position is written
+   (WriteSnapshotChunk) and the position moves past it; a chunk for another position or
+   snapshot (a duplicate, a stale answer) is ignored; SNAPSHOT_NOT_FOUND or
+   POSITION_OUT_OF_RANGE (the leader no longer has it) or an inconsistent answer abandons the
+   transfer and Fetch resumes, which names the leader's snapshot again.
+4. All `size` bytes written: the driver validates the file (ValidateSnapshot) and answers
+   with the event SnapshotValidated. Nothing changes before that answer: a failed validation
+   abandons the transfer (DiscardSnapshotFetch) and the replica is the one it was.
+5. InstallSnapshot (the spec's Install): the log is truncated fully and starts and ends at the
+   snapshot's end offset (LogMetadata.install_snapshot), the high watermark rises to it, and
+   Fetch resumes from there with LastFetchedEpoch = the snapshot's epoch.
+
+Any state change of the replica (a new leader or epoch, an election) abandons the transfer:
+a snapshot is fetched from one leader in one epoch, start to end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kraft.core.effects import (
+    ActionTaken,
+    DiscardSnapshotFetch,
+    InstallSnapshot,
+    ValidateSnapshot,
+    WriteSnapshotChunk,
+)
+from kraft.core.events import SendFailed, SnapshotValidated
+from kraft.core.messages import FetchSnapshotRequest, FetchSnapshotResponse, Request
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.voter_set import VoterSet
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+
+if TYPE_CHECKING:
+    from kraft.core.replica import Replica
+
+F = ReplicaState.FOLLOWER
+
+
+@dataclass(slots=True)
+class Transfer:
+    """One snapshot being fetched from `leader` in `epoch`."""
+
+    snapshot_id: OffsetAndEpoch
+    leader: NodeId
+    epoch: Epoch
+    position: int = 0
+    # The whole snapshot's size, as the leader's first answer gave it.
+    size: int | None = None
+    # Every byte written: waiting for the driver's SnapshotValidated.
+    validating: bool = False
+
+
+class SnapshotFetcher:
+    """The follower's side of KIP-630, over the replica's state."""
+
+    __slots__ = ("_r", "transfer")
+
+    def __init__(self, replica: Replica) -> None:
+        self._r = replica
+        self.transfer: Transfer | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.transfer is not None
+
+    # ------------------------------------------------------------------ start, abandon
+
+    def start(self, leader: NodeId, snapshot_id: OffsetAndEpoch) -> None:
+        """The leader's Fetch answer names `snapshot_id`: pause Fetch, fetch the snapshot."""
+        r = self._r
+        self._leader_alive()
+        r._fetch_in_flight_until = None
+        if snapshot_id.epoch < 0 or snapshot_id.offset <= 0 or snapshot_id.epoch > r._epoch:
+            # Not a snapshot a leader of our epoch can hold (Kafka logs it and backs off).
+            r._fetch_send_at = r._now + r._timing.retry_backoff_ms
+            return
+        self.transfer = Transfer(snapshot_id, leader, r._epoch)
+        r._fetch_send_at = r._now
+
+    def abandon(self) -> None:
+        t = self.transfer
+        if t is not None:
+            self.transfer = None
+            self._r._out.append(DiscardSnapshotFetch(t.snapshot_id))
+
+    def _restart_fetch(self, *, backoff: bool = False) -> None:
+        """Back to Fetch: at once, or after the retry backoff."""
+        r = self._r
+        self.abandon()
+        r._fetch_in_flight_until = None
+        r._fetch_send_at = r._now + (r._timing.retry_backoff_ms if backoff else 0)
+
+    def _leader_alive(self) -> None:
+        r = self._r
+        r._fetch_deadline = r._now + r._follow.random_fetch_timeout()
+        r._has_fetched = True
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self) -> None:
+        """SendFetchSnapshotRequest for the bytes from the current position."""
+        r = self._r
+        t = self.transfer
+        assert t is not None
+        r._fetch_send_at = None
+        if t.validating:
+            return  # nothing to ask until the driver validated what it holds
+        r._fetch_in_flight_until = r._now + r._timing.request_timeout_ms
+        r._out.append(ActionTaken(Action.SEND_FETCH_SNAPSHOT_REQUEST))
+        r._send(
+            t.leader,
+            FetchSnapshotRequest(
+                cluster_id=r._cfg.cluster_id,
+                replica=r._me,
+                replica_epoch=r._epoch,
+                snapshot_id=t.snapshot_id,
+                position=t.position,
+                max_bytes=r._timing.fetch_max_bytes,
+            ),
+        )
+
+    def fetch_snapshot_failed(self, ev: SendFailed) -> None:
+        r = self._r
+        if self.transfer is not None and r._fetch_in_flight_until is not None:
+            r._fetch_in_flight_until = None
+            r._fetch_send_at = r._now + r._timing.retry_backoff_ms
+
+    # ------------------------------------------------------------------ receiving
+
+    def handle_response(
+        self, src: NodeId, resp: FetchSnapshotResponse, _in_reply_to: Request | None
+    ) -> None:
+        """HandleFetchSnapshotResponse (Kafka's order: the leader and epoch it names first)."""
+        r = self._r
+        r._out.append(ActionTaken(Action.HANDLE_FETCH_SNAPSHOT_RESPONSE))
+        if resp.error is not ErrorCode.UNKNOWN_LEADER_EPOCH:
+            r._learn(resp.leader_id, resp.leader_epoch)  # a change abandons the transfer
+        t = self.transfer
+        if (
+            t is None
+            or t.validating
+            or r._state is not F
+            or src != t.leader
+            or resp.leader_epoch != t.epoch
+            or t.epoch != r._epoch
+        ):
+            return  # for a transfer that is over, or from elsewhere
+        if resp.error in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+            # The leader no longer has it (it moved on to a newer one): start over from Fetch.
+            self._leader_alive()
+            self._restart_fetch()
+            return
+        if resp.error is not ErrorCode.NONE:
+            r._fetch_in_flight_until = None
+            r._fetch_send_at = r._now + r._timing.retry_backoff_ms
+            return
+        if resp.snapshot_id != t.snapshot_id or resp.position != t.position:
+            return  # a duplicate or stale chunk: the one asked for is still on its way
+        chunk = resp.chunk
+        end = resp.position + len(chunk)
+        if (
+            not chunk
+            or resp.size <= 0
+            or end > resp.size
+            or (t.size is not None and resp.size != t.size)
+        ):
+            # An answer that cannot belong to this snapshot: start over.
+            self._restart_fetch(backoff=True)
+            return
+        self._leader_alive()
+        t.size = resp.size
+        r._out.append(WriteSnapshotChunk(t.snapshot_id, t.position, resp.size, chunk))
+        t.position = end
+        r._fetch_in_flight_until = None
+        if end < resp.size:
+            r._fetch_send_at = r._now
+            return
+        t.validating = True
+        r._fetch_send_at = None
+        r._out.append(ValidateSnapshot(t.snapshot_id, resp.size))
+
+    def on_validated(self, ev: SnapshotValidated) -> None:
+        """The driver's answer to ValidateSnapshot: install, or start over."""
+        r = self._r
+        t = self.transfer
+        if t is None or not t.validating or ev.snapshot_id != t.snapshot_id:
+            return  # a transfer already abandoned: its file is discarded
+        if not ev.valid:
+            self._restart_fetch(backoff=True)
+            return
+        self.transfer = None
+        self._install(t.snapshot_id, ev)
+        r._fetch_in_flight_until = None
+        r._fetch_send_at = r._now
+
+    def _install(self, snap: OffsetAndEpoch, ev: SnapshotValidated) -> None:
+        """Install: the log starts and ends at the snapshot's end offset; every append this
+        replica accepted at or past it is lost, those below are decided by the high watermark
+        that rises to it (kraft.core.commits)."""
+        r = self._r
+        r._out.append(ActionTaken(Action.INSTALL_SNAPSHOT))
+        r._out.append(InstallSnapshot(snap))
+        voters = VoterSet(ev.voters if ev.voters is not None else r._cfg.voters)
+        r._log.install_snapshot(snap, voters)
+        r._voters = r._log.voters
+        r._is_voter = r._voters.contains(r._me)
+        r._out.extend(r._commits.truncated(snap.offset))
+        r._producers.truncate(Offset(0))
+        r._raise_hwm(snap.offset)
