@@ -6,18 +6,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from memory_logs import build_log, key, perform_append
 
 from kraft.core.effects import (
+    AdvanceLogStartOffset,
     AppendToLog,
+    DiscardSnapshotFetch,
     Effect,
     ElectionState,
     FlushLog,
+    InstallSnapshot,
     PersistElectionState,
     Send,
     TruncateLog,
+    WriteSnapshot,
+    WriteSnapshotChunk,
 )
 from kraft.core.events import Event, Receive, Tick
 from kraft.core.messages import Message, Request, VoteResponse
@@ -25,9 +31,10 @@ from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset
+from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot
 
 CLUSTER = ClusterId("unit-cluster")
 T = TypeVar("T")
@@ -45,10 +52,13 @@ class Harness:
         log: MemoryLog | None = None,
         seed: int = 0,
         now: int = 0,
+        snapshots: MemorySnapshots | None = None,
+        snapshot_ids: tuple[OffsetAndEpoch, ...] = (),
         **cfg: int,
     ) -> None:
         self.now = now
         self.log = log or MemoryLog()
+        self.snapshots = snapshots
         self.config = ReplicaConfig(
             key(node),
             CLUSTER,
@@ -58,10 +68,11 @@ class Harness:
         self.replica = Replica(
             self.config,
             election_state=election,
-            log_state=log_state_of(self.log),
+            log_state=replace(log_state_of(self.log), snapshots=snapshot_ids),
             reader=BatchReader(self.log),
             rng=random.Random(seed),
             now_ms=now,
+            snapshots=snapshots,
         )
         self.stored = election
         self.start_effects = self.apply(self.replica.start())
@@ -76,6 +87,8 @@ class Harness:
                 self.log.flush()
             elif isinstance(e, PersistElectionState):
                 self.stored = e.state
+            elif self.snapshots is not None:
+                perform_snapshot_effect(self.log, self.snapshots, e)
         return effects
 
     def step(self, event: Event) -> list[Effect]:
@@ -91,6 +104,23 @@ class Harness:
     @property
     def view(self):  # type: ignore[no-untyped-def]
         return self.replica.view()
+
+
+def perform_snapshot_effect(log: MemoryLog, snaps: MemorySnapshots, e: Effect) -> None:
+    """A KIP-630 effect, performed as a driver does (the events answering some are the
+    test's to feed)."""
+    if isinstance(e, WriteSnapshot):
+        snaps.put(e.snapshot_id, encode_snapshot(e.snapshot_id, [(None, b"state")]))
+    elif isinstance(e, AdvanceLogStartOffset):
+        log.advance_start_offset(e.snapshot_id.offset)
+        snaps.delete_before(e.snapshot_id)
+    elif isinstance(e, WriteSnapshotChunk):
+        snaps.write_chunk(e.snapshot_id, e.position, bytes(e.data))
+    elif isinstance(e, InstallSnapshot):
+        snaps.install(e.snapshot_id)
+        log.truncate_fully_and_start_at(e.snapshot_id.offset)
+    elif isinstance(e, DiscardSnapshotFetch):
+        snaps.discard(e.snapshot_id)
 
 
 def grant(epoch: int, leader: int = NO_NODE) -> VoteResponse:
@@ -144,6 +174,7 @@ __all__ = [
     "index",
     "key",
     "of",
+    "perform_snapshot_effect",
     "sent",
     "stand",
 ]

@@ -115,10 +115,10 @@ class SnapshotRole:
         latest = log.latest_snapshot
         if offset > hwm:
             return f"end offset {offset} is past the high watermark {hwm}"
-        if offset <= log.start_offset:
-            return f"end offset {offset} is not after the log start {log.start_offset}"
         if latest is not None and offset <= latest.offset:
             return f"end offset {offset} is not after the latest snapshot {latest}"
+        if offset <= log.start_offset:
+            return f"end offset {offset} is not after the log start {log.start_offset}"
         if offset > log.end_offset or log.epoch_at(Offset(offset - 1)) is None:
             return f"the log does not hold the record before {offset}"
         if not self._batch_aligned(offset):
