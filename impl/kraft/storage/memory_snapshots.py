@@ -103,9 +103,7 @@ class MemorySnapshots:
     def install(self, snapshot_id: OffsetAndEpoch) -> bytes:
         """InstallSnapshot: the `.part` becomes the snapshot; older snapshots go."""
         data = bytes(self.parts.pop(snapshot_id))
-        self.complete = {
-            k: v for k, v in self.complete.items() if k.offset > snapshot_id.offset
-        }
+        self.complete = {k: v for k, v in self.complete.items() if k.offset > snapshot_id.offset}
         self.complete[snapshot_id] = data
         return data
 
@@ -115,6 +113,4 @@ class MemorySnapshots:
 
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
         """AdvanceLogStartOffset: snapshots older than `snapshot_id` go."""
-        self.complete = {
-            k: v for k, v in self.complete.items() if k.offset >= snapshot_id.offset
-        }
+        self.complete = {k: v for k, v in self.complete.items() if k.offset >= snapshot_id.offset}
