@@ -9,21 +9,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from memory_logs import build_log, key, perform_append
+from memory_logs import build_log, key, perform_append, perform_snapshot_effect
 
 from kraft.core.effects import (
-    AdvanceLogStartOffset,
     AppendToLog,
-    DiscardSnapshotFetch,
     Effect,
     ElectionState,
     FlushLog,
-    InstallSnapshot,
     PersistElectionState,
     Send,
     TruncateLog,
-    WriteSnapshot,
-    WriteSnapshotChunk,
 )
 from kraft.core.events import Event, Receive, Tick
 from kraft.core.messages import Message, Request, VoteResponse
@@ -34,7 +29,7 @@ from kraft.errors import ErrorCode
 from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
-from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot
+from kraft.storage.memory_snapshots import MemorySnapshots
 
 CLUSTER = ClusterId("unit-cluster")
 T = TypeVar("T")
@@ -104,23 +99,6 @@ class Harness:
     @property
     def view(self):  # type: ignore[no-untyped-def]
         return self.replica.view()
-
-
-def perform_snapshot_effect(log: MemoryLog, snaps: MemorySnapshots, e: Effect) -> None:
-    """A KIP-630 effect, performed as a driver does (the events answering some are the
-    test's to feed)."""
-    if isinstance(e, WriteSnapshot):
-        snaps.put(e.snapshot_id, encode_snapshot(e.snapshot_id, [(None, b"state")]))
-    elif isinstance(e, AdvanceLogStartOffset):
-        log.advance_start_offset(e.snapshot_id.offset)
-        snaps.delete_before(e.snapshot_id)
-    elif isinstance(e, WriteSnapshotChunk):
-        snaps.write_chunk(e.snapshot_id, e.position, bytes(e.data))
-    elif isinstance(e, InstallSnapshot):
-        snaps.install(e.snapshot_id)
-        log.truncate_fully_and_start_at(e.snapshot_id.offset)
-    elif isinstance(e, DiscardSnapshotFetch):
-        snaps.discard(e.snapshot_id)
 
 
 def grant(epoch: int, leader: int = NO_NODE) -> VoteResponse:

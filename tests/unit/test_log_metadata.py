@@ -144,3 +144,51 @@ def test_a_snapshot_behind_the_log_start_is_refused() -> None:
 def test_bad_start_offsets_are_refused() -> None:
     with pytest.raises(ValueError, match="bad log offsets"):
         LogMetadata(LogState(Off(5), Off(3)), STATIC)
+
+
+def test_a_written_snapshot_is_held_without_changing_the_log() -> None:
+    m = three_epochs()
+    snap = OffsetAndEpoch(E(3), Off(10))
+    m.add_snapshot(snap)
+    assert m.latest_snapshot == m.earliest_snapshot == snap
+    assert (m.start_offset, m.end_offset, m.last_epoch) == (0, 12, 4)
+    with pytest.raises(ValueError):
+        m.add_snapshot(OffsetAndEpoch(E(4), Off(13)))  # past the end
+
+
+def test_advancing_the_start_drops_records_epochs_and_older_snapshots() -> None:
+    m = three_epochs()
+    old, new = OffsetAndEpoch(E(1), Off(5)), OffsetAndEpoch(E(3), Off(7))
+    m.add_snapshot(old)
+    m.add_snapshot(new)
+    m.advance_start(Off(7))
+    assert (m.start_offset, m.end_offset) == (7, 12)
+    assert m.snapshots == (new,)
+    assert m.epoch_at(Off(6)) is None and m.epoch_at(Off(7)) == 3
+    assert m.epoch_entries() == ((E(3), Off(7)), (E(4), Off(10)))
+    # An epoch older than everything left: the snapshot at the start answers.
+    assert m.end_offset_for_epoch(E(1)) == new
+    with pytest.raises(ValueError):
+        m.advance_start(Off(9))  # no snapshot there
+
+
+def test_a_log_emptied_by_its_start_ends_at_its_snapshot() -> None:
+    """KIP-630: the latest of the snapshot and the log is the replica's last position."""
+    m = three_epochs()
+    snap = OffsetAndEpoch(E(4), Off(12))
+    m.add_snapshot(snap)
+    m.advance_start(Off(12))
+    assert m.end == snap and m.epoch_entries() == ()
+
+
+def test_the_driver_tells_its_snapshots_at_start() -> None:
+    at_start, later = OffsetAndEpoch(E(2), Off(10)), OffsetAndEpoch(E(3), Off(15))
+    state = LogState(Off(10), Off(20), ((E(3), Off(12)),), snapshots=(later, at_start))
+    m = LogMetadata(state, STATIC)
+    assert m.earliest_snapshot == at_start and m.latest_snapshot == later
+    # The epoch at the start (before the first epoch entry) is the snapshot's.
+    assert m.end_offset_for_epoch(E(2)) == at_start
+    empty = LogMetadata(LogState(Off(10), Off(10), snapshots=(at_start,)), STATIC)
+    assert empty.end == at_start
+    with pytest.raises(ValueError):
+        LogMetadata(LogState(Off(0), Off(5), snapshots=(at_start,)), STATIC)  # past the end
