@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import heapq
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from memory_logs import key, perform_append
+from memory_logs import key, perform_append, perform_snapshot_effect
 
 from kraft.core.effects import (
     AppendResult,
@@ -22,8 +22,19 @@ from kraft.core.effects import (
     ShutdownComplete,
     StateChanged,
     TruncateLog,
+    ValidateSnapshot,
+    WriteSnapshot,
 )
-from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.events import (
+    ClientAppend,
+    Event,
+    Receive,
+    SendFailed,
+    Shutdown,
+    SnapshotValidated,
+    SnapshotWritten,
+    Tick,
+)
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -39,6 +50,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, NodeId
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots
 
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
             FetchSnapshotRequest)  # fmt: skip
@@ -56,6 +68,8 @@ class Node:
     results: list[AppendResult] = field(default_factory=list)
     states: list[tuple[ReplicaState, int]] = field(default_factory=list)
     shutdown_complete: bool = False
+    # KIP-630: the node's snapshots, when the cluster keeps them.
+    snaps: MemorySnapshots | None = None
 
 
 class Cluster:
@@ -67,6 +81,7 @@ class Cluster:
         seed: int = 0,
         latency_ms: int = 1,
         overrides: dict[int, dict[str, int]] | None = None,
+        snapshots: bool = False,
         **cfg: int,
     ) -> None:
         self.now = 0
@@ -77,7 +92,7 @@ class Cluster:
         for i in range(1, voters + observers + 1):
             mine = {**cfg, **(overrides or {}).get(i, {})}
             conf = ReplicaConfig(key(i), CLUSTER, voter_keys, QuorumTiming(**mine))
-            self.nodes[i] = Node(conf)
+            self.nodes[i] = Node(conf, snaps=MemorySnapshots() if snapshots else None)
         self.queue: list[tuple[int, int, int, Event]] = []  # (time, seq, dst, event)
         self.seq = 0
         self.blocked: set[frozenset[int]] = set()
@@ -91,13 +106,18 @@ class Cluster:
     def start(self, i: int) -> None:
         n = self.nodes[i]
         n.alive = True
+        state = log_state_of(n.log)
+        if n.snaps is not None:
+            n.snaps.parts.clear()  # leftover .part files are removed at start
+            state = replace(state, snapshots=tuple(n.snaps.complete))
         n.replica = Replica(
             n.config,
             election_state=n.stored,
-            log_state=log_state_of(n.log),
+            log_state=state,
             reader=BatchReader(n.log),
             rng=random.Random(self.rng.random()),
             now_ms=self.now,
+            snapshots=n.snaps,
         )
         self.apply(i, n.replica.start(), None)
 
@@ -158,6 +178,20 @@ class Cluster:
                 n.shutdown_complete = True
             elif isinstance(e, Send):
                 self.send(i, e.dst, e.message, answering)
+            elif n.snaps is not None:
+                self.apply_snapshot_effect(i, n.snaps, e)
+
+    def apply_snapshot_effect(self, i: int, snaps: MemorySnapshots, e: Effect) -> None:
+        """KIP-630 effects, performed at once; the answering events follow as the node's next
+        events (a snapshot is durable, a fetched one validated)."""
+        n = self.nodes[i]
+        perform_snapshot_effect(n.log, snaps, e)
+        if isinstance(e, WriteSnapshot):
+            self.push(self.now, i, SnapshotWritten(self.now, e.snapshot_id))
+        elif isinstance(e, ValidateSnapshot):
+            problem = snaps.validate(e.snapshot_id, e.size)
+            ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
+            self.push(self.now, i, ev)
 
     def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
         at = self.now + self.latency
