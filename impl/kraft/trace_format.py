@@ -43,7 +43,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Final, TypeAlias
 
-from kraft.core.replica import ReplicaView
+from kraft.core.replica_view import ReplicaView
 from kraft.ids import OffsetAndEpoch, ReplicaKey
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None

@@ -13,7 +13,7 @@ from typing import IO
 
 from kraft.core.effects import ActionTaken, Effect, StateChanged
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed
-from kraft.core.replica import ReplicaView
+from kraft.core.replica_view import ReplicaView
 from kraft.ids import NodeId
 from kraft.trace_format import JsonObject, TraceEvent, encode, message_json, state_json
 

@@ -66,6 +66,7 @@ from kraft.core.messages import (
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
+from kraft.core.replica_view import ReplicaView, ViewCache
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.snapshots import NO_SNAPSHOTS, SnapshotRole, SnapshotSource
 from kraft.core.timing import QuorumTiming
@@ -80,7 +81,6 @@ __all__ = [
     "LogReader",
     "Replica",
     "ReplicaConfig",
-    "ReplicaView",
     "SnapshotSource",
 ]
 
@@ -122,23 +122,6 @@ class LogReader(Protocol):
     def read(self, offset: Offset, max_bytes: int) -> Records:
         """Whole batches starting at `offset`, at most about `max_bytes` (at least one)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaView:
-    """An immutable snapshot of a replica, for checkers and traces."""
-
-    node_id: NodeId
-    state: ReplicaState
-    epoch: Epoch
-    leader_id: NodeId | None
-    voted_for: ReplicaKey | None
-    is_voter: bool
-    end_offset: Offset
-    last_epoch: Epoch
-    high_watermark: Offset | None
-    log_start_offset: Offset
-    voters: tuple[NodeId, ...]
 
 
 class Replica:
@@ -206,8 +189,7 @@ class Replica:
         self._shutdown_done = False
         self._shutdown_deadline: int | None = None
         self._end_pending: set[NodeId] = set()
-        self._view: ReplicaView | None = None
-        self._view_key: tuple[object, ...] = ()
+        self._views = ViewCache()
         # The reply token of the request being answered (Receive.reply_to), for Send.
         self._reply_to: int | None = None
 
@@ -337,35 +319,8 @@ class Replica:
         return soonest if soonest > self._now else self._now
 
     def view(self) -> ReplicaView:
-        """The replica as checkers and traces see it. Drivers ask after every event, and most
-        events change none of it, so the last view is kept and rebuilt only on a change."""
-        log = self._log
-        key = (
-            self._state,
-            self._epoch,
-            self._leader_id,
-            self._voted_for,
-            self._hwm,
-            log.version,
-            self._voters,
-        )
-        if key == self._view_key and self._view is not None:
-            return self._view
-        self._view_key = key
-        self._view = ReplicaView(
-            node_id=self._me.id,
-            state=self._state,
-            epoch=self._epoch,
-            leader_id=self._leader_id,
-            voted_for=self._voted_for,
-            is_voter=self.is_voter,
-            end_offset=log.end_offset,
-            last_epoch=log.last_epoch,
-            high_watermark=self._hwm,
-            log_start_offset=log.start_offset,
-            voters=self._voters.ids,
-        )
-        return self._view
+        """The replica as checkers and traces see it (rebuilt only on a change)."""
+        return self._views.view_of(self)
 
     def describe_quorum(self) -> QuorumDescription | None:
         ld = self._leader
