@@ -285,3 +285,14 @@ def test_a_voter_compares_a_candidate_with_its_snapshot() -> None:
     level = VoteRequest(CLUSTER, key(3), Epoch(4), Epoch(2), Offset(100))
     [(_, resp)] = sent(h.recv(3, level), VoteResponse)
     assert resp.vote_granted
+
+
+def test_a_snapshot_id_no_leader_of_our_epoch_can_hold_is_not_fetched() -> None:
+    """Kafka: an answer naming a snapshot with a bad id is logged and backed off from."""
+    h = follower(retry_backoff_ms=20)
+    for bad in (OffsetAndEpoch(Epoch(3), Offset(100)), OffsetAndEpoch(Epoch(2), Offset(0))):
+        effects = h.recv(2, snapshot_answer(bad))
+        assert not sent(effects, FetchSnapshotRequest) and not sent(effects, FetchRequest)
+        h.now = h.replica.next_deadline_ms()
+        [(_, fetch)] = sent(h.step(Tick(h.now)), FetchRequest)
+        assert fetch.fetch_offset == 2

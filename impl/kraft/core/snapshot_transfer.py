@@ -82,8 +82,14 @@ class SnapshotFetcher:
         r = self._r
         self._leader_alive()
         r._fetch_in_flight_until = None
-        if snapshot_id.epoch < 0 or snapshot_id.offset <= 0 or snapshot_id.epoch > r._epoch:
-            # Not a snapshot a leader of our epoch can hold (Kafka logs it and backs off).
+        if (
+            snapshot_id.epoch < 0
+            or snapshot_id.offset <= 0
+            or snapshot_id.epoch > r._epoch
+            or snapshot_id.offset < r._log.start_offset
+        ):
+            # Not a snapshot a leader of our epoch can hold, or one older than our own log
+            # start (Kafka logs it and backs off).
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
         self.transfer = Transfer(snapshot_id, leader, r._epoch)
