@@ -8,7 +8,7 @@ import heapq
 import random
 from dataclasses import dataclass, field, replace
 
-from memory_logs import key, perform_append, perform_snapshot_effect
+from memory_logs import entries, key, perform_append, perform_snapshot_effect
 
 from kraft.core.effects import (
     AppendResult,
@@ -47,10 +47,10 @@ from kraft.core.messages import (
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import ClusterId, NodeId
+from kraft.ids import ClusterId, NodeId, OffsetAndEpoch
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
-from kraft.storage.memory_snapshots import MemorySnapshots
+from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot
 
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
             FetchSnapshotRequest)  # fmt: skip
@@ -98,6 +98,9 @@ class Cluster:
         self.blocked: set[frozenset[int]] = set()
         self.delivered: list[tuple[int, int, Message]] = []
         self._reply_to: dict[int, Request | None] = {}
+        # KIP-630: what each snapshot id holds, the (offset, epoch) of every record below its
+        # end; the same id must hold the same history on every node (SnapshotMatchesLog).
+        self.contents: dict[OffsetAndEpoch, tuple[tuple[int, int], ...]] = {}
         for i in self.nodes:
             self.start(i)
 
@@ -133,6 +136,21 @@ class Cluster:
         rep = self.nodes[i].replica
         assert rep is not None
         return rep
+
+    def history_below(self, i: int, end: int) -> tuple[tuple[int, int], ...]:
+        """(offset, epoch) of every record below `end` as node i knows it: the snapshot its
+        log starts at, then its log."""
+        n = self.nodes[i]
+        start = n.log.start_offset
+        base: tuple[tuple[int, int], ...] = ()
+        if start > 0:
+            assert n.snaps is not None
+            [at] = [s for s in n.snaps.complete if s.offset == start]
+            base = self.contents[at]
+        logged = tuple((o, ep) for o, ep in entries(n.log) if start <= o < end)
+        history = base + logged
+        assert len(history) == end, (i, end, len(history))
+        return history
 
     # -- network
 
@@ -185,10 +203,16 @@ class Cluster:
         """KIP-630 effects, performed at once; the answering events follow as the node's next
         events (a snapshot is durable, a fetched one validated)."""
         n = self.nodes[i]
-        perform_snapshot_effect(n.log, snaps, e)
         if isinstance(e, WriteSnapshot):
+            history = self.history_below(i, e.snapshot_id.offset)
+            known = self.contents.setdefault(e.snapshot_id, history)
+            assert known == history, f"SnapshotMatchesLog: {e.snapshot_id} on node {i}"
+            records = [(None, f"{o}:{ep}".encode()) for o, ep in history]
+            snaps.put(e.snapshot_id, encode_snapshot(e.snapshot_id, records))
             self.push(self.now, i, SnapshotWritten(self.now, e.snapshot_id))
-        elif isinstance(e, ValidateSnapshot):
+            return
+        perform_snapshot_effect(n.log, snaps, e)
+        if isinstance(e, ValidateSnapshot):
             problem = snaps.validate(e.snapshot_id, e.size)
             ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
             self.push(self.now, i, ev)

@@ -4,6 +4,9 @@ leader change mid-transfer, leave consistent replicas."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from memory_logs import entries
 from scenario_harness import Cluster
 
@@ -139,3 +142,72 @@ def test_a_leader_change_mid_transfer_leaves_consistent_replicas() -> None:
     c.run_until(lambda: c.nodes[lagging].log.end_offset == end, limit=30_000)
     assert c.view(lagging).state is S.FOLLOWER
     assert_consistent(c, new)
+
+
+def run_with_snapshots(seed: int) -> None:
+    """Random partitions, crashes and restarts while every replica snapshots its committed
+    log now and then: committed offsets never change epoch, a snapshot id always holds the same
+    history (checked by the harness), every log starts at 0 or at a snapshot it holds, and the
+    replica's view of its log is the log."""
+    rnd = random.Random(seed)
+    c = Cluster(
+        3, rnd.choice([0, 1]), seed=seed, snapshots=True, fetch_max_bytes=rnd.choice([40, 200]),
+        start_offset_lag_time_max_ms=rnd.choice([500, 10_000]),
+    )  # fmt: skip
+    committed: dict[int, int] = {}
+    ids = list(c.nodes)
+    k = 0
+    for _ in range(150):
+        c.run(c.now + rnd.randint(1, 200))
+        r = rnd.random()
+        if r < 0.06:
+            a, b = rnd.sample(ids, 2)
+            c.partition(a, b)
+        elif r < 0.12:
+            c.heal()
+        elif r < 0.15:
+            i = rnd.choice(ids)
+            if c.nodes[i].alive:
+                c.crash(i)
+        elif r < 0.22:
+            for i in ids:
+                if not c.nodes[i].alive:
+                    c.start(i)
+        elif r < 0.40:
+            i = rnd.choice(ids)
+            n = c.nodes[i]
+            if n.alive and n.replica is not None:
+                hwm = n.replica.view().high_watermark
+                if hwm:
+                    c.step(i, CreateSnapshot(c.now, hwm))
+        else:
+            for lead in c.leaders():
+                k += 1
+                c.append(lead, f"v{k}".encode())
+        for i, n in c.nodes.items():
+            if not n.alive or n.replica is None:
+                continue
+            v = n.replica.view()
+            assert (v.log_start_offset, v.end_offset) == (n.log.start_offset, n.log.end_offset)
+            assert n.snaps is not None
+            start = n.log.start_offset
+            assert start == 0 or any(s.offset == start for s in n.snaps.complete), i
+            held = dict(entries(n.log))
+            for offset in range(start, v.high_watermark or 0):
+                assert committed.setdefault(offset, held[offset]) == held[offset]
+    for history in c.contents.values():
+        for offset, epoch in history:
+            assert committed.setdefault(offset, epoch) == epoch
+    c.heal()
+    for i in ids:
+        if not c.nodes[i].alive:
+            c.start(i)
+    c.run(c.now + 20_000)
+    lead = c.leader()
+    assert lead is not None
+    assert_consistent(c, lead)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_faults_with_snapshots_keep_replicas_consistent(seed: int) -> None:
+    run_with_snapshots(seed)
