@@ -4,8 +4,10 @@ This module owns the replica's state (`Replica`), its state changes (the transit
 kraft.core.transitions, `_transition`/`_enter`), its timers and the dispatch of events and
 messages to their handlers, by tables keyed by type. The steps themselves live by role:
 kraft.core.election (timeouts, pre-votes, votes), kraft.core.leader (the leader's bookkeeping
-and steps), kraft.core.follower (fetching from the leader). Each role holds a reference to
-the replica and works on its state.
+and steps), kraft.core.follower (fetching from the leader), kraft.core.snapshots (KIP-630 on
+the holding side: CreateSnapshot, AdvanceLogStartOffset, serving FetchSnapshot) and
+kraft.core.snapshot_transfer (fetching a snapshot). Each role holds a reference to the replica
+and works on its state.
 
 One object per replica. `step` handles one event and returns the effects the driver must
 perform, in order (see kraft.core.effects for the durability contract). Time comes only from
