@@ -15,29 +15,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
 
+from benchmarks.figure import Figure
+
 RUNS = 5
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str
-    value: float
-    unit: str
-    target: str
-    met: bool | None
-    baseline_name: str = ""
-    baseline_value: float | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        if not self.baseline_value:
-            return None
-        return self.value / self.baseline_value
 
 
 def median_rate(units: float, run: Callable[[], object], runs: int = RUNS) -> float:
