@@ -168,3 +168,32 @@ def test_recover_skips_a_snapshot_the_log_disagrees_with(
         assert loaded.snapshot_id == OffsetAndEpoch(E, Offset(3))
         assert store.items() == good.items()
         assert any("has epoch 2, not 3" in r.getMessage() for r in caplog.records)
+
+
+def test_config_keys_and_defaults(tmp_path: Path) -> None:
+    from kraft.server.config import ConfigError, load_config
+
+    base = {"node.id": "1", "controller.quorum.voters": "1@localhost:9093"}
+    base["metadata.log.dir"] = str(tmp_path)
+    default = load_config(None, base)
+    assert default.snapshot_max_new_record_bytes == 20 * 1024 * 1024  # Kafka's default
+    assert default.snapshot_max_interval_ms == 3_600_000  # one hour
+    assert default.snapshots_retained == 3
+    set_ = load_config(
+        None,
+        {
+            **base,
+            "metadata.log.max.record.bytes.between.snapshots": "1",
+            "metadata.log.max.snapshot.interval.ms": "0",
+            "kraft.metadata.snapshots.retained": "1",
+        },
+    )
+    assert (set_.snapshot_max_new_record_bytes, set_.snapshot_max_interval_ms) == (1, 0)
+    assert set_.snapshots_retained == 1
+    # As Kafka's ConfigDef: bytes at least 1, interval at least 0.
+    with pytest.raises(ConfigError):
+        load_config(None, {**base, "metadata.log.max.record.bytes.between.snapshots": "0"})
+    with pytest.raises(ConfigError):
+        load_config(None, {**base, "metadata.log.max.snapshot.interval.ms": "-1"})
+    with pytest.raises(ConfigError):
+        load_config(None, {**base, "kraft.metadata.snapshots.retained": "0"})
