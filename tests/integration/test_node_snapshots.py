@@ -21,7 +21,7 @@ import pytest
 
 from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
-from kraft.client import Address
+from kraft.client import Address, ClientError
 from kraft.client_read import get
 from kraft.core.timing import QuorumTiming
 from kraft.errors import ErrorCode
@@ -334,3 +334,66 @@ def test_kraft_snapshots_lists_and_checks(tmp_path: Path) -> None:
     assert broken.returncode == 1
     assert "invalid" in broken.stdout.splitlines()[1]
     assert oldest.name in broken.stderr
+
+
+def test_three_nodes_snapshot_the_same_state_and_restart_from_it(tmp_path: Path) -> None:
+    """Every node (followers too) runs the policy; a snapshot id two nodes both wrote holds
+    the same records; a restarted follower starts from its snapshot and answers the same."""
+    from cluster_harness import FAST, leader_of
+    from polling import wait_for
+
+    from kraft.cluster import LocalCluster, free_ports
+
+    overrides = {**FAST, "metadata.log.max.record.bytes.between.snapshots": "1"}
+    cluster = LocalCluster(tmp_path, free_ports(3), overrides=overrides)
+    cluster.format()
+    boot = ",".join(str(a) for a in cluster.addresses.values())
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kraft.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def value_on(n: int) -> bytes | None:
+        try:
+            return asyncio.run(get(cluster.addresses[n], b"k")).value
+        except (ClientError, OSError):
+            return None
+
+    cluster.start()
+    try:
+        wait_for("a leader", lambda: leader_of(cluster, cluster.node_ids))
+        for i in range(5):
+            done = cli("append", "--bootstrap", boot, f"k=v{i}", f"other{i}=x")
+            assert done.returncode == 0, done.stderr
+        for n in cluster.node_ids:
+            wait_for(f"k on node {n}", lambda n=n: value_on(n) == b"v4")
+            wait_for(f"a snapshot on node {n}", lambda n=n: _checkpoints(cluster.data_dir(n)))
+    finally:
+        cluster.stop_all()
+    by_id: dict[OffsetAndEpoch, list[KeyValueStore]] = {}
+    for n in cluster.node_ids:
+        for sid in _checkpoints(cluster.data_dir(n)):
+            path = (
+                _partition(cluster.data_dir(n)) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
+            )
+            by_id.setdefault(sid, []).append(_loaded(path))
+    for stores in by_id.values():
+        assert all(s.items() == stores[0].items() for s in stores)
+    newest = _checkpoints(cluster.data_dir(2))[-1]
+    cluster.start()
+    try:
+        wait_for("node 2 answers", lambda: value_on(2) == b"v4")  # from its snapshot
+        wait_for("a leader", lambda: leader_of(cluster, cluster.node_ids))
+        done = cli("append", "--bootstrap", boot, "k=v5")
+        assert done.returncode == 0, done.stderr
+        wait_for("node 2 replays the suffix", lambda: value_on(2) == b"v5")
+    finally:
+        cluster.stop_all()
+    text = cluster.log_path(2).read_text()
+    assert f"loaded from snapshot {newest.offset:020d}-{newest.epoch:010d}.checkpoint" in text
+    assert f"replaying the log from offset {newest.offset}" in text
