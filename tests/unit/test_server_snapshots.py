@@ -197,3 +197,13 @@ def test_config_keys_and_defaults(tmp_path: Path) -> None:
         load_config(None, {**base, "metadata.log.max.snapshot.interval.ms": "-1"})
     with pytest.raises(ConfigError):
         load_config(None, {**base, "kraft.metadata.snapshots.retained": "0"})
+
+
+def test_a_high_watermark_past_the_log_end_counts_up_to_the_end(tmp_path: Path) -> None:
+    with _log(tmp_path, 5) as log_:
+        size = len(log_.read(Offset(0), 1 << 20).data)
+        hwm = [Offset(100)]
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 0, 10), Clock())
+        s.on_high_watermark(hwm[0])  # no loop needed: nothing is due
+        assert s.bytes_since == size
+        assert not s.running

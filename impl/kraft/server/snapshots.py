@@ -37,7 +37,7 @@ from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
-from kraft.storage.replicated_log import LogReadResult
+from kraft.storage.replicated_log import LogError, LogReadResult
 from kraft.storage.snapshot_directory import (
     delete_snapshot,
     load_state_snapshot,
@@ -204,19 +204,22 @@ class Snapshotter(Generic[C]):
         return self._task is not None
 
     def _count(self, high_watermark: Offset) -> None:
-        """Add the bytes of the whole batches between the counted offset and the HWM."""
+        """Add the bytes of the whole batches between the counted offset and the HWM (a
+        follower's HWM may be past its log end: counted up to the log end then)."""
         while self._counted < high_watermark:
-            got = self._log.read(self._counted, _COUNT_BYTES, verify=False)
             moved = False
             try:
+                got = self._log.read(self._counted, _COUNT_BYTES, verify=False)
                 for _, h in iter_batches(got.data, verify=False):
                     if h.last_offset >= high_watermark:
                         break
                     self.bytes_since += h.size_in_bytes
                     self._counted = Offset(h.next_offset)
                     moved = True
-            except CorruptRecordError:
-                return  # the applier finds and reports a damaged batch
+            except (CorruptRecordError, LogError) as e:
+                # The applier finds and reports a damaged batch when it reaches it.
+                log.debug("snapshot policy: cannot count from offset %d: %s", self._counted, e)
+                return
             if not moved:
                 return
 
