@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from benchmarks.run import Figure
+from benchmarks.figure import Figure
 from refinement.pipeline.campaign import CampaignConfig, CampaignResult, run_campaign
 from refinement.pipeline.spark import session
 

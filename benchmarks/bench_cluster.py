@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.run import Figure
+from benchmarks.figure import Figure
 from kraft.client import Address, ClientError, NodeInfo, node_info
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import FrameDecoder, MessageDict, RequestHeader

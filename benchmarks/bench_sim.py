@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.run import Figure
+from benchmarks.figure import Figure
 from refinement.faults import PROFILES
 from refinement.sim import SimConfig, simulate
 

@@ -15,29 +15,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
 
+from benchmarks.figure import Figure
+
 RUNS = 5
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str
-    value: float
-    unit: str
-    target: str
-    met: bool | None
-    baseline_name: str = ""
-    baseline_value: float | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        if not self.baseline_value:
-            return None
-        return self.value / self.baseline_value
 
 
 def median_rate(units: float, run: Callable[[], object], runs: int = RUNS) -> float:
@@ -235,6 +219,33 @@ def _protocol_figures() -> list[Figure]:
     ]
 
 
+def _snapshot_figures() -> list[Figure]:
+    from benchmarks import bench_snapshot as bs
+
+    r = bs.run()
+    what = f"{bs.KEYS:,} keys, {r.size_bytes / 1e6:.1f} MB checkpoint"
+    return [
+        Figure(
+            f"snapshot write: store to checkpoint file, fsync, rename ({what})",
+            r.write_mb_s,
+            "MB/s",
+            "(informative)",
+            None,
+            "raw write + fsync + rename of the same bytes",
+            r.raw_write_mb_s,
+        ),
+        Figure(
+            f"snapshot load: validate whole file, then load into a store ({what})",
+            r.load_mb_s,
+            "MB/s",
+            "(informative)",
+            None,
+            "raw read of the same bytes (page cache)",
+            r.raw_read_mb_s,
+        ),
+    ]
+
+
 def _cluster_figures() -> list[Figure]:
     from benchmarks import bench_cluster
 
@@ -246,6 +257,7 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "replicated log: append and fetch path": _log_figures,
     "simulator": _sim_figures,
     "wire protocol codec": _protocol_figures,
+    "snapshots: checkpoint write and load (KIP-630)": _snapshot_figures,
     "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
 }
 

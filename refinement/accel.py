@@ -51,6 +51,7 @@ HOT_MODULES = (
     "refinement/invariants.py",
     "refinement/sim.py",
     "refinement/sim_base.py",
+    "refinement/sim_config.py",
     "refinement/sim_clients.py",
     "refinement/sim_faults.py",
     "refinement/sim_liveness.py",

@@ -38,7 +38,7 @@ from kraft.trace_format import JsonObject, JsonValue, TraceEvent, TraceWriter, m
 from refinement.invariants import NodeState, Violation
 
 if TYPE_CHECKING:
-    from refinement.sim import ReplicaFactory, SimConfig, SimReplica, SimResult
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimReplica, SimResult
 
 
 # Heap entry kinds.

@@ -19,7 +19,7 @@ from refinement.sim_base import _CLIENT_SEND, _Node
 from refinement.sim_faults import SimFaults
 
 if TYPE_CHECKING:
-    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 # The client: at most this many appends outstanding (new ones are skipped meanwhile), and
 # retries back off exponentially up to the cap, so a leaderless stretch does not turn into a

@@ -32,7 +32,7 @@ class SimFaults(SimNetwork):
 
     def _start_node(self, node: _Node, action: str) -> None:
         # Imported here: refinement.sim (the configuration) imports this module.
-        from refinement.sim import NodeSetup
+        from refinement.sim_config import NodeSetup
 
         cfg = self.config
         rng = random.Random(f"{cfg.seed}/{node.id}/{node.inc}")

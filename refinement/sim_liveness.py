@@ -19,7 +19,7 @@ from refinement.sim_base import _StopRun
 from refinement.sim_clients import SimClients, _ClientRequest
 
 if TYPE_CHECKING:
-    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 
 class SimLiveness(SimClients):

@@ -43,7 +43,7 @@ from refinement.sim_base import (
 )
 
 if TYPE_CHECKING:
-    from refinement.sim import ReplicaFactory, SimConfig, SimResult
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 
 class SimNetwork(SimBase):

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import leader_of, make_cluster, wait_for
+from cluster_harness import leader_of, make_cluster
+from polling import wait_for
 
 from kraft.cli.records import NOT_FOUND_STATUS
 from kraft.client import Address

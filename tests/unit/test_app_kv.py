@@ -173,3 +173,28 @@ def test_a_snapshot_with_a_deleted_key_is_refused() -> None:
     snap = MemorySnapshot(Offset(3), Epoch(1), [(kv("k", None),)])
     with pytest.raises(StateMachineError, match="null value"):
         KeyValueStore().load_snapshot(snap)
+
+
+def test_capture_is_a_copy_the_store_does_not_touch_again() -> None:
+    store = KeyValueStore()
+    store.handle_commit(
+        [
+            CommittedBatch(
+                Offset(0),
+                Offset(1),
+                Epoch(3),
+                ((b"a", b"1"), (b"b", b"2")),
+                append_timestamp_ms=77,
+                producer=ProducerId(9),
+                base_sequence=0,
+            )
+        ]
+    )
+    copy = store.capture()
+    store.handle_commit([CommittedBatch(Offset(2), Offset(2), Epoch(4), ((b"a", None),))])
+    assert copy.items() == [(b"a", b"1"), (b"b", b"2")]
+    assert (copy.applied_offset, copy.applied_epoch) == (2, 3)
+    assert copy.last_append_timestamp_ms == 77
+    assert copy.producers.batches() == store.producers.batches()
+    assert store.items() == [(b"b", b"2")]
+    assert (store.applied_offset, store.applied_epoch) == (3, 4)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.compare import parse_figures, render
-from benchmarks.run import Figure
+from benchmarks.figure import Figure
 from benchmarks.run import render as render_benchmarks
 
 

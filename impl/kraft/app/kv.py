@@ -43,7 +43,15 @@ _START: Final = Offset(0)
 class KeyValueStore:
     """The committed key-value state of one replica (implements kraft.app.port.StateMachine)."""
 
-    __slots__ = ("_applied", "_data", "_epoch", "_plain", "leader", "producers")
+    __slots__ = (
+        "_applied",
+        "_data",
+        "_epoch",
+        "_plain",
+        "last_append_timestamp_ms",
+        "leader",
+        "producers",
+    )
 
     def __init__(
         self,
@@ -57,6 +65,7 @@ class KeyValueStore:
         self._plain = 0
         self.producers = ProducerTable(max_producers)
         self.leader: LeaderAndEpoch | None = None
+        self.last_append_timestamp_ms = -1
 
     # ------------------------------------------------------------------ reads
 
@@ -101,6 +110,7 @@ class KeyValueStore:
                 self._apply(batch)
             self._applied = batch.next_offset
             self._epoch = batch.epoch
+            self.last_append_timestamp_ms = batch.append_timestamp_ms
 
     def _apply(self, batch: CommittedBatch) -> None:
         data = self._data
@@ -124,6 +134,19 @@ class KeyValueStore:
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.leader = leader
+
+    def capture(self) -> KeyValueStore:
+        """A copy of the store now (kraft.app.port.CapturingStateMachine): the key table is
+        copied whole (one C-level dict copy), the producer table entry by entry."""
+        copy = KeyValueStore(self._applied, max_producers=self.producers.max_producers)
+        copy._data = self._data.copy()
+        copy._epoch = self._epoch
+        copy._plain = self._plain
+        copy.leader = self.leader
+        copy.last_append_timestamp_ms = self.last_append_timestamp_ms
+        for b in self.producers.batches():
+            copy.producers.record(b)
+        return copy
 
     def produce_snapshot(self, writer: SnapshotWriter) -> None:
         entries: list[KeyValue] = list(self.items())

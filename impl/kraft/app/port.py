@@ -12,6 +12,9 @@ what the node (and later the simulator) drives it with. Modelled on Apache Kafka
   a `SnapshotReader` yields and sets the applied offset to the snapshot's end offset. A
   snapshot taken at applied offset N holds the effect of every record below N.
 
+- `CapturingStateMachine.capture`: a copy of the state as it is now, that the node snapshots on
+  a worker thread while the machine itself moves on (kraft.server.snapshots).
+
 `MemorySnapshot` is a snapshot held in memory (writer and reader), for tests and until the
 checkpoint files exist.
 """
@@ -26,6 +29,7 @@ from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
 from kraft.records import KeyValue
 
 __all__ = [
+    "CapturingStateMachine",
     "CommittedBatch",
     "LeaderAndEpoch",
     "MemorySnapshot",
@@ -107,6 +111,19 @@ class StateMachine(Protocol):
     def produce_snapshot(self, writer: SnapshotWriter) -> None: ...
 
     def load_snapshot(self, reader: SnapshotReader) -> None: ...
+
+
+class CapturingStateMachine(StateMachine, Protocol):
+    @property
+    def last_append_timestamp_ms(self) -> int:
+        """The append time of the last batch applied (-1 when not known): a snapshot's
+        LastContainedLogTimestamp."""
+        ...
+
+    def capture(self) -> StateMachine:
+        """A copy of the state now (same applied offset and epoch), owned by the caller: it may
+        be snapshotted on another thread while this machine goes on applying."""
+        ...
 
 
 @dataclass(slots=True)

@@ -11,9 +11,12 @@ commits: at ~1.8 us a record (BENCHMARKS.md, full per-record decode) that would 
 a core per node at the cluster's 525,600 committed records/s. (A log start offset that
 moves past unapplied batches, KIP-630, must catch up first.)
 
-On start the state machine is empty at the log start offset, so the first catch-up after
-the node learns a high watermark replays the log up to it: nothing is applied that is not
-committed, and committed records are never truncated, so the state never rolls back.
+On start the state machine is empty at the log start offset, or holds the latest valid
+snapshot (kraft.server.snapshots) and is at its end offset; either way the first catch-up
+after the node learns a high watermark replays the log from there up to it (`first_read`
+says where it started): nothing is applied that is not committed, and committed records are
+never truncated, so the state never rolls back. `catch_up(max_reads=n)` does a bounded part
+of the work, so that the snapshot policy can catch up in chunks between the driver's batches.
 """
 
 from __future__ import annotations
@@ -84,17 +87,28 @@ class Applier(Generic[M]):
         # Why the state machine stopped (a batch it could not read or apply); it is not
         # fed again, and reads of it answer with this.
         self.failed: str | None = None
+        # The offset of the first read from the log (where replay started), None before it.
+        self.first_read: Offset | None = None
 
-    def catch_up(self) -> None:
-        """Apply every whole batch below the released high watermark not applied yet, then
-        tell the state machine of a leader change (after its commits, as Kafka's listener
-        hears of a leadership once caught up). Sets `failed` when it cannot."""
+    def catch_up(self, *, max_reads: int | None = None) -> bool:
+        """Apply every whole batch below the released high watermark not applied yet (at
+        most `max_reads` reads of about 1 MiB when given), then, once caught up, tell the
+        state machine of a leader change (after its commits, as Kafka's listener hears of a
+        leadership once caught up). Sets `failed` when it cannot. False while a bounded
+        catch-up left batches below the high watermark unapplied."""
         high_watermark = self._high_watermark()
         if self.failed is not None or high_watermark is None:
-            return
+            return True
         machine = self.machine
+        reads = 0
         try:
             while machine.applied_offset < high_watermark:
+                if max_reads is not None and reads >= max_reads:
+                    return False
+                reads += 1
+                if self.first_read is None:
+                    self.first_read = machine.applied_offset
+                    log.info("state machine: replaying the log from offset %d", self.first_read)
                 data = self._source.read(machine.applied_offset, _READ_BYTES)
                 batches = committed_batches(data, high_watermark)
                 if not batches:
@@ -105,12 +119,13 @@ class Applier(Generic[M]):
             # stop (Driver.unservable); KraftGet answers with this reason meanwhile.
             self.failed = f"the log cannot be read at offset {machine.applied_offset}: {e}"
             log.error("state machine stopped: %s", self.failed)
-            return
+            return True
         except (CorruptRecordError, StateMachineError) as e:
             self.failed = f"cannot apply at offset {machine.applied_offset}: {e}"
             log.error("state machine stopped: %s", self.failed)
-            return
+            return True
         leader = self._leader()
         if leader != self._told:
             self._told = leader
             machine.handle_leader_change(leader)
+        return True

@@ -34,6 +34,12 @@ DEFAULT_APPEND_LINGER_MS: Final = 0
 _DEFAULT_TIMING: Final = QuorumTiming(append_linger_ms=DEFAULT_APPEND_LINGER_MS)
 DEFAULT_SEGMENT_BYTES: Final = 8 * 1024 * 1024
 DEFAULT_LISTENER_NAME: Final = "CONTROLLER"
+# Kafka's MetadataLogConfig defaults (metadata.log.max.record.bytes.between.snapshots,
+# metadata.log.max.snapshot.interval.ms).
+DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES: Final = 20 * 1024 * 1024
+DEFAULT_SNAPSHOT_MAX_INTERVAL_MS: Final = 60 * 60 * 1000
+# kraft's own: how many checkpoint files to keep (the newest); the log is never truncated yet.
+DEFAULT_SNAPSHOTS_RETAINED: Final = 3
 
 
 class ConfigError(KraftError):
@@ -73,6 +79,13 @@ class NodeConfig:
     # The name of our one listener: `controller.listener.names`' first, else the `listeners`
     # entry's, else Kafka's conventional CONTROLLER. Endpoints are reported under this name.
     listener_name: str = DEFAULT_LISTENER_NAME
+    # KIP-630 snapshots (kraft.server.snapshots): one is written when the committed record
+    # bytes since the last reach the first, or when the second has passed since the last
+    # (0: never by time), checked as the high watermark moves; the newest `snapshots_retained`
+    # checkpoint files are kept.
+    snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES
+    snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS
+    snapshots_retained: int = DEFAULT_SNAPSHOTS_RETAINED
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -171,6 +184,9 @@ _INT_KEYS: Final[dict[str, str]] = {
     "metadata.log.segment.bytes": "segment_bytes",
     "log.segment.bytes": "segment_bytes",
     "shutdown.timeout.ms": "shutdown_timeout_ms",
+    "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_new_record_bytes",
+    "metadata.log.max.snapshot.interval.ms": "snapshot_max_interval_ms",
+    "kraft.metadata.snapshots.retained": "snapshots_retained",
 }
 
 
@@ -181,6 +197,8 @@ _POSITIVE: Final = frozenset(
         "queued_max_request_bytes",
         "connections_max_idle_ms",
         "max_connections",
+        "snapshot_max_new_record_bytes",
+        "snapshots_retained",
     }
 )
 

@@ -145,6 +145,8 @@ class Driver:
         # Set when the log turns out to be unservable; the node stops gracefully, exit 1.
         self.fatal: CorruptLogError | None = None
         self.on_fatal: Callable[[], None] = self.stop
+        # Told of every released high watermark (the snapshot policy, kraft.server.snapshots).
+        self.on_high_watermark: Callable[[Offset], None] | None = None
 
     @property
     def clock(self) -> Clock:
@@ -359,6 +361,8 @@ class Driver:
 
     def _hwm_moved(self, hwm: Offset) -> None:
         self.high_watermark = hwm
+        if self.on_high_watermark is not None:
+            self.on_high_watermark(hwm)
 
     def _expire_appends(self) -> None:
         now = self._clock()

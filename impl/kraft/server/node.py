@@ -1,10 +1,11 @@
 """A KRaft node: one asyncio process that drives one replica over TCP and files.
 
 Startup reads meta.properties (the node id must match the configuration), opens and recovers
-the log, reads the quorum-state file, builds the replica with a randomness source seeded from
-the OS and a millisecond clock, then serves. SIGTERM/SIGINT shut down gracefully: the replica
-resigns if it leads (EndQuorumEpoch), bounded by `shutdown_timeout_ms`, then the log is
-flushed and closed.
+the log, loads the latest valid snapshot into the state machine (kraft.server.snapshots: the
+applier replays the log from its end offset), reads the quorum-state file, builds the replica
+with a randomness source seeded from the OS and a millisecond clock, then serves.
+SIGTERM/SIGINT shut down gracefully: the replica resigns if it leads (EndQuorumEpoch),
+bounded by `shutdown_timeout_ms`, then the log is flushed and closed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
 from kraft.server.peers import PeerLink
+from kraft.server.snapshots import (
+    SnapshotAheadOfLogError,
+    SnapshotPolicy,
+    Snapshotter,
+    recover_state,
+)
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.meta_properties import MetaProperties, read_meta_properties
 from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
@@ -104,8 +111,10 @@ class Node:
         trace: TraceFile | None,
         *,
         lock: int,
+        snapshotter: Snapshotter[KeyValueStore],
     ) -> None:
         self.config = config
+        self.snapshotter = snapshotter
         self._lock = lock
         self.driver = driver
         self.server = server
@@ -144,6 +153,12 @@ class Node:
             if r.bytes_dropped
             else "",
         )
+        store = KeyValueStore(log_.start_offset)
+        try:
+            loaded = recover_state(log_.dir, store, log_)
+        except SnapshotAheadOfLogError as e:
+            log_.close()
+            raise StartupError(str(e)) from None
         qs_path = config.data_dir / LOG_DIR_NAME / QUORUM_STATE_FILE
         election = read_quorum_state(qs_path)
         clock = wall_anchored_clock()
@@ -190,8 +205,22 @@ class Node:
                 )
         server = RequestServer(config, meta.cluster_id, meta.directory_id, driver)
         transport.server = server
-        server.applier = driver_state_machine(driver, log_)
-        node = cls(config, driver, server, transport, trace, lock=lock)
+        applier = driver_state_machine(driver, log_, store)
+        server.applier = applier
+        snapshotter = Snapshotter(
+            applier,
+            log_,
+            log_.dir,
+            SnapshotPolicy(
+                config.snapshot_max_new_record_bytes,
+                config.snapshot_max_interval_ms,
+                config.snapshots_retained,
+            ),
+            clock,
+            loaded=None if loaded is None else loaded.snapshot_id,
+        )
+        driver.on_high_watermark = snapshotter.on_high_watermark
+        node = cls(config, driver, server, transport, trace, lock=lock, snapshotter=snapshotter)
         try:
             node.address = await server.start()
         except OSError as e:
@@ -242,6 +271,7 @@ class Node:
         await self.server.close()
         for peer in self._transport.peers.values():
             await peer.close()
+        await self.snapshotter.close()
         drv.log.close()
         log.info("%d batches stepped, %d fsyncs", drv.batches, drv.fsyncs)
         if self._trace is not None:
@@ -249,16 +279,17 @@ class Node:
         os.close(self._lock)
 
 
-def driver_state_machine(driver: Driver, log_: SegmentedLog) -> Applier[KeyValueStore]:
+def driver_state_machine(
+    driver: Driver, log_: SegmentedLog, store: KeyValueStore
+) -> Applier[KeyValueStore]:
     """The node's key-value state machine, caught up to the high watermark the driver has
-    released (kraft.server.applier); empty at the log start, it replays the log up to the
-    HWM the node learns."""
+    released (kraft.server.applier); from where `store` is (the log start, or the end offset
+    of the snapshot loaded into it) it replays the log up to the HWM the node learns."""
 
     def leader() -> LeaderAndEpoch:
         view = driver.replica.view()
         return LeaderAndEpoch(view.leader_id, view.epoch)
 
-    store = KeyValueStore(log_.start_offset)
     reader = BatchReader(log_, verify=True)
     return Applier(reader, store, lambda: driver.high_watermark, leader)
 

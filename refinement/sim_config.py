@@ -1,0 +1,175 @@
+"""The simulator's configuration, what it drives, and its result: the part of refinement.sim
+that every layer of the Simulator (refinement.sim_base and above) reads, kept apart so that the
+layers never import the module that assembles them."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kraft.core.effects import Effect, ElectionState
+from kraft.core.events import Event
+from kraft.core.timing import QuorumTiming
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.storage.memory_log import MemoryLog
+from refinement.faults import PROFILES, FaultProfile
+from refinement.invariants import Violation
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    seed: int = 0
+    voters: int = 3
+    observers: int = 0
+    # The fault phase ends after this many events (or at max_time_ms of virtual time).
+    max_events: int = 1500
+    max_time_ms: int | None = None
+    # Client appends per virtual second during the fault phase (Poisson).
+    append_rate: float = 20.0
+    profile: FaultProfile = PROFILES["mixed"]
+    # Base one-way message delay, uniform in [low, high] ms (the profile adds jitter).
+    delay_ms: tuple[int, int] = (1, 5)
+    timing: QuorumTiming = field(default_factory=QuorumTiming)
+    check_liveness: bool = True
+    # Off only to measure what the checkers cost (benchmarks); every run that tests sets it.
+    check_invariants: bool = True
+    # None: 10 election timeouts plus a fetch timeout.
+    liveness_bound_ms: int | None = None
+    cluster_id: str = "sim-cluster"
+
+    @property
+    def liveness_bound(self) -> int:
+        if self.liveness_bound_ms is not None:
+            return self.liveness_bound_ms
+        return 10 * self.timing.election_timeout_ms + self.timing.fetch_timeout_ms
+
+    def replay_command(self) -> str:
+        cmd = (
+            f"python -m refinement.sim --seed {self.seed} --profile {self.profile.name}"
+            f" --events {self.max_events}"
+        )
+        if self.voters != 3:
+            cmd += f" --voters {self.voters}"
+        if self.observers:
+            cmd += f" --observers {self.observers}"
+        if self.append_rate != 20.0:
+            cmd += f" --append-rate {self.append_rate:g}"
+        if not self.check_liveness:
+            cmd += " --no-liveness"
+        return cmd
+
+
+# --------------------------------------------------------------------------- what is driven
+
+
+class ReplicaViewLike(Protocol):
+    @property
+    def state(self) -> ReplicaState: ...
+    @property
+    def epoch(self) -> Epoch: ...
+    @property
+    def leader_id(self) -> NodeId | None: ...
+    @property
+    def voted_for(self) -> ReplicaKey | None: ...
+    @property
+    def end_offset(self) -> Offset: ...
+    @property
+    def last_epoch(self) -> Epoch: ...
+    @property
+    def high_watermark(self) -> Offset | None: ...
+    @property
+    def log_start_offset(self) -> Offset: ...
+
+
+class SimReplica(Protocol):
+    def start(self) -> list[Effect]: ...
+    def step(self, event: Event) -> list[Effect]: ...
+    def next_deadline_ms(self) -> int: ...
+    def view(self) -> ReplicaViewLike: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSetup:
+    """Everything a replica factory needs to build (or rebuild, on restart) one replica."""
+
+    node: ReplicaKey
+    cluster_id: ClusterId
+    voters: tuple[ReplicaKey, ...]
+    timing: QuorumTiming
+    election_state: ElectionState | None
+    log: MemoryLog
+    rng: random.Random
+    now_ms: int
+
+
+ReplicaFactory = Callable[[NodeSetup], SimReplica]
+
+
+def core_replica_factory(setup: NodeSetup) -> SimReplica:
+    """Build the real replica core (imported here so stubs can run without it)."""
+    from kraft.core.replica import Replica, ReplicaConfig
+    from kraft.storage.log_adapter import BatchReader, log_state_of
+
+    config = ReplicaConfig(setup.node, setup.cluster_id, setup.voters, setup.timing)
+    replica: SimReplica = Replica(
+        config,
+        election_state=setup.election_state,
+        log_state=log_state_of(setup.log),
+        reader=BatchReader(setup.log),
+        rng=setup.rng,
+        now_ms=setup.now_ms,
+    )
+    return replica
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class SimResult:
+    config: SimConfig
+    events: int = 0
+    virtual_time_ms: int = 0
+    elections: int = 0
+    accepted: int = 0
+    committed: int = 0
+    lost: int = 0
+    refused: int = 0
+    gave_up: int = 0
+    crashes: int = 0
+    shutdowns: int = 0
+    partitions: int = 0
+    dropped: int = 0
+    recovery_ms: int | None = None
+    # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
+    commit_latency_ms: list[int] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def replay_command(self) -> str:
+        return self.config.replay_command()
+
+    def summary(self) -> str:
+        c = self.config
+        line = (
+            f"seed={c.seed} profile={c.profile.name} events={self.events}"
+            f" time={self.virtual_time_ms}ms elections={self.elections}"
+            f" commits={self.committed} accepted={self.accepted} lost={self.lost}"
+            f" refused={self.refused} gave_up={self.gave_up} crashes={self.crashes}"
+            f" shutdowns={self.shutdowns}"
+            f" partitions={self.partitions} dropped={self.dropped}"
+            f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
+        )
+        for v in self.violations:
+            line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"
+        return line
