@@ -14,6 +14,7 @@ import pytest
 
 from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
+from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import encode_records
 from kraft.server.applier import Applier
@@ -50,7 +51,17 @@ def _snapshotter(
     applier = Applier(
         BatchReader(log_), KeyValueStore(), lambda: hwm[0], lambda: LeaderAndEpoch(None, E)
     )
-    return Snapshotter(applier, log_, log_.dir, policy, clock)
+    written: list[Event] = []
+
+    def core(event: Event) -> None:
+        """The core's answers, as it gives them for a committed offset: allowed."""
+        written.append(event)
+        if isinstance(event, CreateSnapshot):
+            s.write_snapshot(OffsetAndEpoch(E, event.end_offset))
+
+    s = Snapshotter(applier, log_, log_.dir, policy, clock, submit=core)
+    s.submitted = written  # type: ignore[attr-defined]
+    return s
 
 
 async def _settle(s: Snapshotter[KeyValueStore]) -> None:
@@ -64,7 +75,7 @@ async def _settle(s: Snapshotter[KeyValueStore]) -> None:
 def test_never_past_the_high_watermark(tmp_path: Path) -> None:
     with _log(tmp_path, 10) as log_:
         hwm = [Offset(6)]
-        s = _snapshotter(log_, hwm, SnapshotPolicy(1, 0, 10), Clock())
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1, 0), Clock())
 
         async def main() -> None:
             s.on_high_watermark(hwm[0])
@@ -82,7 +93,7 @@ def test_bytes_trigger_counts_committed_batches_only(tmp_path: Path) -> None:
         one_batch = log_.read(Offset(0), 1 << 20).data
         size = len(one_batch) // 10  # the batches are the same size
         hwm = [Offset(3)]
-        s = _snapshotter(log_, hwm, SnapshotPolicy(4 * size, 0, 10), Clock())
+        s = _snapshotter(log_, hwm, SnapshotPolicy(4 * size, 0), Clock())
 
         async def main() -> None:
             s.on_high_watermark(hwm[0])
@@ -103,8 +114,8 @@ def test_time_trigger_needs_new_commits_and_zero_disables(tmp_path: Path) -> Non
     with _log(tmp_path, 4) as log_:
         clock = Clock()
         hwm = [Offset(1)]
-        s = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 500, 10), clock)
-        off = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 0, 10), clock)
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 500), clock)
+        off = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 0), clock)
 
         async def main() -> None:
             s.on_high_watermark(hwm[0])
@@ -128,7 +139,7 @@ def test_catch_up_is_chunked(tmp_path: Path) -> None:
     loop between chunks (where the driver steps)."""
     with _log(tmp_path, 3000, pad=3000) as log_:
         hwm = [log_.end_offset]
-        s = _snapshotter(log_, hwm, SnapshotPolicy(1, 0, 10), Clock())
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1, 0), Clock())
         seen: list[Offset] = []
 
         async def watcher() -> None:
@@ -203,7 +214,7 @@ def test_a_high_watermark_past_the_log_end_counts_up_to_the_end(tmp_path: Path) 
     with _log(tmp_path, 5) as log_:
         size = len(log_.read(Offset(0), 1 << 20).data)
         hwm = [Offset(100)]
-        s = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 0, 10), Clock())
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1 << 30, 0), Clock())
         s.on_high_watermark(hwm[0])  # no loop needed: nothing is due
         assert s.bytes_since == size
         assert not s.running

@@ -15,6 +15,19 @@ is not held behind the fsync of this batch's appends. The fsync runs on a worker
 listener and the peer links keep reading and decoding meanwhile, so the next batch is ready
 when it returns; nothing steps the replica or writes the log before it does.
 
+Snapshots (KIP-630), performed in order like the log's effects: WriteSnapshot and
+SnapshotRefused go to the snapshot policy (`SnapshotHooks`, kraft.server.snapshots), which
+writes the file off the loop and submits SnapshotWritten once it is durable.
+AdvanceLogStartOffset catches the state machine up to the new start (it reads the log lazily),
+deletes the segments and the snapshots below it; the log-start checkpoint is written
+atomically, so it is durable before the next effect. A snapshot fetched from the leader:
+WriteSnapshotChunk writes into its `.part` file, ValidateSnapshot checks and fsyncs it and
+submits SnapshotValidated (stepped in the next batch), InstallSnapshot renames it into place
+(directory fsynced), truncates the log fully to start at its end, deletes older snapshots and
+loads it into the state machine, all before the effects after it (the HighWatermarkMoved that
+follows releases a state machine already at the snapshot's end); DiscardSnapshotFetch removes
+the `.part` file (kraft.server.snapshot_store).
+
 Sends are encoded when performed, not when released: a Fetch response holds a view of the
 mmapped log, valid only until the log is next truncated.
 
@@ -43,33 +56,41 @@ from pathlib import Path
 from typing import Protocol
 
 from kraft.core.effects import (
+    AdvanceLogStartOffset,
     AppendCommitted,
     AppendLost,
     AppendResult,
     AppendToLog,
+    DiscardSnapshotFetch,
     Effect,
     ElectionsExhausted,
     FlushLog,
     HighWatermarkMoved,
+    InstallSnapshot,
     MessageRefused,
     PersistElectionState,
     Send,
     ShutdownComplete,
+    SnapshotRefused,
     SnapshotRequired,
     StateChanged,
     TruncateLog,
+    ValidateSnapshot,
+    WriteSnapshot,
+    WriteSnapshotChunk,
 )
-from kraft.core.events import ClientAppend, Event, Shutdown, Tick
+from kraft.core.events import ClientAppend, Event, Shutdown, SnapshotValidated, Tick
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
-from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
+from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import KeyValue
+from kraft.server.snapshot_store import FileSnapshots
 from kraft.storage.quorum_state import write_quorum_state
 from kraft.storage.replicated_log import CorruptLogError
 from kraft.storage.segmented_log import SegmentedLog
 from kraft.tracing import TraceFile
 
-__all__ = ["AppendOutcome", "Clock", "Driver", "Outbound"]
+__all__ = ["AppendOutcome", "Clock", "Driver", "Outbound", "SnapshotHooks"]
 
 log = logging.getLogger("kraft.node")
 
@@ -90,6 +111,24 @@ _MAX_TICKS_PER_BATCH = 8
 class Outbound(Protocol):
     def prepare(self, send: Send) -> Release:
         """Encode the message now; the returned callable puts it on the wire."""
+        ...
+
+
+class SnapshotHooks(Protocol):
+    """The state machine's side of the snapshot effects (kraft.server.snapshots.Snapshotter)."""
+
+    def write_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """WriteSnapshot: write it (off the loop), then submit SnapshotWritten."""
+        ...
+
+    def snapshot_refused(self, end_offset: Offset, reason: str) -> None: ...
+
+    def before_log_start(self, offset: Offset) -> None:
+        """The log is about to start at `offset`: apply what lies below it first."""
+        ...
+
+    def snapshot_installed(self, path: Path) -> None:
+        """A fetched snapshot is in place at `path`: load it into the state machine."""
         ...
 
 
@@ -121,8 +160,13 @@ class Driver:
         voter_ids: tuple[NodeId, ...],
         append_linger_ms: int = 0,
         trace: TraceFile | None = None,
+        snapshot_files: FileSnapshots | None = None,
     ) -> None:
+        """`snapshot_files`: where the snapshot effects act (required when the replica was
+        built with a SnapshotSource); the state machine's side is `snapshot_hooks`."""
         self.replica = replica
+        self.snapshot_files = snapshot_files
+        self.snapshot_hooks: SnapshotHooks | None = None
         self.log = log_
         self._qs_path = quorum_state_path
         self._out = outbound
@@ -331,7 +375,74 @@ class Driver:
                     e.snapshot_id.offset,
                     e.snapshot_id.epoch,
                 )
+            elif isinstance(
+                e,
+                WriteSnapshot
+                | SnapshotRefused
+                | AdvanceLogStartOffset
+                | WriteSnapshotChunk
+                | ValidateSnapshot
+                | InstallSnapshot
+                | DiscardSnapshotFetch,
+            ):
+                self._perform_snapshot(e)
             # ActionTaken: only for traces.
+
+    def _perform_snapshot(
+        self,
+        e: WriteSnapshot
+        | SnapshotRefused
+        | AdvanceLogStartOffset
+        | WriteSnapshotChunk
+        | ValidateSnapshot
+        | InstallSnapshot
+        | DiscardSnapshotFetch,
+    ) -> None:
+        files, hooks = self.snapshot_files, self.snapshot_hooks
+        if isinstance(e, WriteSnapshot):
+            if hooks is not None:
+                hooks.write_snapshot(e.snapshot_id)
+            return
+        if isinstance(e, SnapshotRefused):
+            log.info("snapshot at offset %d refused: %s", e.end_offset, e.reason)
+            if hooks is not None:
+                hooks.snapshot_refused(e.end_offset, e.reason)
+            return
+        if files is None:
+            raise RuntimeError(f"{type(e).__name__} without snapshot files")
+        sid = e.snapshot_id
+        if isinstance(e, AdvanceLogStartOffset):
+            if hooks is not None:
+                hooks.before_log_start(sid.offset)
+            self.log.advance_start_offset(sid.offset)
+            for old in files.delete_older_than(sid):
+                log.info("snapshot %d-%d deleted (below the log start)", old.offset, old.epoch)
+            log.info(
+                "log start offset advanced to %d (snapshot %d-%d)",
+                sid.offset,
+                sid.offset,
+                sid.epoch,
+            )
+        elif isinstance(e, WriteSnapshotChunk):
+            files.write_chunk(sid, e.position, e.data)
+        elif isinstance(e, ValidateSnapshot):
+            v = files.validate(sid, e.size)
+            if not v.valid:
+                log.warning(
+                    "fetched snapshot %d-%d fails validation: %s", sid.offset, sid.epoch, v.reason
+                )
+            self.submit(SnapshotValidated(self._clock(), sid, v.valid, v.voters, v.reason))
+        elif isinstance(e, InstallSnapshot):
+            path = files.install(sid)
+            self.log.truncate_fully_and_start_at(sid.offset)
+            files.delete_older_than(sid)
+            if hooks is not None:
+                hooks.snapshot_installed(path)
+            log.info(
+                "snapshot %d-%d installed: the log starts at %d", sid.offset, sid.epoch, sid.offset
+            )
+        else:
+            files.discard(sid)
 
     # ------------------------------------------------------------------ client appends
 

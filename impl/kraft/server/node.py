@@ -31,12 +31,8 @@ from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
 from kraft.server.peers import PeerLink
-from kraft.server.snapshots import (
-    SnapshotAheadOfLogError,
-    SnapshotPolicy,
-    Snapshotter,
-    recover_state,
-)
+from kraft.server.snapshot_store import FileSnapshots
+from kraft.server.snapshots import SnapshotPolicy, Snapshotter, recover_state
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.meta_properties import MetaProperties, read_meta_properties
 from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
@@ -154,11 +150,8 @@ class Node:
             else "",
         )
         store = KeyValueStore(log_.start_offset)
-        try:
-            loaded = recover_state(log_.dir, store, log_)
-        except SnapshotAheadOfLogError as e:
-            log_.close()
-            raise StartupError(str(e)) from None
+        loaded = recover_state(log_.dir, store, log_)
+        files = FileSnapshots(log_.dir)
         qs_path = config.data_dir / LOG_DIR_NAME / QUORUM_STATE_FILE
         election = read_quorum_state(qs_path)
         clock = wall_anchored_clock()
@@ -171,10 +164,11 @@ class Node:
                 timing=config.timing,
             ),
             election_state=election,
-            log_state=log_state_of(log_),
+            log_state=log_state_of(log_, files.ids()),
             reader=BatchReader(log_, verify=True),
             rng=random.Random(os.urandom(16)),
             now_ms=now,
+            snapshots=files,
         )
         trace = None if config.trace_path is None else TraceFile(config.trace_path, config.node_id)
         transport = _Transport()
@@ -187,6 +181,7 @@ class Node:
             voter_ids=tuple(v.node_id for v in config.voters),
             append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
+            snapshot_files=files,
         )
         me = config.voter(config.node_id)
         listeners = () if me is None else (Listener(config.listener_name, me.host, me.port),)
@@ -211,15 +206,13 @@ class Node:
             applier,
             log_,
             log_.dir,
-            SnapshotPolicy(
-                config.snapshot_max_new_record_bytes,
-                config.snapshot_max_interval_ms,
-                config.snapshots_retained,
-            ),
+            SnapshotPolicy(config.snapshot_max_new_record_bytes, config.snapshot_max_interval_ms),
             clock,
+            submit=driver.submit,
             loaded=None if loaded is None else loaded.snapshot_id,
         )
         driver.on_high_watermark = snapshotter.on_high_watermark
+        driver.snapshot_hooks = snapshotter
         node = cls(config, driver, server, transport, trace, lock=lock, snapshotter=snapshotter)
         try:
             node.address = await server.start()

@@ -7,19 +7,22 @@ latest valid snapshot, and the policy that writes new ones. The log is never tru
   offset, so the applier (kraft.server.applier) replays only the log after it. A file that
   fails validation, or does not match the log (the log's epoch at end offset - 1 differs), is
   skipped with a log line and the next older one is tried; none: the machine stays empty at
-  the log start. A valid snapshot beyond the log end is refused (`SnapshotAheadOfLogError`):
-  KIP-630 then makes log start = log end = the snapshot's end offset, which needs the core to
-  know of it (`LogMetadata.install_snapshot`), or the replica would vote and stand with a log
-  shorter than the committed state it holds.
+  the log start. A valid snapshot beyond the log end makes the log start and end at its end
+  offset (KIP-630: the log is truncated fully and starts there).
 - `Snapshotter` (the policy, as Kafka's SnapshotGenerator): as the driver releases a high
   watermark it counts the bytes of the newly committed batches (headers only, from the log);
   when they reach `metadata.log.max.record.bytes.between.snapshots`, or when
   `metadata.log.max.snapshot.interval.ms` (0: never) has passed since the last snapshot and
   something was committed since, it catches the state machine up to that high watermark in
-  chunks between the driver's batches (never past the released high watermark: a snapshot is
-  only ever at a committed offset), captures a copy of it on the event loop, and writes the
-  checkpoint `<applied offset>-<epoch of the last applied batch>` on a worker thread. Never
-  two at once. Then only the newest `kraft.metadata.snapshots.retained` files are kept.
+  chunks between the driver's batches (never past the released high watermark), captures a
+  copy of it on the event loop and asks the core (event CreateSnapshot at the applied
+  offset). Only on the core's WriteSnapshot does it write the checkpoint, on a worker
+  thread, then it reports it durable (event SnapshotWritten); a SnapshotRefused drops the
+  copy. Never two at once. Which snapshots and segments are deleted is the core's decision
+  (AdvanceLogStartOffset, performed by the driver): nothing is deleted here.
+- The snapshot hooks of the driver (kraft.server.driver.SnapshotHooks): before the log start
+  moves, the state machine is caught up to it; a snapshot fetched from the leader is loaded
+  into it.
 """
 
 from __future__ import annotations
@@ -33,13 +36,12 @@ from pathlib import Path
 from typing import Final, Generic, Protocol, TypeVar
 
 from kraft.app.port import CapturingStateMachine, StateMachine, StateMachineError
-from kraft.errors import KraftError
+from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
 from kraft.storage.replicated_log import LogError, LogReadResult
 from kraft.storage.snapshot_directory import (
-    delete_snapshot,
     load_state_snapshot,
     remove_leftovers,
     snapshot_files,
@@ -54,7 +56,6 @@ from kraft.storage.snapshot_files import (
 )
 
 __all__ = [
-    "SnapshotAheadOfLogError",
     "SnapshotLog",
     "SnapshotPolicy",
     "Snapshotter",
@@ -66,10 +67,6 @@ log = logging.getLogger("kraft.node")
 # Reads (of about 1 MiB) the policy's catch-up does per chunk, between driver batches.
 _CATCH_UP_READS: Final = 4
 _COUNT_BYTES: Final = 1 << 20
-
-
-class SnapshotAheadOfLogError(KraftError):
-    """The newest valid snapshot ends beyond the log end: not supported without the core."""
 
 
 class SnapshotLog(Protocol):
@@ -85,12 +82,13 @@ class SnapshotLog(Protocol):
 
     def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult: ...
 
+    def truncate_fully_and_start_at(self, offset: Offset) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class SnapshotPolicy:
     max_new_record_bytes: int
     max_interval_ms: int
-    retained: int
 
 
 def _epoch_at(entries: tuple[tuple[Epoch, Offset], ...], offset: Offset) -> Epoch | None:
@@ -127,11 +125,19 @@ def recover_state(
             log.warning("snapshot %s is not used: it fails validation: %s", name, e)
             continue
         if sid.offset > log_.end_offset:
-            raise SnapshotAheadOfLogError(
-                f"snapshot {name} ends at offset {sid.offset}, beyond the log end "
-                f"{log_.end_offset}: starting from it needs the log start and end to move to "
-                "its end offset (KIP-630), which this node does not support yet"
+            try:
+                summary = load_state_snapshot(found.path, machine)
+            except (CorruptSnapshotError, StateMachineError, OSError) as e:
+                log.warning("snapshot %s is not used: it cannot be loaded: %s", name, e)
+                continue
+            log.info(
+                "snapshot %s ends beyond the log end %d: the log now starts and ends at %d",
+                name,
+                log_.end_offset,
+                sid.offset,
             )
+            log_.truncate_fully_and_start_at(sid.offset)
+            return summary
         if sid.offset < log_.start_offset:
             log.warning(
                 "snapshot %s is not used: it ends below the log start offset %d",
@@ -183,9 +189,12 @@ class Snapshotter(Generic[C]):
         policy: SnapshotPolicy,
         clock: Callable[[], int],
         *,
+        submit: Callable[[Event], None],
         loaded: OffsetAndEpoch | None = None,
     ) -> None:
+        """`submit` hands an event to the driver (CreateSnapshot, SnapshotWritten)."""
         self._applier = applier
+        self._submit = submit
         self._log = log_
         self.directory = directory
         self.policy = policy
@@ -198,10 +207,13 @@ class Snapshotter(Generic[C]):
         self.written: list[Path] = []
         self.last_error: str | None = None
         self._task: asyncio.Task[None] | None = None
+        # The copy captured for the CreateSnapshot asked, until the core answers.
+        self._pending: tuple[StateMachine, int, int, str] | None = None
 
     @property
     def running(self) -> bool:
-        return self._task is not None
+        """A snapshot is being prepared, waits for the core's answer, or is being written."""
+        return self._task is not None or self._pending is not None
 
     def _count(self, high_watermark: Offset) -> None:
         """Add the bytes of the whole batches between the counted offset and the HWM (a
@@ -235,15 +247,16 @@ class Snapshotter(Generic[C]):
     def on_high_watermark(self, high_watermark: Offset) -> None:
         """The driver released a high watermark: count, and start a snapshot when due."""
         self._count(high_watermark)
-        if self._task is not None or self._applier.failed is not None:
+        if self.running or self._applier.failed is not None:
             return
         reason = self.due()
         if reason is not None:
             self._task = asyncio.get_running_loop().create_task(
-                self._snapshot(high_watermark, reason)
+                self._prepare(high_watermark, reason)
             )
 
-    async def _snapshot(self, target: Offset, reason: str) -> None:
+    async def _prepare(self, target: Offset, reason: str) -> None:
+        """Catch up to `target` in chunks, capture the state, ask the core (CreateSnapshot)."""
         try:
             applier = self._applier
             machine = applier.machine
@@ -258,38 +271,85 @@ class Snapshotter(Generic[C]):
             if sid.offset == 0 or (self.latest is not None and sid.offset <= self.latest.offset):
                 return
             now = self._clock()
-            copy = machine.capture()
-            stamp = machine.last_append_timestamp_ms
+            self._pending = (machine.capture(), now, machine.last_append_timestamp_ms, reason)
             self._last_ms = now
             self.bytes_since = 0
             self._counted = sid.offset
             self._count(target)  # what committed past the snapshot counts toward the next
+            self._submit(CreateSnapshot(now, sid.offset))
+        finally:
+            if self._task is asyncio.current_task():
+                self._task = None
+
+    # ------------------------------------------------------------ the driver's hooks
+
+    def write_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """The core's WriteSnapshot: write the captured copy if it is that snapshot."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            log.warning("WriteSnapshot %s with no snapshot prepared: ignored", snapshot_id)
+            return
+        copy, now, stamp, reason = pending
+        have = OffsetAndEpoch(copy.applied_epoch, copy.applied_offset)
+        if have != snapshot_id:
+            log.error(
+                "WriteSnapshot %s, but the state captured is at %s: not written", snapshot_id, have
+            )
+            return
+        self._task = asyncio.get_running_loop().create_task(
+            self._write(snapshot_id, copy, now, stamp, reason)
+        )
+
+    def snapshot_refused(self, end_offset: Offset, reason: str) -> None:
+        if self._pending is not None and self._pending[0].applied_offset == end_offset:
+            self._pending = None
+
+    def before_log_start(self, offset: Offset) -> None:
+        """The log is about to start at `offset`: apply every batch below it first."""
+        applier = self._applier
+        if applier.machine.applied_offset < offset:
+            applier.catch_up()
+        if applier.machine.applied_offset < offset and applier.failed is None:
+            log.error(
+                "the log start moves to %d, past the state machine's applied offset %d",
+                offset,
+                applier.machine.applied_offset,
+            )
+
+    def snapshot_installed(self, path: Path) -> None:
+        """A snapshot fetched from the leader is in place: the state machine becomes it."""
+        machine = self._applier.machine
+        summary = load_state_snapshot(path, machine)
+        self._pending = None
+        self.latest = summary.snapshot_id
+        self._counted = summary.snapshot_id.offset
+        self.bytes_since = 0
+        log.info(
+            "state machine loaded from the fetched snapshot %s (%d records)",
+            path.name,
+            summary.records,
+        )
+
+    async def _write(
+        self, sid: OffsetAndEpoch, copy: StateMachine, now: int, stamp: int, reason: str
+    ) -> None:
+        try:
             path = await asyncio.get_running_loop().run_in_executor(
-                None, self._write, copy, now, stamp
+                None,
+                lambda: write_state_snapshot(
+                    copy, self.directory, timestamp_ms=now, last_contained_log_timestamp=stamp
+                ),
             )
             self.latest = sid
             self.written.append(path)
             log.info("snapshot %s written (%s)", path.name, reason)
+            self._submit(SnapshotWritten(self._clock(), sid))
         except (OSError, SnapshotError, ValueError) as e:
             self.last_error = str(e)
-            log.error("snapshot at offset %d failed: %s", self._applier.machine.applied_offset, e)
+            log.error("snapshot %d-%d failed: %s", sid.offset, sid.epoch, e)
         finally:
-            self._task = None
-
-    def _write(self, copy: StateMachine, now: int, stamp: int) -> Path:
-        """On a worker thread: the checkpoint file, then the retention of old ones."""
-        path = write_state_snapshot(
-            copy, self.directory, timestamp_ms=now, last_contained_log_timestamp=stamp
-        )
-        complete = [
-            f for f in snapshot_files(self.directory) if f.kind is SnapshotFileKind.COMPLETE
-        ]
-        for old in complete[: max(0, len(complete) - self.policy.retained)]:
-            delete_snapshot(self.directory, old.snapshot_id)
-            log.info(
-                "snapshot %s deleted (the newest %d are kept)", old.path.name, self.policy.retained
-            )
-        return path
+            if self._task is asyncio.current_task():
+                self._task = None
 
     async def close(self) -> None:
         """Wait for a snapshot being written (its thread cannot be interrupted)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kraft.core.log_metadata import LogState
 from kraft.core.producers import ProducerBatch, producer_batch_of
-from kraft.ids import Offset
+from kraft.ids import Offset, OffsetAndEpoch
 from kraft.records import iter_batches
 from kraft.storage.replicated_log import ReplicatedLog
 
@@ -30,8 +30,15 @@ class BatchReader:
         return self._log.read(offset, max_bytes, verify=self._verify).data
 
 
-def log_state_of(log: ReplicatedLog) -> LogState:
-    return LogState(log.start_offset, log.end_offset, log.epoch_entries(), producer_batches_of(log))
+def log_state_of(log: ReplicatedLog, snapshots: tuple[OffsetAndEpoch, ...] = ()) -> LogState:
+    """The log's state for the core, with the ids of the valid snapshots held (KIP-630)."""
+    return LogState(
+        log.start_offset,
+        log.end_offset,
+        log.epoch_entries(),
+        producer_batches_of(log),
+        snapshots=snapshots,
+    )
 
 
 def producer_batches_of(log: ReplicatedLog) -> tuple[ProducerBatch, ...]:
