@@ -1,8 +1,9 @@
 """KIP-630 snapshots on a real node (in process, one voter, a tmp data directory): the policy
 writes checkpoint files at committed offsets whose contents are the store's state there; a
 restart loads the newest valid one and replays only the log after it; a corrupt newest
-snapshot falls back to an older one; leftovers go at start; a snapshot beyond the log end is
-refused; `kraft snapshots` lists them."""
+snapshot falls back to an older one; leftovers go at start; the core advances the log start
+to a snapshot and older snapshots go (AdvanceLogStartOffset); a snapshot beyond the log end
+makes the log start there (KIP-630); `kraft snapshots` lists them."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig, VoterAddress
-from kraft.server.node import Node, StartupError
+from kraft.server.node import Node
+from kraft.server.snapshot_store import FileSnapshots
 from kraft.storage.log_adapter import BatchReader
 from kraft.storage.meta_properties import format_storage, generate_cluster_id
 from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
@@ -49,7 +51,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _config(data_dir: Path, *, snapshot_bytes: int, retained: int = 3) -> NodeConfig:
+def _config(data_dir: Path, *, snapshot_bytes: int) -> NodeConfig:
     if not (data_dir / "meta.properties").exists():
         format_storage(data_dir, generate_cluster_id(random.Random(7)), 1)
     port = _free_port()
@@ -62,7 +64,6 @@ def _config(data_dir: Path, *, snapshot_bytes: int, retained: int = 3) -> NodeCo
         timing=QuorumTiming(election_timeout_ms=50),
         snapshot_max_new_record_bytes=snapshot_bytes,
         snapshot_max_interval_ms=0,
-        snapshots_retained=retained,
     )
 
 
@@ -147,7 +148,18 @@ async def _write_history(node: Node) -> dict[bytes, bytes]:
     return expected
 
 
-def test_policy_writes_valid_snapshots_at_committed_offsets(tmp_path: Path) -> None:
+def _keep_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is deleted on disk (the log start and the snapshots stay) though the core
+    advances its log start: these tests check every snapshot the policy wrote against the
+    log replayed from offset 0."""
+    monkeypatch.setattr(SegmentedLog, "advance_start_offset", lambda self, offset: None)
+    monkeypatch.setattr(FileSnapshots, "delete_older_than", lambda self, sid: [])
+
+
+def test_policy_writes_valid_snapshots_at_committed_offsets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _keep_history(monkeypatch)
     data = tmp_path / "n1"
     seen: dict[str, Offset] = {}
 
@@ -157,7 +169,7 @@ def test_policy_writes_valid_snapshots_at_committed_offsets(tmp_path: Path) -> N
         seen["hwm"] = node.driver.high_watermark
         seen["end"] = node.driver.log.end_offset
 
-    _run(_config(data, snapshot_bytes=1, retained=100), body)
+    _run(_config(data, snapshot_bytes=1), body)
     ids = _checkpoints(data)
     assert len(ids) >= 3, ids
     assert ids == sorted(ids, key=lambda s: s.offset)  # one epoch: offsets increase
@@ -176,20 +188,34 @@ def test_policy_writes_valid_snapshots_at_committed_offsets(tmp_path: Path) -> N
     assert ids[-1].offset < seen["end"]
 
 
-def test_retention_keeps_the_newest(tmp_path: Path) -> None:
+def test_log_start_advances_to_a_snapshot_and_older_ones_go(tmp_path: Path) -> None:
     data = tmp_path / "n1"
+    seen: dict[str, int] = {}
 
     async def body(node: Node) -> None:
         for i in range(6):
             await _append(node, (b"k", f"v{i}".encode()))
             await _idle(node)
+        await _until("the log start to move", lambda: node.driver.log.start_offset > 0)
+        seen["written"] = len(node.snapshotter.written)
+        seen["start"] = node.driver.log.start_offset
 
-    _run(_config(data, snapshot_bytes=1, retained=2), body)
+    _run(_config(data, snapshot_bytes=1), body)
     ids = _checkpoints(data)
-    assert len(ids) == 2
+    assert seen["written"] >= 3
+    assert 0 < len(ids) < seen["written"]  # the core deleted those below the log start
+    assert all(sid.offset >= seen["start"] for sid in ids)
+    assert any(sid.offset == seen["start"] for sid in ids)
     assert [
         f for f in snapshot_files(_partition(data)) if f.kind is not SnapshotFileKind.COMPLETE
     ] == []
+
+    async def again(node: Node) -> None:
+        assert node.driver.log.start_offset == seen["start"]
+        await _until("a high watermark", lambda: node.driver.high_watermark is not None)
+        assert (await get(Address(*node.address), b"k")).value == b"v5"
+
+    _run(_config(data, snapshot_bytes=BIG), again)
 
 
 def test_restart_loads_the_snapshot_and_replays_only_the_suffix(tmp_path: Path) -> None:
@@ -221,8 +247,9 @@ def test_restart_loads_the_snapshot_and_replays_only_the_suffix(tmp_path: Path) 
 
 
 def test_corrupt_newest_snapshot_falls_back_to_an_older_one(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _keep_history(monkeypatch)
     data = tmp_path / "n1"
     state: dict[str, dict[bytes, bytes]] = {}
 
@@ -274,7 +301,7 @@ def test_leftovers_removed_at_start(tmp_path: Path) -> None:
     _run(config, body)
 
 
-def test_snapshot_beyond_the_log_end_is_refused(tmp_path: Path) -> None:
+def test_snapshot_beyond_the_log_end_starts_the_log_there(tmp_path: Path) -> None:
     data = tmp_path / "n1"
     config = _config(data, snapshot_bytes=BIG)
     with CheckpointWriter(
@@ -286,16 +313,13 @@ def test_snapshot_beyond_the_log_end_is_refused(tmp_path: Path) -> None:
         w.append([(b"k", b"v")])
         w.freeze()
 
-    async def main() -> None:
-        with pytest.raises(StartupError, match="beyond the log end"):
-            await Node.open(config)
-
-    asyncio.run(main())
-    # The lock was released: a node can open the directory once the snapshot is gone.
-    os.unlink(_partition(data) / f"{1000:020d}-{4:010d}.checkpoint")
-
     async def body(node: Node) -> None:
-        assert node.snapshotter.latest is None
+        assert node.snapshotter.latest == OffsetAndEpoch(Epoch(4), Offset(1000))
+        assert node.driver.log.start_offset == 1000
+        await _until("a high watermark", lambda: node.driver.high_watermark is not None)
+        assert (await get(Address(*node.address), b"k")).value == b"v"
+        assert node.driver.log.start_offset == 1000
+        assert node.driver.log.end_offset > 1000  # the leader's epoch record follows it
 
     _run(config, body)
 

@@ -14,7 +14,7 @@ import pytest
 
 from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
-from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
+from kraft.core.events import CreateSnapshot, Event
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import encode_records
 from kraft.server.applier import Applier
