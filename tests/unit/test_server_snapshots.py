@@ -14,7 +14,7 @@ import pytest
 
 from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
-from kraft.core.events import CreateSnapshot, Event
+from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import encode_records
 from kraft.server.applier import Applier
@@ -46,12 +46,16 @@ class Clock:
 
 
 def _snapshotter(
-    log_: SegmentedLog, hwm: list[Offset], policy: SnapshotPolicy, clock: Clock
+    log_: SegmentedLog,
+    hwm: list[Offset],
+    policy: SnapshotPolicy,
+    clock: Clock,
+    submitted: list[Event] | None = None,
 ) -> Snapshotter[KeyValueStore]:
     applier = Applier(
         BatchReader(log_), KeyValueStore(), lambda: hwm[0], lambda: LeaderAndEpoch(None, E)
     )
-    written: list[Event] = []
+    written: list[Event] = [] if submitted is None else submitted
 
     def core(event: Event) -> None:
         """The core's answers, as it gives them for a committed offset: allowed."""
@@ -60,7 +64,6 @@ def _snapshotter(
             s.write_snapshot(OffsetAndEpoch(E, event.end_offset))
 
     s = Snapshotter(applier, log_, log_.dir, policy, clock, submit=core)
-    s.submitted = written  # type: ignore[attr-defined]
     return s
 
 
@@ -189,25 +192,20 @@ def test_config_keys_and_defaults(tmp_path: Path) -> None:
     default = load_config(None, base)
     assert default.snapshot_max_new_record_bytes == 20 * 1024 * 1024  # Kafka's default
     assert default.snapshot_max_interval_ms == 3_600_000  # one hour
-    assert default.snapshots_retained == 3
     set_ = load_config(
         None,
         {
             **base,
             "metadata.log.max.record.bytes.between.snapshots": "1",
             "metadata.log.max.snapshot.interval.ms": "0",
-            "kraft.metadata.snapshots.retained": "1",
         },
     )
     assert (set_.snapshot_max_new_record_bytes, set_.snapshot_max_interval_ms) == (1, 0)
-    assert set_.snapshots_retained == 1
     # As Kafka's ConfigDef: bytes at least 1, interval at least 0.
     with pytest.raises(ConfigError):
         load_config(None, {**base, "metadata.log.max.record.bytes.between.snapshots": "0"})
     with pytest.raises(ConfigError):
         load_config(None, {**base, "metadata.log.max.snapshot.interval.ms": "-1"})
-    with pytest.raises(ConfigError):
-        load_config(None, {**base, "kraft.metadata.snapshots.retained": "0"})
 
 
 def test_a_high_watermark_past_the_log_end_counts_up_to_the_end(tmp_path: Path) -> None:
@@ -218,3 +216,67 @@ def test_a_high_watermark_past_the_log_end_counts_up_to_the_end(tmp_path: Path) 
         s.on_high_watermark(hwm[0])  # no loop needed: nothing is due
         assert s.bytes_since == size
         assert not s.running
+
+
+def test_writes_only_on_write_snapshot_then_reports_it_written(tmp_path: Path) -> None:
+    """CreateSnapshot first; the file only after the core's WriteSnapshot; SnapshotWritten
+    only once the file is there."""
+    with _log(tmp_path, 4) as log_:
+        hwm = [Offset(3)]
+        events: list[Event] = []
+        s = _snapshotter(log_, hwm, SnapshotPolicy(1, 0), Clock(), events)
+
+        async def main() -> None:
+            s.on_high_watermark(hwm[0])
+            await _settle(s)
+
+        asyncio.run(main())
+        assert [type(e) for e in events] == [CreateSnapshot, SnapshotWritten]
+        asked, written = events
+        assert isinstance(asked, CreateSnapshot)
+        assert isinstance(written, SnapshotWritten)
+        assert asked.end_offset == 3
+        assert written.snapshot_id == OffsetAndEpoch(E, Offset(3))
+        assert check_snapshot(s.written[0]).snapshot_id == written.snapshot_id
+
+
+def test_a_refused_snapshot_is_not_written(tmp_path: Path) -> None:
+    with _log(tmp_path, 4) as log_:
+        hwm = [Offset(3)]
+        applier = Applier(
+            BatchReader(log_), KeyValueStore(), lambda: hwm[0], lambda: LeaderAndEpoch(None, E)
+        )
+        asked: list[Event] = []
+        s = Snapshotter(applier, log_, log_.dir, SnapshotPolicy(1, 0), Clock(), submit=asked.append)
+
+        async def main() -> None:
+            s.on_high_watermark(hwm[0])
+            for _ in range(1000):
+                if asked:
+                    break
+                await asyncio.sleep(0)
+            assert s.running  # waiting for the core's answer: no second snapshot
+            s.snapshot_refused(Offset(3), "past the high watermark")
+            assert not s.running
+
+        asyncio.run(main())
+        assert [type(e) for e in asked] == [CreateSnapshot]
+        assert s.written == []
+        assert list(log_.dir.glob("*.checkpoint*")) == []
+
+
+def test_an_installed_snapshot_becomes_the_state(tmp_path: Path) -> None:
+    with _log(tmp_path, 6) as log_:
+        source = KeyValueStore()
+        Applier(
+            BatchReader(log_), source, lambda: Offset(5), lambda: LeaderAndEpoch(None, E)
+        ).catch_up()
+        path = write_state_snapshot(
+            source, log_.dir, timestamp_ms=0, last_contained_log_timestamp=0
+        )
+        s = _snapshotter(log_, [Offset(0)], SnapshotPolicy(1 << 30, 0), Clock())
+        s.snapshot_installed(path)
+        machine = s._applier.machine
+        assert machine.applied_offset == 5
+        assert machine.items() == source.items()
+        assert s.latest == OffsetAndEpoch(E, Offset(5))

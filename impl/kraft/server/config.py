@@ -38,8 +38,6 @@ DEFAULT_LISTENER_NAME: Final = "CONTROLLER"
 # metadata.log.max.snapshot.interval.ms).
 DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES: Final = 20 * 1024 * 1024
 DEFAULT_SNAPSHOT_MAX_INTERVAL_MS: Final = 60 * 60 * 1000
-# kraft's own: how many checkpoint files to keep (the newest); the log is never truncated yet.
-DEFAULT_SNAPSHOTS_RETAINED: Final = 3
 
 
 class ConfigError(KraftError):
@@ -81,11 +79,10 @@ class NodeConfig:
     listener_name: str = DEFAULT_LISTENER_NAME
     # KIP-630 snapshots (kraft.server.snapshots): one is written when the committed record
     # bytes since the last reach the first, or when the second has passed since the last
-    # (0: never by time), checked as the high watermark moves; the newest `snapshots_retained`
-    # checkpoint files are kept.
+    # (0: never by time), checked as the high watermark moves. Which are kept is the core's
+    # decision (AdvanceLogStartOffset deletes those below the log start).
     snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES
     snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS
-    snapshots_retained: int = DEFAULT_SNAPSHOTS_RETAINED
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -186,7 +183,6 @@ _INT_KEYS: Final[dict[str, str]] = {
     "shutdown.timeout.ms": "shutdown_timeout_ms",
     "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_new_record_bytes",
     "metadata.log.max.snapshot.interval.ms": "snapshot_max_interval_ms",
-    "kraft.metadata.snapshots.retained": "snapshots_retained",
 }
 
 
@@ -198,7 +194,6 @@ _POSITIVE: Final = frozenset(
         "connections_max_idle_ms",
         "max_connections",
         "snapshot_max_new_record_bytes",
-        "snapshots_retained",
     }
 )
 
