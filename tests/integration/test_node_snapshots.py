@@ -29,7 +29,7 @@ from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig, VoterAddress
-from kraft.server.node import Node
+from kraft.server.node import Node, StartupError
 from kraft.server.snapshot_store import FileSnapshots
 from kraft.storage.log_adapter import BatchReader
 from kraft.storage.meta_properties import format_storage, generate_cluster_id
@@ -421,3 +421,29 @@ def test_three_nodes_snapshot_the_same_state_and_restart_from_it(tmp_path: Path)
     text = cluster.log_path(2).read_text()
     assert f"loaded from snapshot {newest.offset:020d}-{newest.epoch:010d}.checkpoint" in text
     assert f"replaying the log from offset {newest.offset}" in text
+
+
+def test_a_log_start_without_its_snapshot_refuses_to_start(tmp_path: Path) -> None:
+    """The log starts after offset 0 and the snapshot at its start is damaged: the state
+    below the start is gone here, so the node does not start with a wrong state."""
+    data = tmp_path / "n1"
+    seen: dict[str, int] = {}
+
+    async def body(node: Node) -> None:
+        for i in range(4):
+            await _append(node, (b"k", f"v{i}".encode()))
+            await _idle(node)
+        await _until("the log start to move", lambda: node.driver.log.start_offset > 0)
+        seen["start"] = node.driver.log.start_offset
+
+    _run(_config(data, snapshot_bytes=1), body)
+    for sid in _checkpoints(data):
+        path = _partition(data) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
+        os.chmod(path, 0o644)
+        path.write_bytes(b"damaged")
+
+    async def main() -> None:
+        with pytest.raises(StartupError, match=f"starts at offset {seen['start']}"):
+            await Node.open(_config(data, snapshot_bytes=BIG))
+
+    asyncio.run(main())

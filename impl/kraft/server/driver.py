@@ -367,10 +367,9 @@ class Driver:
                 )
             elif isinstance(e, SnapshotRequired):
                 log.warning(
-                    "leader %d answered our Fetch with snapshot %d-%d: its log starts after a"
-                    " snapshot and this replica cannot fetch snapshots yet (KIP-630 is not"
-                    " implemented), so it cannot catch up and will not progress; it keeps"
-                    " fetching slowly to stay in touch with the leader",
+                    "leader %d answered our Fetch with snapshot %d-%d, but this replica was"
+                    " built without snapshot files (no SnapshotSource), so it cannot fetch it"
+                    " and will not progress; it keeps fetching slowly to stay in touch",
                     e.leader_id,
                     e.snapshot_id.offset,
                     e.snapshot_id.epoch,

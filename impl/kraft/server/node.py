@@ -2,8 +2,13 @@
 
 Startup reads meta.properties (the node id must match the configuration), opens and recovers
 the log, loads the latest valid snapshot into the state machine (kraft.server.snapshots: the
-applier replays the log from its end offset), reads the quorum-state file, builds the replica
-with a randomness source seeded from the OS and a millisecond clock, then serves.
+applier replays the log from its end offset; a snapshot past the log end makes the log start
+there), reads the quorum-state file, builds the replica with the partition directory's
+checkpoint files as its snapshots (kraft.server.snapshot_store: KIP-630, the core decides
+when to snapshot, advance the log start and fetch a snapshot; the driver performs it), a
+randomness source seeded from the OS and a millisecond clock, then serves. A log that starts
+after offset 0 with no valid snapshot at or after its start cannot rebuild the state: the node
+refuses to start.
 SIGTERM/SIGINT shut down gracefully: the replica resigns if it leads (EndQuorumEpoch),
 bounded by `shutdown_timeout_ms`, then the log is flushed and closed.
 """
@@ -151,6 +156,16 @@ class Node:
         )
         store = KeyValueStore(log_.start_offset)
         loaded = recover_state(log_.dir, store, log_)
+        if log_.start_offset > 0 and (
+            loaded is None or loaded.snapshot_id.offset < log_.start_offset
+        ):
+            start = log_.start_offset
+            log_.close()
+            raise StartupError(
+                f"the log starts at offset {start} but no valid snapshot ends at or after it: "
+                "the state below it is lost here; wipe and re-format the data directory so "
+                "that the node fetches a snapshot from the leader"
+            )
         files = FileSnapshots(log_.dir)
         qs_path = config.data_dir / LOG_DIR_NAME / QUORUM_STATE_FILE
         election = read_quorum_state(qs_path)
