@@ -369,7 +369,7 @@ class Driver:
                 log.warning(
                     "leader %d answered our Fetch with snapshot %d-%d, but this replica was"
                     " built without snapshot files (no SnapshotSource), so it cannot fetch it"
-                    " and will not progress; it keeps fetching slowly to stay in touch",
+                    " (KIP-630) and will not progress; it keeps fetching slowly to stay in touch",
                     e.leader_id,
                     e.snapshot_id.offset,
                     e.snapshot_id.epoch,
