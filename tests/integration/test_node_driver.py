@@ -14,26 +14,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraft.core.effects import (
+    AdvanceLogStartOffset,
     AppendCommitted,
     AppendLost,
     AppendResult,
     AppendToLog,
+    DiscardSnapshotFetch,
     Effect,
     ElectionState,
     FlushLog,
     HighWatermarkMoved,
+    InstallSnapshot,
     PersistElectionState,
     Send,
     TruncateLog,
+    ValidateSnapshot,
+    WriteSnapshotChunk,
 )
-from kraft.core.events import ClientAppend, Event, Tick
+from kraft.core.events import ClientAppend, Event, SnapshotValidated, Tick
 from kraft.core.messages import VoteResponse
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import encode_batch, encode_records
 from kraft.server.driver import Driver
+from kraft.server.snapshot_store import FileSnapshots
 from kraft.storage.quorum_state import read_quorum_state
 from kraft.storage.segmented_log import SegmentedLog
+from kraft.storage.snapshot_files import CheckpointWriter, checkpoint_path
 
 E = Epoch(3)
 
@@ -103,8 +110,14 @@ def committed(request_id: int, first: int, last: int) -> AppendCommitted:
     return AppendCommitted(request_id, Offset(first), Offset(last), E)
 
 
-def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, SegmentedLog]:
-    log = SegmentedLog.open(tmp_path)
+def _driver(
+    tmp_path: Path, *, segment_bytes: int | None = None
+) -> tuple[Driver, ScriptedReplica, Recorder, SegmentedLog]:
+    log = (
+        SegmentedLog.open(tmp_path)
+        if segment_bytes is None
+        else SegmentedLog.open(tmp_path, segment_bytes=segment_bytes)
+    )
     rec = Recorder(log)
     replica = ScriptedReplica()
     clock = iter(range(1000, 10**9, 10))
@@ -115,6 +128,7 @@ def _driver(tmp_path: Path) -> tuple[Driver, ScriptedReplica, Recorder, Segmente
         rec,  # type: ignore[arg-type]
         lambda: next(clock),
         voter_ids=(NodeId(1), NodeId(2), NodeId(3)),
+        snapshot_files=FileSnapshots(log.dir),
     )
     driver.start()
     return driver, replica, rec, log
@@ -226,3 +240,127 @@ def test_an_append_not_committed_in_time_times_out_without_an_ack(tmp_path: Path
         log.close()
 
     asyncio.run(run())
+
+
+class Hooks:
+    """The state machine's side of the snapshot effects, recorded into the timeline."""
+
+    def __init__(self, timeline: list[str]) -> None:
+        self.timeline = timeline
+
+    def write_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        self.timeline.append(f"write {snapshot_id.offset}")
+
+    def snapshot_refused(self, end_offset: Offset, reason: str) -> None:
+        self.timeline.append(f"refused {end_offset}")
+
+    def before_log_start(self, offset: Offset) -> None:
+        self.timeline.append(f"catch up to {offset}")
+
+    def snapshot_installed(self, path: Path) -> None:
+        self.timeline.append(f"load {path.name}")
+
+
+def _record_steps(replica: ScriptedReplica) -> list[Event]:
+    """Every event the driver steps from now on (the driver's own answers included)."""
+    stepped: list[Event] = []
+    step = replica.step
+
+    def recorded(event: Event) -> list[Effect]:
+        stepped.append(event)
+        return step(event)
+
+    replica.step = recorded  # type: ignore[method-assign]
+    return stepped
+
+
+def _checkpoint(directory: Path, offset: int) -> OffsetAndEpoch:
+    sid = OffsetAndEpoch(E, Offset(offset))
+    with CheckpointWriter(directory, sid, timestamp_ms=0, last_contained_log_timestamp=0) as w:
+        w.append([(f"k{i}".encode(), b"v" * 200) for i in range(40)])
+        w.freeze()
+    return sid
+
+
+def test_a_fetched_snapshot_is_validated_then_installed_before_the_hwm_moves(
+    tmp_path: Path,
+) -> None:
+    driver, replica, rec, log = _driver(tmp_path / "follower")
+    driver.snapshot_hooks = Hooks(rec.timeline)
+    leader = tmp_path / "leader"
+    leader.mkdir()
+    sid = _checkpoint(leader, 500)
+    raw = checkpoint_path(leader, sid).read_bytes()
+    half = len(raw) // 2
+    replica.next_effects = [
+        WriteSnapshotChunk(sid, 0, len(raw), raw[:half]),
+        WriteSnapshotChunk(sid, half, len(raw), memoryview(raw)[half:]),
+        ValidateSnapshot(sid, len(raw)),
+    ]
+    stepped = _record_steps(replica)
+    driver.submit(Tick(0))
+    driver.process_batch()
+    answers = [e for e in stepped if isinstance(e, SnapshotValidated)]
+    assert len(answers) == 1
+    validated = answers[0]
+    assert validated.valid and validated.snapshot_id == sid
+    driver.on_high_watermark = lambda hwm: rec.timeline.append(f"hwm {hwm}")
+    replica.next_effects = [InstallSnapshot(sid), HighWatermarkMoved(Offset(500))]
+    driver.submit(Tick(0))
+    driver.process_batch()
+    assert checkpoint_path(log.dir, sid).read_bytes() == raw
+    assert (log.start_offset, log.end_offset) == (500, 500)
+    name = checkpoint_path(log.dir, sid).name
+    assert rec.timeline[-2:] == [f"load {name}", "hwm 500"]
+    log.close()
+
+
+def test_a_damaged_fetch_is_answered_invalid_and_discarded(tmp_path: Path) -> None:
+    driver, replica, _rec, log = _driver(tmp_path / "follower")
+    leader = tmp_path / "leader"
+    leader.mkdir()
+    sid = _checkpoint(leader, 500)
+    raw = bytearray(checkpoint_path(leader, sid).read_bytes())
+    raw[-5] ^= 0xFF
+    replica.next_effects = [
+        WriteSnapshotChunk(sid, 0, len(raw), bytes(raw)),
+        ValidateSnapshot(sid, len(raw)),
+    ]
+    stepped = _record_steps(replica)
+    driver.submit(Tick(0))
+    driver.process_batch()
+    answers = [e for e in stepped if isinstance(e, SnapshotValidated)]
+    assert len(answers) == 1
+    assert not answers[0].valid
+    assert answers[0].reason
+    part = FileSnapshots(log.dir).part_path(sid)
+    assert part.exists()
+    replica.next_effects = [DiscardSnapshotFetch(sid)]
+    driver.submit(Tick(0))
+    driver.process_batch()
+    assert not part.exists()
+    assert log.start_offset == 0
+    log.close()
+
+
+def test_advance_log_start_deletes_whole_segments_and_older_snapshots(tmp_path: Path) -> None:
+    driver, replica, rec, log = _driver(tmp_path, segment_bytes=1024)
+    driver.snapshot_hooks = Hooks(rec.timeline)
+    for i in range(60):
+        data = encode_records(i, E, [(b"k", b"x" * 100)], timestamp_ms=0)
+        log.append_leader_encoded(data, Offset(i), Offset(i), E)
+    log.flush()
+    segments = log.segment_count
+    old, kept = _checkpoint(log.dir, 20), _checkpoint(log.dir, 40)
+    replica.next_effects = [AdvanceLogStartOffset(kept)]
+    driver.submit(Tick(0))
+    driver.process_batch()
+    assert rec.timeline[-1] == "catch up to 40"
+    assert log.start_offset == 40
+    assert 1 < log.segment_count < segments
+    assert log.segment_paths()[0].name <= f"{40:020d}.log"
+    assert not checkpoint_path(log.dir, old).exists()
+    assert checkpoint_path(log.dir, kept).exists()
+    log.close()
+    with SegmentedLog.open(tmp_path) as again:
+        assert again.start_offset == 40

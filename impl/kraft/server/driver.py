@@ -22,11 +22,12 @@ AdvanceLogStartOffset catches the state machine up to the new start (it reads th
 deletes the segments and the snapshots below it; the log-start checkpoint is written
 atomically, so it is durable before the next effect. A snapshot fetched from the leader:
 WriteSnapshotChunk writes into its `.part` file, ValidateSnapshot checks and fsyncs it and
-submits SnapshotValidated (stepped in the next batch), InstallSnapshot renames it into place
-(directory fsynced), truncates the log fully to start at its end, deletes older snapshots and
-loads it into the state machine, all before the effects after it (the HighWatermarkMoved that
-follows releases a state machine already at the snapshot's end); DiscardSnapshotFetch removes
-the `.part` file (kraft.server.snapshot_store).
+submits SnapshotValidated (stepped after the events already queued), InstallSnapshot renames
+it into place (directory fsynced), truncates the log fully to start at its end, deletes older
+snapshots and loads it into the state machine, all before the effects after it (the
+HighWatermarkMoved that follows releases a state machine already at the snapshot's end);
+DiscardSnapshotFetch removes the `.part` file (kraft.server.snapshot_store). Validation and
+loading read the whole file on the event loop, streamed (never held in memory).
 
 Sends are encoded when performed, not when released: a Fetch response holds a view of the
 mmapped log, valid only until the log is next truncated.
