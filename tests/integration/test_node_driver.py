@@ -254,8 +254,9 @@ class Hooks:
     def snapshot_refused(self, end_offset: Offset, reason: str) -> None:
         self.timeline.append(f"refused {end_offset}")
 
-    def before_log_start(self, offset: Offset) -> None:
-        self.timeline.append(f"catch up to {offset}")
+    def before_log_start(self, snapshot_id: OffsetAndEpoch, path: Path) -> None:
+        assert path.name.startswith(f"{snapshot_id.offset:020d}-")
+        self.timeline.append(f"catch up to {snapshot_id.offset}")
 
     def snapshot_installed(self, path: Path) -> None:
         self.timeline.append(f"load {path.name}")

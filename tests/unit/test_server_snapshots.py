@@ -280,3 +280,36 @@ def test_an_installed_snapshot_becomes_the_state(tmp_path: Path) -> None:
         assert machine.applied_offset == 5
         assert machine.items() == source.items()
         assert s.latest == OffsetAndEpoch(E, Offset(5))
+
+
+def test_a_log_start_past_the_applied_offset_loads_the_snapshot_instead_of_replaying(
+    tmp_path: Path,
+) -> None:
+    """Before the log start moves past what the state machine applied, the machine loads the
+    snapshot at the new start (the state at that offset): a replay of the log up to it would
+    run on the event loop for as long as the log is long and stall the replica's fetches."""
+    with _log(tmp_path, 6) as log_:
+        source = KeyValueStore()
+        Applier(
+            BatchReader(log_), source, lambda: Offset(5), lambda: LeaderAndEpoch(None, E)
+        ).catch_up()
+        path = write_state_snapshot(
+            source, log_.dir, timestamp_ms=0, last_contained_log_timestamp=0
+        )
+        s = _snapshotter(log_, [Offset(6)], SnapshotPolicy(1 << 30, 0), Clock())
+        reads: list[Offset] = []
+        inner = s._applier._source
+
+        class Counting:
+            def read(self, offset: Offset, max_bytes: int) -> memoryview:
+                reads.append(offset)
+                return inner.read(offset, max_bytes)
+
+        s._applier._source = Counting()
+        s.before_log_start(OffsetAndEpoch(E, Offset(5)), path)
+        machine = s._applier.machine
+        assert machine.applied_offset == 5
+        assert machine.items() == source.items()
+        assert reads == []  # nothing replayed from the log
+        s.before_log_start(OffsetAndEpoch(E, Offset(5)), path)  # already there: nothing to do
+        assert machine.applied_offset == 5

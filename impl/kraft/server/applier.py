@@ -34,7 +34,7 @@ __all__ = ["Applier", "BatchSource", "committed_batches"]
 
 log = logging.getLogger("kraft.node")
 
-_READ_BYTES: Final = 1 << 20
+_READ_BYTES: Final = 256 << 10
 
 
 class BatchSource(Protocol):

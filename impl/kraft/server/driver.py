@@ -89,6 +89,7 @@ from kraft.server.snapshot_store import FileSnapshots
 from kraft.storage.quorum_state import write_quorum_state
 from kraft.storage.replicated_log import CorruptLogError
 from kraft.storage.segmented_log import SegmentedLog
+from kraft.storage.snapshot_files import checkpoint_path
 from kraft.tracing import TraceFile
 
 __all__ = ["AppendOutcome", "Clock", "Driver", "Outbound", "SnapshotHooks"]
@@ -124,8 +125,9 @@ class SnapshotHooks(Protocol):
 
     def snapshot_refused(self, end_offset: Offset, reason: str) -> None: ...
 
-    def before_log_start(self, offset: Offset) -> None:
-        """The log is about to start at `offset`: apply what lies below it first."""
+    def before_log_start(self, snapshot_id: OffsetAndEpoch, path: Path) -> None:
+        """The log is about to start at the end of this snapshot (a file this node holds): a
+        state machine that has not applied that far must not lose what lies below it."""
         ...
 
     def snapshot_installed(self, path: Path) -> None:
@@ -413,7 +415,7 @@ class Driver:
         sid = e.snapshot_id
         if isinstance(e, AdvanceLogStartOffset):
             if hooks is not None:
-                hooks.before_log_start(sid.offset)
+                hooks.before_log_start(sid, checkpoint_path(files.directory, sid))
             self.log.advance_start_offset(sid.offset)
             for old in files.delete_older_than(sid):
                 log.info("snapshot %d-%d deleted (below the log start)", old.offset, old.epoch)

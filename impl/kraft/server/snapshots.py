@@ -65,7 +65,7 @@ __all__ = [
 log = logging.getLogger("kraft.node")
 
 # Reads (of about 1 MiB) the policy's catch-up does per chunk, between driver batches.
-_CATCH_UP_READS: Final = 4
+_CATCH_UP_READS: Final = 1
 _COUNT_BYTES: Final = 1 << 20
 
 
@@ -304,17 +304,22 @@ class Snapshotter(Generic[C]):
         if self._pending is not None and self._pending[0].applied_offset == end_offset:
             self._pending = None
 
-    def before_log_start(self, offset: Offset) -> None:
-        """The log is about to start at `offset`: apply every batch below it first."""
-        applier = self._applier
-        if applier.machine.applied_offset < offset:
-            applier.catch_up()
-        if applier.machine.applied_offset < offset and applier.failed is None:
-            log.error(
-                "the log start moves to %d, past the state machine's applied offset %d",
-                offset,
-                applier.machine.applied_offset,
-            )
+    def before_log_start(self, snapshot_id: OffsetAndEpoch, path: Path) -> None:
+        """The log is about to start at this snapshot's end. A state machine behind it loads
+        the snapshot (the state at that offset) rather than replaying the log up to it: that
+        costs the size of the state, not of the log, and runs on the event loop, where a long
+        replay would stall fetches past the fetch timeout and cost an election."""
+        machine = self._applier.machine
+        if machine.applied_offset >= snapshot_id.offset:
+            return
+        summary = load_state_snapshot(path, machine)
+        self._counted = max(self._counted, snapshot_id.offset)
+        log.info(
+            "state machine loaded from snapshot %s (%d records) before the log start moved past"
+            " its applied offset",
+            path.name,
+            summary.records,
+        )
 
     def snapshot_installed(self, path: Path) -> None:
         """A snapshot fetched from the leader is in place: the state machine becomes it."""
