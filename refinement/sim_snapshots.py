@@ -73,7 +73,8 @@ class SimSnapshots(SimNetwork):
         trace: IO[str] | None,
     ) -> None:
         super().__init__(config, result, replica_factory, trace)
-        # What each snapshot id holds, decoded once per distinct bytes.
+        # What each snapshot holds, decoded from its bytes (never taken from the writer's
+        # memory: a transfer must carry it), once per distinct bytes.
         self._histories: dict[tuple[OffsetAndEpoch, bytes], EpochCache] = {}
         if self._profile.snapshots:
             for node in self._nodes.values():
@@ -151,7 +152,6 @@ class SimSnapshots(SimNetwork):
             epochs, _ = self._node_histories(node)
             upto = tuple((ep, o) for ep, o in epochs if o < sid.offset)
             data = encode_history(sid, upto)
-            self._histories[(sid, data)] = upto
             snaps.put(sid, data)
             self.result.snapshots_written += 1
             self._push(self.now, _LOCAL, node, (SnapshotWritten(self.now, sid), node.inc))
