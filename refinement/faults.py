@@ -37,6 +37,9 @@ class FaultProfile:
     # (metadata.start.offset.lag.time.max.ms; None: QuorumTiming's).
     snapshot_rate: float = 0.0
     start_offset_lag_ms: int | None = None
+    # Fetch and FetchSnapshot answers carry at most this many bytes (None: QuorumTiming's), so
+    # a snapshot moves in several chunks, each of which may be lost, duplicated or reordered.
+    fetch_max_bytes: int | None = None
 
     @property
     def snapshots(self) -> bool:
@@ -72,6 +75,7 @@ SNAPSHOTS = FaultProfile(
     crash_rate=0.6,
     snapshot_rate=4.0,
     start_offset_lag_ms=1000,
+    fetch_max_bytes=160,
 )
 
 PROFILES: dict[str, FaultProfile] = {

@@ -19,7 +19,17 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, NoReturn
 
 from kraft.core.effects import AppendResult, Effect, ElectionState
-from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.events import (
+    ClientAppend,
+    CreateSnapshot,
+    Event,
+    Receive,
+    SendFailed,
+    Shutdown,
+    SnapshotValidated,
+    SnapshotWritten,
+    Tick,
+)
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -146,6 +156,10 @@ _EVENT_NAMES: dict[type, str] = {
     SendFailed: "SendFailed",
     ClientAppend: "ClientAppend",
     Shutdown: "Shutdown",
+    # KIP-630 (the snapshots profile): the state machine asks; the driver answers.
+    CreateSnapshot: "AskCreateSnapshot",
+    SnapshotWritten: "SnapshotWritten",
+    SnapshotValidated: "SnapshotValidated",
 }
 
 

@@ -42,6 +42,8 @@ class SimFaults(SimSnapshots):
         lag = self._profile.start_offset_lag_ms
         if lag is not None:
             timing = replace(timing, start_offset_lag_time_max_ms=lag)
+        if self._profile.fetch_max_bytes is not None:
+            timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
         if node.snaps is not None:
             node.snaps.parts.clear()  # leftover .part files are removed at start
         setup = NodeSetup(

@@ -123,13 +123,17 @@ class SimSnapshots(SimNetwork):
             self._push(self._exp_ms(rate), _FAULT, _SNAPSHOT)
 
     def _snapshot_fault(self) -> None:
-        """A random running replica asks for a snapshot at its HWM."""
+        """A random running replica asks for a snapshot at its HWM, if past its newest one.
+        The asking line of the trace is `AskCreateSnapshot`; the spec's `CreateSnapshot` is
+        the step that hears the snapshot written (SnapshotWritten)."""
         up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]
         if up:
             node = up[int(self._rng.random() * len(up))]
             assert node.replica is not None
             hwm = node.replica.view().high_watermark
-            if hwm:
+            snaps = node.snaps
+            newest = max((s.offset for s in snaps.complete), default=0) if snaps else 0
+            if hwm and hwm > newest:
                 self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
         self._push(self.now + self._exp_ms(self._profile.snapshot_rate), _FAULT, _SNAPSHOT)
 
