@@ -56,6 +56,7 @@ HOT_MODULES = (
     "refinement/sim_faults.py",
     "refinement/sim_liveness.py",
     "refinement/sim_network.py",
+    "refinement/sim_snapshots.py",
 )
 PACKAGES = ("kraft", "refinement")
 DIGEST_FILE = "SOURCES.sha256"

@@ -31,6 +31,19 @@ class FaultProfile:
     # How many voters may be down at once; None: a minority, so the cluster can make progress.
     # Safety must hold either way; more lets whole-cluster outages test durability.
     max_down: int | None = None
+    # KIP-630: a random running replica asks CreateSnapshot at its HWM at this rate (0: the
+    # replicas keep no snapshots at all, as before), and the leaders' log start may move past
+    # a replica that has not fetched for `start_offset_lag_ms`
+    # (metadata.start.offset.lag.time.max.ms; None: QuorumTiming's).
+    snapshot_rate: float = 0.0
+    start_offset_lag_ms: int | None = None
+    # Fetch and FetchSnapshot answers carry at most this many bytes (None: QuorumTiming's), so
+    # a snapshot moves in several chunks, each of which may be lost, duplicated or reordered.
+    fetch_max_bytes: int | None = None
+
+    @property
+    def snapshots(self) -> bool:
+        return self.snapshot_rate > 0
 
     @property
     def has_node_faults(self) -> bool:
@@ -51,7 +64,20 @@ MIXED = FaultProfile(
     crash_rate=0.5,
     shutdown_rate=0.25,
 )
+# Snapshots taken often, with crashes, partitions and lossy links, so that leaders move their
+# log start past replicas that fell behind and those catch up by FetchSnapshot.
+SNAPSHOTS = FaultProfile(
+    "snapshots",
+    loss=0.03,
+    duplicate=0.03,
+    jitter_ms=10,
+    partition_rate=0.6,
+    crash_rate=0.6,
+    snapshot_rate=4.0,
+    start_offset_lag_ms=1000,
+    fetch_max_bytes=160,
+)
 
 PROFILES: dict[str, FaultProfile] = {
-    p.name: p for p in (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
+    p.name: p for p in (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED, SNAPSHOTS)
 }

@@ -48,7 +48,12 @@ def write(directory: Path) -> int:
 
 def compare(before: Path, after: Path) -> int:
     differing = 0
+    new = 0
     for name, _ in golden_set():
+        if not (before / f"{name}.ndjson").exists():
+            new += 1  # a trace the baseline has not got (a profile added since)
+            print(f"{name}: new (not in {before})")
+            continue
         a = (before / f"{name}.ndjson").read_text(encoding="utf-8").splitlines()
         b = (after / f"{name}.ndjson").read_text(encoding="utf-8").splitlines()
         if a == b:
@@ -60,8 +65,8 @@ def compare(before: Path, after: Path) -> int:
         print(f"{name}: differs from line {line + 1} ({len(a)} vs {len(b)} lines)")
         print(f"  before: {a[line] if line < len(a) else '<end>'}")
         print(f"  after:  {b[line] if line < len(b) else '<end>'}")
-    total = sum(1 for _ in golden_set())
-    print(f"{total - differing} of {total} traces byte-identical")
+    total = sum(1 for _ in golden_set()) - new
+    print(f"{total - differing} of {total} traces byte-identical ({new} new)")
     return 1 if differing else 0
 
 

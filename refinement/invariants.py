@@ -13,7 +13,10 @@ start <= o < end and e is the epoch of the last entry whose start offset is <= o
 at the same offset with the same epoch are taken to be the same record: only the leader of an
 epoch writes records of that epoch (ElectionSafety), at offsets it assigns once.
 
-Snapshots (KIP-630) are out of scope here: logs are compared from offset 0.
+Snapshots (KIP-630): a replica whose log starts after a snapshot holds the snapshot's history
+below its log start. Its `epochs` cover both (the snapshot's epoch cache below the log start,
+then the log's), so every checker compares histories from offset 0 as before: a snapshot is
+taken to hold the committed prefix, and SnapshotMatchesLog checks that it does.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from kraft.core import quorum_math as qm
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 
 EpochCache = tuple[tuple[Epoch, Offset], ...]
 
@@ -37,8 +40,12 @@ MAJORITY_REACHED_HIGH_WATERMARK = "MajorityReachedHighWatermark"
 LOG_MATCHING = "LogMatching"
 COMMITTED_NEVER_LOST = "CommittedNeverLost"
 LOG_MIRROR = "LogMirror"
+SNAPSHOT_MATCHES_LOG = "SnapshotMatchesLog"
 EVENTUALLY_LEADER_ELECTED = "EventuallyLeaderElected"
 EVENTUALLY_COMMITTED = "EventuallyCommitted"
+
+
+_ZERO = Offset(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,12 @@ class NodeState:
     log_last_epoch: Epoch
     flushed_offset: Offset
     epochs: EpochCache = field(compare=True)
+    # KIP-630: where the stored log starts, and where the replica believes it starts.
+    log_start_offset: Offset = _ZERO
+    start_offset: Offset = _ZERO
+    # The complete snapshots the replica holds: each id with the epoch cache of the history
+    # it holds (every offset below the id's end offset).
+    snapshots: tuple[tuple[OffsetAndEpoch, EpochCache], ...] = ()
 
     @property
     def up(self) -> bool:
@@ -371,6 +384,12 @@ def log_mirror(state: ClusterState, focus: NodeId | None = None) -> Violation | 
     for node in _focus_nodes(state, focus):
         if not node.up:
             continue
+        if node.start_offset != node.log_start_offset:
+            return Violation(
+                LOG_MIRROR,
+                f"node {node.node_id} believes its log starts at {node.start_offset} but it"
+                f" starts at {node.log_start_offset}",
+            )
         if node.end_offset != node.log_end_offset or node.last_epoch != node.log_last_epoch:
             return Violation(
                 LOG_MIRROR,
@@ -381,12 +400,60 @@ def log_mirror(state: ClusterState, focus: NodeId | None = None) -> Violation | 
     return None
 
 
+def snapshot_matches_log(state: ClusterState, focus: NodeId | None = None) -> Violation | None:
+    """KIP-630: a snapshot holds the committed history below its end offset. Its history ends
+    at its end offset in its epoch; two snapshots with the same id hold the same history; and
+    below a running replica's HWM (its committed records), its history agrees with every
+    snapshot's. Focused: the node's snapshots against every replica,
+    and every snapshot against the node."""
+    nodes = list(state.nodes.values())
+    seen: dict[OffsetAndEpoch, tuple[NodeId, EpochCache]] = {}
+    for a in nodes:
+        for sid, cache in a.snapshots:
+            end = Offset(sid.offset)
+            if end > 0 and epoch_at(cache, end, Offset(end - 1)) != sid.epoch:
+                return Violation(
+                    SNAPSHOT_MATCHES_LOG,
+                    f"node {a.node_id} snapshot {sid} ends in epoch"
+                    f" {epoch_at(cache, end, Offset(end - 1))}: {cache}",
+                )
+            other = seen.setdefault(sid, (a.node_id, cache))
+            if common_prefix(other[1], end, cache, end) < end:
+                return Violation(
+                    SNAPSHOT_MATCHES_LOG,
+                    f"snapshot {sid} holds {other[1]} on node {other[0]} but {cache} on node"
+                    f" {a.node_id}",
+                )
+    for a in nodes:
+        for sid, cache in a.snapshots:
+            end = Offset(sid.offset)
+            for b in nodes:
+                if focus is not None and focus not in (a.node_id, b.node_id):
+                    continue
+                if not b.up:
+                    continue
+                top = b.high_watermark
+                if top is None:
+                    continue
+                top = Offset(min(top, end))
+                agreed = common_prefix(cache, end, b.epochs, b.log_end_offset)
+                if agreed < top:
+                    return Violation(
+                        SNAPSHOT_MATCHES_LOG,
+                        f"node {a.node_id} snapshot {sid} ({cache}) and node {b.node_id}"
+                        f" ({_state_name(b)}, HWM {b.high_watermark}, log {b.epochs}/"
+                        f"{b.log_end_offset}) differ at offset {agreed} below {top}",
+                    )
+    return None
+
+
 STATE_INVARIANTS = (
     election_safety,
     majority_reached_high_watermark,
     log_matching,
     committed_never_lost,
     log_mirror,
+    snapshot_matches_log,
 )
 ACTION_INVARIANTS = (epoch_monotonic, high_watermark_monotonic)
 

@@ -43,6 +43,7 @@ from refinement.sim_base import (
     _FAULT,
     _FORCE_STOP,
     _HEAL,
+    _LOCAL,
     _PARTITION,
     _RESTART,
     _SEND_FAILED,
@@ -115,6 +116,7 @@ class Simulator(SimLiveness):
         ):
             if rate > 0:
                 self._push(self._exp_ms(rate), _FAULT, fault)
+        self._start_snapshot_policy()
         heap = self._heap
         max_time = cfg.max_time_ms
         while heap:
@@ -157,6 +159,9 @@ class Simulator(SimLiveness):
                 assert isinstance(a, _Node)
                 if a.replica is None and a.inc == b:
                     self._start_node(a, "Restart")
+            elif kind == _LOCAL:
+                assert isinstance(a, _Node) and isinstance(b, tuple)
+                self._local(a, b)
             elif kind == _FORCE_STOP:
                 assert isinstance(a, _Node)
                 if a.replica is not None and a.shutting_down and a.inc == b:

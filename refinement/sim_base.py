@@ -3,7 +3,8 @@ scheduling, trace lines, node snapshots and violations.
 
 The simulator (refinement.sim.Simulator) is built in layers, each a class in its own module
 extending the one below: sim_base (this), sim_network (messages, stepping replicas, applying
-effects, the checks after every step), sim_faults (node lifecycle and injected faults),
+effects, the checks after every step), sim_snapshots (KIP-630, under a profile that takes
+snapshots), sim_faults (node lifecycle and injected faults),
 sim_clients (the simulated client and the commit rule's outcomes), sim_liveness (the liveness
 phase), and refinement.sim (configuration, the run loop, the entry points). A lower layer calls
 a few steps of the layers above; they are declared at the end of SimBase.
@@ -17,8 +18,18 @@ import uuid
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, NoReturn
 
-from kraft.core.effects import AppendResult, ElectionState
-from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.effects import AppendResult, Effect, ElectionState
+from kraft.core.events import (
+    ClientAppend,
+    CreateSnapshot,
+    Event,
+    Receive,
+    SendFailed,
+    Shutdown,
+    SnapshotValidated,
+    SnapshotWritten,
+    Tick,
+)
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -32,10 +43,11 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots
 from kraft.trace_format import JsonObject, JsonValue, TraceEvent, TraceWriter, message_json
-from refinement.invariants import NodeState, Violation
+from refinement.invariants import EpochCache, NodeState, Violation
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimReplica, SimResult
@@ -51,6 +63,7 @@ _HEAL = 5
 _RESTART = 6
 _SEND_FAILED = 7
 _FORCE_STOP = 8
+_LOCAL = 9  # a driver's answer to an effect (KIP-630: SnapshotWritten, SnapshotValidated)
 
 # (virtual time, sequence number, kind, two payload slots whose meaning depends on kind)
 _HeapEntry = tuple[int, int, int, object, object]
@@ -58,6 +71,7 @@ _HeapEntry = tuple[int, int, int, object, object]
 _PARTITION = "partition"
 _CRASH = "crash"
 _SHUTDOWN = "shutdown"
+_SNAPSHOT = "snapshot"
 
 _REQUEST_OF: dict[type, type] = {
     VoteResponse: VoteRequest,
@@ -90,6 +104,7 @@ class _Node:
         "replica",
         "shutting_down",
         "snap",
+        "snaps",
         "stop_requested",
         "tick_at",
         "view",
@@ -108,6 +123,8 @@ class _Node:
         self.tick_at = -1
         self.stop_requested = False
         self.view: object = None  # the replica view `snap` was made from
+        # KIP-630: the node's snapshots (None unless the profile takes snapshots).
+        self.snaps: MemorySnapshots | None = None
         self.snap = NodeState(
             node_id=node_id,
             incarnation=0,
@@ -139,6 +156,10 @@ _EVENT_NAMES: dict[type, str] = {
     SendFailed: "SendFailed",
     ClientAppend: "ClientAppend",
     Shutdown: "Shutdown",
+    # KIP-630 (the snapshots profile): the state machine asks; the driver answers.
+    CreateSnapshot: "AskCreateSnapshot",
+    SnapshotWritten: "SnapshotWritten",
+    SnapshotValidated: "SnapshotValidated",
 }
 
 
@@ -300,13 +321,21 @@ class SimBase:
     def _snapshot(self, node: _Node) -> NodeState:
         log = node.log
         old = node.snap
+        held = old.snapshots
         if node.log_dirty:
-            epochs = log.epoch_entries()
+            if node.snaps is None:
+                epochs = log.epoch_entries()
+            else:
+                epochs, held = self._log_histories(node)
+                if held == old.snapshots:
+                    held = old.snapshots
             if epochs == old.epochs:
                 epochs = old.epochs
             node.log_dirty = False
         else:
             epochs = old.epochs
+        # With snapshots, an empty log's last epoch is its snapshot's (Kafka's lastFetchedEpoch).
+        last_epoch = log.last_epoch if node.snaps is None or not epochs else epochs[-1][0]
         replica = node.replica
         if replica is None:
             persisted = node.persisted
@@ -317,13 +346,16 @@ class SimBase:
                 epoch=persisted.epoch if persisted is not None else Epoch(0),
                 leader_id=None,
                 end_offset=log.end_offset,
-                last_epoch=log.last_epoch,
+                last_epoch=last_epoch,
                 high_watermark=None,
                 max_high_watermark=None,
                 log_end_offset=log.end_offset,
-                log_last_epoch=log.last_epoch,
+                log_last_epoch=last_epoch,
                 flushed_offset=log.flushed_offset,
                 epochs=epochs,
+                log_start_offset=log.start_offset,
+                start_offset=log.start_offset,
+                snapshots=held,
             )
         v = replica.view()
         if (
@@ -332,6 +364,8 @@ class SimBase:
             and log.end_offset == old.log_end_offset
             and log.flushed_offset == old.flushed_offset
             and epochs is old.epochs
+            and held is old.snapshots
+            and log.start_offset == old.log_start_offset
         ):
             return old  # a replica that keeps its view object unchanged changed nothing
         node.view = v
@@ -351,9 +385,12 @@ class SimBase:
             hwm,
             top,
             log.end_offset,
-            log.last_epoch,
+            last_epoch,
             log.flushed_offset,
             epochs,
+            log.start_offset,
+            v.log_start_offset,
+            held,
         )
 
     def _violation(self, name: str, detail: str) -> NoReturn:
@@ -383,6 +420,16 @@ class SimBase:
 
     def _decide(self) -> None:
         """The client hears this step's AppendCommitted/AppendLost: refinement.sim_clients."""
+        raise NotImplementedError
+
+    def _log_histories(
+        self, node: _Node
+    ) -> tuple[EpochCache, tuple[tuple[OffsetAndEpoch, EpochCache], ...]]:
+        """A node's whole history and its snapshots': refinement.sim_snapshots."""
+        raise NotImplementedError
+
+    def _snapshot_effect(self, node: _Node, e: Effect) -> None:
+        """A KIP-630 effect: refinement.sim_snapshots."""
         raise NotImplementedError
 
     def _liveness_progress(self) -> None:

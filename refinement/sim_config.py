@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kraft.core.effects import Effect, ElectionState
@@ -15,6 +15,7 @@ from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots
 from refinement.faults import PROFILES, FaultProfile
 from refinement.invariants import Violation
 
@@ -105,6 +106,8 @@ class NodeSetup:
     log: MemoryLog
     rng: random.Random
     now_ms: int
+    # KIP-630: the node's snapshots, under a profile that takes them (None: no snapshots).
+    snapshots: MemorySnapshots | None = None
 
 
 ReplicaFactory = Callable[[NodeSetup], SimReplica]
@@ -116,13 +119,17 @@ def core_replica_factory(setup: NodeSetup) -> SimReplica:
     from kraft.storage.log_adapter import BatchReader, log_state_of
 
     config = ReplicaConfig(setup.node, setup.cluster_id, setup.voters, setup.timing)
+    state = log_state_of(setup.log)
+    if setup.snapshots is not None:
+        state = replace(state, snapshots=tuple(setup.snapshots.complete))
     replica: SimReplica = Replica(
         config,
         election_state=setup.election_state,
-        log_state=log_state_of(setup.log),
+        log_state=state,
         reader=BatchReader(setup.log),
         rng=setup.rng,
         now_ms=setup.now_ms,
+        snapshots=setup.snapshots,
     )
     return replica
 
@@ -145,6 +152,10 @@ class SimResult:
     shutdowns: int = 0
     partitions: int = 0
     dropped: int = 0
+    # KIP-630 (a profile that takes snapshots): snapshots written by CreateSnapshot, and
+    # installed after a FetchSnapshot transfer.
+    snapshots_written: int = 0
+    snapshots_installed: int = 0
     recovery_ms: int | None = None
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
@@ -168,8 +179,10 @@ class SimResult:
             f" refused={self.refused} gave_up={self.gave_up} crashes={self.crashes}"
             f" shutdowns={self.shutdowns}"
             f" partitions={self.partitions} dropped={self.dropped}"
-            f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         )
+        if c.profile.snapshots:
+            line += f" snapshots={self.snapshots_written} installed={self.snapshots_installed}"
+        line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"
         return line

@@ -6,6 +6,7 @@ not flush) or stops cleanly; partitions heal after a while.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from kraft.core.events import Shutdown
 from kraft.ids import ClusterId, NodeId
@@ -17,14 +18,15 @@ from refinement.sim_base import (
     _PARTITION,
     _RESTART,
     _SHUTDOWN,
+    _SNAPSHOT,
     _links_json,
     _Node,
     _StopRun,
 )
-from refinement.sim_network import SimNetwork
+from refinement.sim_snapshots import SimSnapshots
 
 
-class SimFaults(SimNetwork):
+class SimFaults(SimSnapshots):
     """Nodes started, crashed and stopped; partitions, crashes and graceful shutdowns
     injected as the fault profile says."""
 
@@ -36,15 +38,24 @@ class SimFaults(SimNetwork):
 
         cfg = self.config
         rng = random.Random(f"{cfg.seed}/{node.id}/{node.inc}")
+        timing = cfg.timing
+        lag = self._profile.start_offset_lag_ms
+        if lag is not None:
+            timing = replace(timing, start_offset_lag_time_max_ms=lag)
+        if self._profile.fetch_max_bytes is not None:
+            timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
+        if node.snaps is not None:
+            node.snaps.parts.clear()  # leftover .part files are removed at start
         setup = NodeSetup(
             node=node.key,
             cluster_id=ClusterId(cfg.cluster_id),
             voters=self._voter_keys,
-            timing=cfg.timing,
+            timing=timing,
             election_state=node.persisted,
             log=node.log,
             rng=rng,
             now_ms=self.now,
+            snapshots=node.snaps,
         )
         try:
             replica = self._factory(setup)
@@ -66,6 +77,8 @@ class SimFaults(SimNetwork):
     def _crash(self, node: _Node) -> None:
         node.replica = None
         node.log.simulate_crash()
+        if node.snaps is not None:
+            node.snaps.parts.clear()  # a snapshot being fetched is lost; complete ones stay
         node.log_dirty = True
         self.result.crashes += 1
         self._node_stopped(node, "Crash")
@@ -105,6 +118,8 @@ class SimFaults(SimNetwork):
             if victim is not None:
                 self._shutdown(victim)
             self._push(self.now + self._exp_ms(p.shutdown_rate), _FAULT, kind)
+        elif kind == _SNAPSHOT:
+            self._snapshot_fault()
 
     def _pick_victim(self) -> _Node | None:
         up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]

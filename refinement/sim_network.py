@@ -75,6 +75,8 @@ class SimNetwork(SimBase):
         # the first answer to the latest Fetch is what a replica "receives" for the
         # FetchedHighWatermarkMonotonic checker; late, reordered or duplicated answers are not.
         self._fetch_awaited: dict[tuple[NodeId, NodeId], FetchRequest] = {}
+        # Some node held a snapshot once: SnapshotMatchesLog runs from then on.
+        self._any_snapshots = False
         self._loss = self._profile.loss
         self._duplicate = self._profile.duplicate
 
@@ -240,6 +242,8 @@ class SimNetwork(SimBase):
                 node.stop_requested = True
             elif t is StateChanged:
                 pass
+            elif node.snaps is not None:
+                self._snapshot_effect(node, e)
 
     def _send(
         self,
@@ -347,6 +351,8 @@ class SimNetwork(SimBase):
             or log_changed
             or new.end_offset != old.end_offset
             or new.last_epoch != old.last_epoch
+            or new.start_offset != old.start_offset
+            or new.log_start_offset != old.log_start_offset
         ):
             found = inv.log_mirror(after, nid)
         if found is None and log_changed:
@@ -368,5 +374,12 @@ class SimNetwork(SimBase):
             found = inv.epoch_monotonic(before, after, nid) or inv.high_watermark_monotonic(
                 before, after, nid
             )
+        if (
+            found is None
+            and (new.snapshots or old.snapshots or self._any_snapshots)
+            and (new.snapshots is not old.snapshots or log_changed or hwm_changed or state_changed)
+        ):
+            self._any_snapshots = True
+            found = inv.snapshot_matches_log(after, nid)
         if found is not None:
             self._violation(found.name, found.detail)

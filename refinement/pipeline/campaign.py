@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 # The simulator and Spark are imported where used: `kraft --help` needs neither.
 
 ALL = "all"
-PROFILE_ORDER: tuple[str, ...] = tuple(PROFILES)
+# "all": every profile whose traces TLC validates against TraceKRaft.tla; the snapshots
+# profile's traces hold KIP-630 actions that spec does not model yet (run it by name).
+PROFILE_ORDER: tuple[str, ...] = tuple(name for name, p in PROFILES.items() if not p.snapshots)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,19 +8,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from kraft.core.effects import (
-    AdvanceLogStartOffset,
-    AppendToLog,
-    DiscardSnapshotFetch,
-    Effect,
-    InstallSnapshot,
-    WriteSnapshot,
-    WriteSnapshotChunk,
-)
+from kraft.core.effects import AppendToLog
 from kraft.ids import DirectoryId, NodeId, ReplicaKey
 from kraft.records import BatchHeader, encode_batch, iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
-from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot
+from kraft.storage.memory_snapshots import perform_snapshot_effect
 
 
 def key(i: int) -> ReplicaKey:
@@ -45,26 +37,6 @@ def perform_append(log: MemoryLog, e: AppendToLog) -> None:
     else:
         log.append_as_follower(e.data)
     assert log.end_offset == e.last_offset + 1
-
-
-def perform_snapshot_effect(log: MemoryLog, snaps: MemorySnapshots, e: Effect) -> None:
-    """A KIP-630 effect, performed as a driver does (the events answering some are the
-    test's to feed)."""
-    if isinstance(e, WriteSnapshot):
-        snaps.put(
-            e.snapshot_id,
-            encode_snapshot(e.snapshot_id, [(None, f"state@{e.snapshot_id.offset}".encode())]),
-        )
-    elif isinstance(e, AdvanceLogStartOffset):
-        log.advance_start_offset(e.snapshot_id.offset)
-        snaps.delete_before(e.snapshot_id)
-    elif isinstance(e, WriteSnapshotChunk):
-        snaps.write_chunk(e.snapshot_id, e.position, bytes(e.data))
-    elif isinstance(e, InstallSnapshot):
-        snaps.install(e.snapshot_id)
-        log.truncate_fully_and_start_at(e.snapshot_id.offset)
-    elif isinstance(e, DiscardSnapshotFetch):
-        snaps.discard(e.snapshot_id)
 
 
 def raw_batches(log: MemoryLog) -> list[tuple[BatchHeader, bytes]]:

@@ -1,6 +1,7 @@
-"""In-memory KIP-630 snapshots for the core's tests and scenario tests (and, later, the
-simulator): the `SnapshotSource` a leader serves chunks from, and the follower's side of the
-snapshot effects (`.part` buffers written by chunk, validated, installed, discarded).
+"""In-memory KIP-630 snapshots for the core's tests, the scenario tests and the simulator
+(refinement.sim_snapshots): the `SnapshotSource` a leader serves chunks from, the follower's
+side of the snapshot effects (`.part` buffers written by chunk, validated, installed,
+discarded), and `perform_snapshot_effect`, which performs them with a MemoryLog.
 
 The bytes are Kafka's snapshot layout (a control batch with SnapshotHeader first, the state's
 records, a control batch with SnapshotFooter last, every batch in the snapshot's epoch with
@@ -19,8 +20,17 @@ from kraft.control_records import (
     control_record_type,
     encode_control_batch,
 )
+from kraft.core.effects import (
+    AdvanceLogStartOffset,
+    DiscardSnapshotFetch,
+    Effect,
+    InstallSnapshot,
+    WriteSnapshot,
+    WriteSnapshotChunk,
+)
 from kraft.ids import OffsetAndEpoch
 from kraft.records import CorruptRecordError, KeyValue, decode_batch, encode_records, iter_batches
+from kraft.storage.memory_log import MemoryLog
 
 
 def encode_snapshot(snapshot_id: OffsetAndEpoch, records: Sequence[KeyValue]) -> bytes:
@@ -114,3 +124,24 @@ class MemorySnapshots:
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> None:
         """AdvanceLogStartOffset: snapshots older than `snapshot_id` go."""
         self.complete = {k: v for k, v in self.complete.items() if k.offset >= snapshot_id.offset}
+
+
+def perform_snapshot_effect(log: MemoryLog, snaps: MemorySnapshots, e: Effect) -> None:
+    """A KIP-630 effect on a MemoryLog and its MemorySnapshots, performed as a driver does
+    (the events answering some are the caller's to feed; WriteSnapshot writes a placeholder
+    state, a caller with a state machine writes its own)."""
+    if isinstance(e, WriteSnapshot):
+        snaps.put(
+            e.snapshot_id,
+            encode_snapshot(e.snapshot_id, [(None, f"state@{e.snapshot_id.offset}".encode())]),
+        )
+    elif isinstance(e, AdvanceLogStartOffset):
+        log.advance_start_offset(e.snapshot_id.offset)
+        snaps.delete_before(e.snapshot_id)
+    elif isinstance(e, WriteSnapshotChunk):
+        snaps.write_chunk(e.snapshot_id, e.position, bytes(e.data))
+    elif isinstance(e, InstallSnapshot):
+        snaps.install(e.snapshot_id)
+        log.truncate_fully_and_start_at(e.snapshot_id.offset)
+    elif isinstance(e, DiscardSnapshotFetch):
+        snaps.discard(e.snapshot_id)

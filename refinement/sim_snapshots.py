@@ -1,0 +1,172 @@
+"""The simulator's KIP-630 layer (see refinement.sim_base for the layers), active only under a
+fault profile with a `snapshot_rate` (the "snapshots" profile): every other profile draws
+nothing here and runs as before.
+
+Each node keeps a `MemorySnapshots` (kraft.storage.memory_snapshots) in Kafka's byte layout. A
+complete snapshot survives crashes; a `.part` being fetched does not. Now and then a random
+running replica asks `CreateSnapshot` at its HWM; the effects are performed at once and the
+answering events (SnapshotWritten, SnapshotValidated) come back as the node's next events.
+
+The simulated state machine's state is the replicated history itself: a snapshot's records are
+the epoch cache, (epoch, start offset) pairs, of every record below its end offset, as the node
+that wrote it held them (its own snapshot below its log start, then its log). Transferred by
+chunks, validated and installed, that history is what the checkers see below a log start
+(`node_epochs`), and what SnapshotMatchesLog compares with the logs.
+"""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING
+
+from kraft.core.effects import Effect, InstallSnapshot, ValidateSnapshot, WriteSnapshot
+from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.records import iter_batches, iter_values
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
+from refinement.invariants import EpochCache
+from refinement.sim_base import _FAULT, _LOCAL, _SNAPSHOT, _Node
+from refinement.sim_network import SimNetwork
+
+if TYPE_CHECKING:
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
+
+
+def encode_history(snapshot_id: OffsetAndEpoch, epochs: EpochCache) -> bytes:
+    """A snapshot whose records are the epoch cache of the history below its end offset."""
+    return encode_snapshot(snapshot_id, [(b"epoch", f"{e}:{o}".encode()) for e, o in epochs])
+
+
+def decode_history(data: bytes) -> EpochCache:
+    """The epoch cache a snapshot written by `encode_history` holds."""
+    out: list[tuple[Epoch, Offset]] = []
+    for pos, h in iter_batches(data):
+        if h.is_control:
+            continue
+        raw = data[pos : pos + h.size_in_bytes]
+        for _, value in iter_values(raw, 0, h):
+            assert value is not None
+            e, o = bytes(value).decode().split(":")
+            out.append((Epoch(int(e)), Offset(int(o))))
+    return tuple(out)
+
+
+def combined_epochs(log: MemoryLog, below: EpochCache) -> EpochCache:
+    """The epoch cache of a replica's whole history: `below` (its snapshot's, for the offsets
+    under the log start) then its log's."""
+    start = log.start_offset
+    base = tuple((e, o) for e, o in below if o < start)
+    logged = log.epoch_entries()
+    if base and logged and logged[0][0] == base[-1][0]:
+        logged = logged[1:]  # the log's first epoch continues the snapshot's last
+    return base + logged
+
+
+class SimSnapshots(SimNetwork):
+    """Snapshots taken, served, fetched, validated and installed; their histories tracked."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        super().__init__(config, result, replica_factory, trace)
+        # What each snapshot holds, decoded from its bytes (never taken from the writer's
+        # memory: a transfer must carry it), once per distinct bytes.
+        self._histories: dict[tuple[OffsetAndEpoch, bytes], EpochCache] = {}
+        if self._profile.snapshots:
+            for node in self._nodes.values():
+                node.snaps = MemorySnapshots()
+
+    def _history_of(self, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
+        k = (snapshot_id, data)
+        found = self._histories.get(k)
+        if found is None:
+            found = self._histories[k] = decode_history(data)
+        return found
+
+    def _node_histories(
+        self, node: _Node
+    ) -> tuple[EpochCache, tuple[tuple[OffsetAndEpoch, EpochCache], ...]]:
+        """The node's whole epoch cache and its snapshots' histories."""
+        snaps = node.snaps
+        assert snaps is not None
+        held = tuple(
+            (sid, self._history_of(sid, data)) for sid, data in sorted(snaps.complete.items())
+        )
+        start = node.log.start_offset
+        below: EpochCache = ()
+        if start > 0:
+            at = [h for sid, h in held if sid.offset == start]
+            if not at:
+                self._violation(
+                    "SnapshotMatchesLog",
+                    f"node {node.id} log starts at {start} without a snapshot there",
+                )
+            below = at[0]
+        return combined_epochs(node.log, below), held
+
+    def _log_histories(
+        self, node: _Node
+    ) -> tuple[EpochCache, tuple[tuple[OffsetAndEpoch, EpochCache], ...]]:
+        if node.snaps is None:
+            return node.log.epoch_entries(), ()
+        return self._node_histories(node)
+
+    # ------------------------------------------------------------------ the policy
+
+    def _start_snapshot_policy(self) -> None:
+        rate = self._profile.snapshot_rate
+        if rate > 0:
+            self._push(self._exp_ms(rate), _FAULT, _SNAPSHOT)
+
+    def _snapshot_fault(self) -> None:
+        """A random running replica asks for a snapshot at its HWM, if past its newest one.
+        The asking line of the trace is `AskCreateSnapshot`; the spec's `CreateSnapshot` is
+        the step that hears the snapshot written (SnapshotWritten)."""
+        up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]
+        if up:
+            node = up[int(self._rng.random() * len(up))]
+            assert node.replica is not None
+            hwm = node.replica.view().high_watermark
+            snaps = node.snaps
+            newest = max((s.offset for s in snaps.complete), default=0) if snaps else 0
+            if hwm and hwm > newest:
+                self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
+        self._push(self.now + self._exp_ms(self._profile.snapshot_rate), _FAULT, _SNAPSHOT)
+
+    def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
+        """The driver's answer to a snapshot effect, for the incarnation that asked."""
+        event, inc = payload
+        if node.replica is None or node.inc != inc:
+            return
+        self._step(node, event, None, None, None)
+
+    # ------------------------------------------------------------------ the effects
+
+    def _snapshot_effect(self, node: _Node, e: Effect) -> None:
+        snaps = node.snaps
+        if snaps is None:
+            return
+        node.log_dirty = True
+        if isinstance(e, WriteSnapshot):
+            sid = e.snapshot_id
+            epochs, _ = self._node_histories(node)
+            upto = tuple((ep, o) for ep, o in epochs if o < sid.offset)
+            data = encode_history(sid, upto)
+            snaps.put(sid, data)
+            self.result.snapshots_written += 1
+            self._push(self.now, _LOCAL, node, (SnapshotWritten(self.now, sid), node.inc))
+            return
+        try:
+            perform_snapshot_effect(node.log, snaps, e)
+        except Exception as exc:
+            self._violation("EffectRejected", f"node {node.id} {e}: {exc}")
+        if isinstance(e, ValidateSnapshot):
+            problem = snaps.validate(e.snapshot_id, e.size)
+            ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
+            self._push(self.now, _LOCAL, node, (ev, node.inc))
+        elif isinstance(e, InstallSnapshot):
+            self.result.snapshots_installed += 1
