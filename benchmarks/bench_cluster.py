@@ -285,9 +285,13 @@ def kraft_cluster(extra: dict[str, str] | None = None) -> Iterator[LocalCluster]
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def _first_append(addresses: list[Address], frame: bytearray, started: float) -> float:
+async def _first_append(
+    addresses: list[Address], frame: bytearray, started: float, give_up_s: float = 120.0
+) -> float:
     """Seconds from `started` to the first append any of `addresses` commits."""
     while True:
+        if time.perf_counter() - started > give_up_s:
+            raise TimeoutError(f"no append committed by {addresses} within {give_up_s:.0f} s")
         for a in addresses:
             try:
                 c = await asyncio.wait_for(_Conn.open(a), 0.2)
@@ -312,10 +316,12 @@ async def kraft_failover(cluster: LocalCluster, trials: int) -> list[float]:
     out = []
     nodes = list(cluster.node_ids)
     for _ in range(trials):
-        leader = await wait_leader(cluster, nodes)
-        # Steady state: the followers have fetched recently, as under load.
-        await _first_append([cluster.addresses[leader]], frame, time.perf_counter())
+        # Steady state: a committed append (whichever node leads by then: a leader found a
+        # moment ago may have lost an election since, and would refuse it for ever), and the
+        # followers have fetched recently, as under load.
+        await _first_append([cluster.addresses[n] for n in nodes], frame, time.perf_counter())
         await asyncio.sleep(0.2)
+        leader = await wait_leader(cluster, nodes)
         survivors = [cluster.addresses[n] for n in nodes if n != leader]
         started = time.perf_counter()
         cluster.kill(leader)
