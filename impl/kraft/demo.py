@@ -1,8 +1,9 @@
 """The main job: a real 3-node KRaft cluster on loopback, end to end.
 
 Formats and starts three `kraft start` processes, appends records, kills the leader with
-SIGKILL, shows the new leader taking writes, restarts the killed node, and checks that every
-acknowledged record is on every node before printing the quorum description and stopping.
+SIGKILL, shows the new leader taking writes, restarts the killed node, checks that every
+acknowledged record is on every node and that every node's key-value state machine holds the
+last value of each key, then prints the quorum description and stops.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraft.client import Address, AppendAck, ClientError, NodeInfo, append, node_info
-from kraft.client_read import read
+from kraft.client_read import get, read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.ids import Offset
 
@@ -145,6 +146,33 @@ async def _run(cluster: LocalCluster) -> None:
 
     _say("[5/6] reading every node's committed log back")
     await _verify(cluster, acked, 20.0)
+    _say(
+        "      and its key-value state machine (`kraft get`): color=blue, shape=round, color=green"
+    )
+    records = [(b"color", b"blue"), (b"shape", b"round"), (b"color", b"green")]
+    kv = await append(bootstrap, records, timeout_ms=15_000)
+    await _check_key_values(cluster, {b"color": b"green", b"shape": b"round"}, kv.last_offset, 20.0)
+
+
+async def _check_key_values(
+    cluster: LocalCluster, want: dict[bytes, bytes], committed: Offset, timeout_s: float
+) -> None:
+    """Every node's key-value state machine holds `want` once it has applied `committed`."""
+    deadline = time.monotonic() + timeout_s
+    for node in cluster.node_ids:
+        for key, value in want.items():
+            while True:
+                got = await get(cluster.addresses[node], key)
+                if got.applied_offset > committed or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            if got.value != value:
+                raise DemoError(
+                    f"node {node} has {key!r} = {got.value!r}, not {value!r} (applied up to"
+                    f" offset {got.applied_offset})"
+                )
+        shown = ", ".join(f"{k.decode()}={v.decode()}" for k, v in want.items())
+        _say(f"  node {node}: {shown}")
 
 
 def _describe(cluster: LocalCluster) -> int:
