@@ -464,22 +464,30 @@ def _median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
+def _kraft_closed_loops(
+    cluster: LocalCluster, runs: int, clients: int, batch: int, label: str
+) -> list[LoadResult]:
+    out = []
+    for r in range(runs):
+        leader = asyncio.run(wait_leader(cluster, list(cluster.node_ids)))
+        got = asyncio.run(
+            closed_loop(cluster.addresses[leader], clients, batch, WARMUP_S, MEASURE_S)
+        )
+        _log(f"{label} run {r}: {got}")
+        out.append(got)
+    return out
+
+
 def measure(
     runs: int = RUNS,
     clients: int = CLIENTS,
     batch: int = BATCH,
     failover_trials: int = FAILOVER_TRIALS,
 ) -> Results:
-    kraft_max: list[LoadResult] = []
     kraft_half: list[LoadResult] = []
     with kraft_cluster(NO_SNAPSHOTS) as cluster:
         nodes = list(cluster.node_ids)
-        for r in range(runs):
-            leader = asyncio.run(wait_leader(cluster, nodes))
-            address = cluster.addresses[leader]
-            got = asyncio.run(closed_loop(address, clients, batch, WARMUP_S, MEASURE_S))
-            _log(f"kraft closed loop run {r}: {got}")
-            kraft_max.append(got)
+        kraft_max = _kraft_closed_loops(cluster, runs, clients, batch, "kraft closed loop")
         half = _median([x.records_per_s for x in kraft_max]) / 2
         for r in range(runs):
             leader = asyncio.run(wait_leader(cluster, nodes))
@@ -490,15 +498,9 @@ def measure(
             kraft_half.append(got)
         failover = asyncio.run(kraft_failover(cluster, failover_trials)) if failover_trials else []
         _log(f"kraft failover: {failover}")
-    kraft_snapshots: list[LoadResult] = []
     with kraft_cluster() as cluster:
-        nodes = list(cluster.node_ids)
-        for r in range(runs):
-            leader = asyncio.run(wait_leader(cluster, nodes))
-            address = cluster.addresses[leader]
-            got = asyncio.run(closed_loop(address, clients, batch, WARMUP_S, MEASURE_S))
-            _log(f"kraft closed loop with the default snapshot policy run {r}: {got}")
-            kraft_snapshots.append(got)
+        label = "kraft closed loop with the default snapshot policy"
+        kraft_snapshots = _kraft_closed_loops(cluster, runs, clients, batch, label)
     sync_max: list[LoadResult] = []
     sync_half: list[LoadResult] = []
     with syncobj_cluster() as sc:
