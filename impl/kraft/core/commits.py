@@ -23,7 +23,7 @@ Pure: no clock, no I/O. The log is read only through `EpochLookup` (the replica'
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, insort
 from typing import Protocol
 
 from kraft.core.effects import AppendCommitted, AppendLost
@@ -84,9 +84,7 @@ class CommitRule:
         undecided = self._undecided
         if not undecided or undecided[0][0] >= high_watermark:
             return []
-        n = 0
-        while n < len(undecided) and undecided[n][0] < high_watermark:
-            n += 1
+        n = bisect_left(undecided, (high_watermark,))  # the first whose last reaches the HWM
         due, self._undecided = undecided[:n], undecided[n:]
         return [_committed(a) if log.epoch_at(a[0]) == a[3] else _lost(a) for a in due]
 
@@ -95,9 +93,7 @@ class CommitRule:
         undecided = self._undecided
         if not undecided or undecided[-1][0] < offset:
             return []
-        n = len(undecided)
-        while n > 0 and undecided[n - 1][0] >= offset:
-            n -= 1
+        n = bisect_left(undecided, (offset,))  # the first whose last the truncation removed
         self._undecided, gone = undecided[:n], undecided[n:]
         return [_lost(a) for a in gone]
 

@@ -227,6 +227,17 @@ class ElectionsExhausted:
     epoch: Epoch
 
 
+# The effects a driver performs on snapshot files and the state machine (KIP-630).
+SnapshotEffect = (
+    WriteSnapshot
+    | SnapshotRefused
+    | AdvanceLogStartOffset
+    | WriteSnapshotChunk
+    | ValidateSnapshot
+    | InstallSnapshot
+    | DiscardSnapshotFetch
+)
+
 Effect = (
     PersistElectionState
     | AppendToLog
@@ -240,13 +251,7 @@ Effect = (
     | StateChanged
     | ActionTaken
     | SnapshotRequired
-    | WriteSnapshot
-    | SnapshotRefused
-    | AdvanceLogStartOffset
-    | WriteSnapshotChunk
-    | ValidateSnapshot
-    | InstallSnapshot
-    | DiscardSnapshotFetch
+    | SnapshotEffect
     | ShutdownComplete
     | MessageRefused
     | ElectionsExhausted

@@ -18,16 +18,17 @@ when it returns; nothing steps the replica or writes the log before it does.
 Snapshots (KIP-630), performed in order like the log's effects: WriteSnapshot and
 SnapshotRefused go to the snapshot policy (`SnapshotHooks`, kraft.server.snapshots), which
 writes the file off the loop and submits SnapshotWritten once it is durable.
-AdvanceLogStartOffset catches the state machine up to the new start (it reads the log lazily),
-deletes the segments and the snapshots below it; the log-start checkpoint is written
-atomically, so it is durable before the next effect. A snapshot fetched from the leader:
-WriteSnapshotChunk writes into its `.part` file, ValidateSnapshot checks and fsyncs it and
-submits SnapshotValidated (stepped after the events already queued), InstallSnapshot renames
-it into place (directory fsynced), truncates the log fully to start at its end, deletes older
-snapshots and loads it into the state machine, all before the effects after it (the
-HighWatermarkMoved that follows releases a state machine already at the snapshot's end);
-DiscardSnapshotFetch removes the `.part` file (kraft.server.snapshot_store). Validation and
-loading read the whole file on the event loop, streamed (never held in memory).
+AdvanceLogStartOffset loads the snapshot at the new start into a state machine that has not
+applied that far (it reads the log lazily), then deletes the segments and the snapshots below
+it; the log-start checkpoint is written atomically, so it is durable before the next effect.
+A snapshot fetched from the leader: WriteSnapshotChunk writes into its `.part` file,
+ValidateSnapshot checks and fsyncs it and submits SnapshotValidated (stepped after the events
+already queued), InstallSnapshot renames it into place (directory fsynced), truncates the log
+fully to start at its end, deletes older snapshots and loads it into the state machine, all
+before the effects after it (the HighWatermarkMoved that follows releases a state machine
+already at the snapshot's end); DiscardSnapshotFetch removes the `.part` file
+(kraft.server.snapshot_store). Validation and loading read the whole file on the event loop,
+streamed (never held in memory).
 
 Sends are encoded when performed, not when released: a Fetch response holds a view of the
 mmapped log, valid only until the log is next truncated.
@@ -62,7 +63,6 @@ from kraft.core.effects import (
     AppendLost,
     AppendResult,
     AppendToLog,
-    DiscardSnapshotFetch,
     Effect,
     ElectionsExhausted,
     FlushLog,
@@ -72,6 +72,7 @@ from kraft.core.effects import (
     PersistElectionState,
     Send,
     ShutdownComplete,
+    SnapshotEffect,
     SnapshotRefused,
     SnapshotRequired,
     StateChanged,
@@ -377,29 +378,11 @@ class Driver:
                     e.snapshot_id.offset,
                     e.snapshot_id.epoch,
                 )
-            elif isinstance(
-                e,
-                WriteSnapshot
-                | SnapshotRefused
-                | AdvanceLogStartOffset
-                | WriteSnapshotChunk
-                | ValidateSnapshot
-                | InstallSnapshot
-                | DiscardSnapshotFetch,
-            ):
+            elif isinstance(e, SnapshotEffect):
                 self._perform_snapshot(e)
             # ActionTaken: only for traces.
 
-    def _perform_snapshot(
-        self,
-        e: WriteSnapshot
-        | SnapshotRefused
-        | AdvanceLogStartOffset
-        | WriteSnapshotChunk
-        | ValidateSnapshot
-        | InstallSnapshot
-        | DiscardSnapshotFetch,
-    ) -> None:
+    def _perform_snapshot(self, e: SnapshotEffect) -> None:
         files, hooks = self.snapshot_files, self.snapshot_hooks
         if isinstance(e, WriteSnapshot):
             if hooks is not None:

@@ -37,6 +37,8 @@ from typing import Final, Generic, Protocol, TypeVar
 
 from kraft.app.port import CapturingStateMachine, StateMachine, StateMachineError
 from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
+from kraft.core.log_metadata import LogMetadata, LogState
+from kraft.core.voter_set import VoterSet
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
@@ -52,7 +54,6 @@ from kraft.storage.snapshot_files import (
     SnapshotError,
     SnapshotFileKind,
     SnapshotSummary,
-    check_snapshot,
 )
 
 __all__ = [
@@ -91,16 +92,6 @@ class SnapshotPolicy:
     max_interval_ms: int
 
 
-def _epoch_at(entries: tuple[tuple[Epoch, Offset], ...], offset: Offset) -> Epoch | None:
-    """The epoch of the record at `offset` by the leader epoch cache (None: not known)."""
-    found: Epoch | None = None
-    for epoch, start in entries:
-        if start > offset:
-            break
-        found = epoch
-    return found
-
-
 # --------------------------------------------------------------------------- start-up
 
 
@@ -111,7 +102,10 @@ def recover_state(
     the module docstring); the snapshot loaded, or None."""
     for path in remove_leftovers(directory):
         log.info("removed the leftover snapshot file %s", path.name)
-    entries = log_.epoch_entries()
+    # The log's epochs by offset, as the replica will see them.
+    log_meta = LogMetadata(
+        LogState(log_.start_offset, log_.end_offset, log_.epoch_entries()), VoterSet(())
+    )
     for found in reversed(snapshot_files(directory)):
         if found.kind is not SnapshotFileKind.COMPLETE:
             continue
@@ -119,33 +113,15 @@ def recover_state(
         name = found.path.name
         if sid.offset == 0:
             continue  # holds no record of the log (Kafka's bootstrap snapshot)
-        try:
-            check_snapshot(found.path)
-        except (CorruptSnapshotError, OSError) as e:
-            log.warning("snapshot %s is not used: it fails validation: %s", name, e)
-            continue
-        if sid.offset > log_.end_offset:
-            try:
-                summary = load_state_snapshot(found.path, machine)
-            except (CorruptSnapshotError, StateMachineError, OSError) as e:
-                log.warning("snapshot %s is not used: it cannot be loaded: %s", name, e)
-                continue
-            log.info(
-                "snapshot %s ends beyond the log end %d: the log now starts and ends at %d",
-                name,
-                log_.end_offset,
-                sid.offset,
-            )
-            log_.truncate_fully_and_start_at(sid.offset)
-            return summary
-        if sid.offset < log_.start_offset:
+        beyond = sid.offset > log_.end_offset
+        if not beyond and sid.offset < log_.start_offset:
             log.warning(
                 "snapshot %s is not used: it ends below the log start offset %d",
                 name,
                 log_.start_offset,
             )
             continue
-        epoch = _epoch_at(entries, Offset(sid.offset - 1))
+        epoch = None if beyond else log_meta.epoch_at(Offset(sid.offset - 1))
         if epoch is not None and epoch != sid.epoch:
             log.warning(
                 "snapshot %s is not used: the log's record at offset %d has epoch %d, not %d",
@@ -156,10 +132,20 @@ def recover_state(
             )
             continue
         try:
+            # Verifies the whole file before the machine sees any of it.
             summary = load_state_snapshot(found.path, machine)
         except (CorruptSnapshotError, StateMachineError, OSError) as e:
-            log.warning("snapshot %s is not used: it cannot be loaded: %s", name, e)
+            log.warning("snapshot %s is not used: it fails validation or loading: %s", name, e)
             continue
+        if beyond:
+            log.info(
+                "snapshot %s ends beyond the log end %d: the log now starts and ends at %d",
+                name,
+                log_.end_offset,
+                sid.offset,
+            )
+            log_.truncate_fully_and_start_at(sid.offset)
+            return summary
         log.info(
             "state machine loaded from snapshot %s (%d records): end offset %d, epoch %d; "
             "the log is replayed from offset %d",
