@@ -6,17 +6,16 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import leader_of, make_cluster
+from cluster_harness import FAST, leader_of, make_cluster
 from polling import kraft_info, wait_for
 
 from kraft.client import Address, AppendAck, ClientError, append
 from kraft.client_read import read
-from kraft.cluster import LocalCluster
+from kraft.cluster import LocalCluster, free_ports
 from kraft.trace_format import read_trace
 
 
@@ -75,13 +74,10 @@ def test_elect_append_kill_leader_restart_and_nothing_acknowledged_is_lost(
         return await task
 
     asyncio.run(appends_during_crash())
-    killed_at = time.monotonic()
     survivors = [n for n in nodes if n != first]
-    second = _leader(cluster, survivors, timeout_s=10.0)
-    failover_s = time.monotonic() - killed_at
+    # The wait only bounds a run that cannot elect (a failover takes about a second here).
+    second = _leader(cluster, survivors, timeout_s=30.0)
     assert second != first
-    # A few election timeouts (300 ms) plus the fetch timeout (600 ms) and its jitter.
-    assert failover_s < 5.0, f"failover took {failover_s:.2f} s"
 
     live = [cluster.addresses[n] for n in survivors]
     assert asyncio.run(_append_many(live, "after", 20, acked)) == []
@@ -186,17 +182,27 @@ def test_quorum_describe_prints_kafka_fields(cluster: LocalCluster) -> None:
     assert read_out.stdout.splitlines()[-2:] == ["1\ta", "2\tb"]
 
 
-def test_graceful_leader_shutdown_hands_over_quickly(cluster: LocalCluster) -> None:
+def test_graceful_leader_shutdown_hands_over_by_end_quorum_epoch(tmp_path: Path) -> None:
+    # Followers here would wait ten minutes before a missing leader's silence makes them
+    # stand, so a new leader within the wait below can only come from the EndQuorumEpoch a
+    # leader sends when it shuts down cleanly (elections from scratch use the 300 ms timeout).
+    patient = {**FAST, "controller.quorum.fetch.timeout.ms": "600000"}
+    cluster = LocalCluster(tmp_path, free_ports(3), overrides=patient)
+    cluster.format()
+    cluster.start()
+    try:
+        _hand_over(cluster)
+    finally:
+        cluster.stop_all()
+
+
+def _hand_over(cluster: LocalCluster) -> None:
     nodes = list(cluster.node_ids)
     first = _leader(cluster, nodes)
-    t0 = time.monotonic()
     assert cluster.stop(first) == 0
     survivors = [n for n in nodes if n != first]
-    second = _leader(cluster, survivors)
+    second = _leader(cluster, survivors, timeout_s=60.0)
     assert second != first
-    # EndQuorumEpoch makes the most caught-up follower stand at once, well before its
-    # fetch timeout would.
-    assert time.monotonic() - t0 < 3.0
     ack = asyncio.run(append([cluster.addresses[n] for n in survivors], [b"x"], timeout_ms=5000))
     assert ack.leader_id == second
 
