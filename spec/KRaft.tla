@@ -225,9 +225,11 @@ BecomeCandidate(s) ==
     /\ currentEpoch' = [currentEpoch EXCEPT ![s] = @ + 1]
     /\ votedFor' = [votedFor EXCEPT ![s] = s]
     /\ leader' = [leader EXCEPT ![s] = Nil]
+    \* A new tally (Kafka's CandidateState): a voter that refused the pre-vote may grant the vote.
     /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
+    /\ votesRejected' = [votesRejected EXCEPT ![s] = {}]
     /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s] + 1, FALSE))
-    /\ UNCHANGED <<alive, logVars, endOffset, votesRejected, endorsed, ghostVars>>
+    /\ UNCHANGED <<alive, logVars, endOffset, endorsed, ghostVars>>
 
 \* Kafka's handleVoteRequest, in order: an older epoch is rejected; a newer one (of a pre-vote
 \* too: someone reached it) makes the receiver Unattached in it; the candidate and the receiver

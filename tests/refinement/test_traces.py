@@ -211,6 +211,32 @@ def test_check_quorum_trace_is_accepted(check_quorum_trace: list[TraceEvent]):
 
 
 @pytest.mark.tlc
+def test_a_voter_that_refused_the_pre_vote_may_grant_the_vote():
+    """The first 200 merged events of a real 3-node chaos run (seed 5), where node 3, a leader
+    shutting down (Resigned), refuses node 2's pre-vote, then grants its vote in epoch 2, and
+    node 2 leads on that vote. KRaft.tla once carried the pre-vote's refusals into the
+    candidate's tally and rejected event 188; Kafka's CandidateState counts afresh."""
+    trace = read_trace(FIXTURES / "trace-node-prevote-rejected-vote-granted.ndjson")
+    refused = _first(
+        trace,
+        lambda ev: ev.node == 2
+        and ev.message is not None
+        and ev.message.get("type") == "VoteResponse"
+        and ev.message.get("src") == 3
+        and ev.message.get("voteGranted") is False,
+    )
+    leads = _first(
+        trace,
+        lambda ev: ev.index > trace[refused].index
+        and ev.actions == ("HandleVoteResponse", "BecomeLeader"),
+    )
+    assert trace[leads].node == 2 and trace[leads].message is not None
+    assert trace[leads].message["src"] == 3
+    res = validate_trace(trace, voters=[1, 2, 3])
+    assert res.accepted, res.summary()
+
+
+@pytest.mark.tlc
 def test_pre_vote_that_changed_the_epoch_is_rejected_at_that_event(base_trace: list[TraceEvent]):
     # KIP-996: becoming Prospective persists nothing and keeps the epoch.
     i = _first(
