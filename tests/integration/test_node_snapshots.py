@@ -200,7 +200,8 @@ def test_log_start_advances_to_a_snapshot_and_older_ones_go(tmp_path: Path) -> N
         seen["written"] = len(node.snapshotter.written)
         seen["start"] = node.driver.log.start_offset
 
-    _run(_config(data, snapshot_bytes=1), body)
+    # metadata.max.retention.bytes=0: every snapshot but the latest is beyond retention.
+    _run(replace(_config(data, snapshot_bytes=1), retention_max_bytes=0), body)
     ids = _checkpoints(data)
     assert seen["written"] >= 3
     assert 0 < len(ids) < seen["written"]  # the core deleted those below the log start
@@ -436,7 +437,7 @@ def test_a_log_start_without_its_snapshot_refuses_to_start(tmp_path: Path) -> No
         await _until("the log start to move", lambda: node.driver.log.start_offset > 0)
         seen["start"] = node.driver.log.start_offset
 
-    _run(_config(data, snapshot_bytes=1), body)
+    _run(replace(_config(data, snapshot_bytes=1), retention_max_bytes=0), body)
     for sid in _checkpoints(data):
         path = _partition(data) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
         os.chmod(path, 0o644)
