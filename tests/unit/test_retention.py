@@ -240,7 +240,9 @@ def test_config_keys_and_kafkas_defaults(tmp_path: Path) -> None:
 
 def _write(log_: SegmentedLog, count: int) -> None:
     for _ in range(count):
-        log_.append_as_follower(encode_batch(log_.end_offset, Epoch(1), [b"x" * 200], timestamp_ms=0))
+        log_.append_as_follower(
+            encode_batch(log_.end_offset, Epoch(1), [b"x" * 200], timestamp_ms=0)
+        )
     log_.flush()
 
 
