@@ -348,6 +348,9 @@ def test_kraft_snapshots_lists_and_checks(tmp_path: Path) -> None:
     shown = listing()
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
+    assert lines[0] == "log start offset: 0 (log-start-offset-checkpoint)"
+    assert lines[1].startswith("log segments: 1 (")
+    lines = lines[2:]
     assert lines[0].split()[:2] == ["END", "OFFSET"]
     assert [int(line.split()[0]) for line in lines[1:]] == [s.offset for s in ids]
     assert all("valid" in line for line in lines[1:])
@@ -357,7 +360,7 @@ def test_kraft_snapshots_lists_and_checks(tmp_path: Path) -> None:
         f.truncate(oldest.stat().st_size - 3)
     broken = listing()
     assert broken.returncode == 1
-    assert "invalid" in broken.stdout.splitlines()[1]
+    assert "invalid" in broken.stdout.splitlines()[3]
     assert oldest.name in broken.stderr
 
 

@@ -139,7 +139,7 @@ class SegmentedLog:
             for p in log_dir.glob("*" + LOG_SUFFIX)
             if p.name[: -len(LOG_SUFFIX)].isdigit()
         )
-        stored_start = _read_log_start(data_dir)
+        stored_start = read_log_start(data_dir)
         if not bases:
             base = stored_start or 0
             seg = Segment(log_dir / segment_name(base), base, create=True)
@@ -573,7 +573,7 @@ class SegmentedLog:
         self.close()
 
 
-def _read_log_start(data_dir: Path) -> int | None:
+def read_log_start(data_dir: Path) -> int | None:
     """The start offset from Kafka's `log-start-offset-checkpoint`, if recorded."""
     try:
         lines = (data_dir / LOG_START_CHECKPOINT_NAME).read_text("ascii").splitlines()
@@ -596,4 +596,5 @@ __all__ = [
     "FileRegion",
     "RegionReadResult",
     "SegmentedLog",
+    "read_log_start",
 ]
