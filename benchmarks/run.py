@@ -246,6 +246,12 @@ def _snapshot_figures() -> list[Figure]:
     ]
 
 
+def _retention_figures() -> list[Figure]:
+    from benchmarks import bench_retention
+
+    return bench_retention.figures()
+
+
 def _cluster_figures() -> list[Figure]:
     from benchmarks import bench_cluster
 
@@ -258,6 +264,7 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "simulator": _sim_figures,
     "wire protocol codec": _protocol_figures,
     "snapshots: checkpoint write and load (KIP-630)": _snapshot_figures,
+    "disk bytes under a long run with a bounded key set (retention)": _retention_figures,
     "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
 }
 

@@ -1,8 +1,8 @@
 """KIP-630 end to end on a real 3-node cluster: with a small snapshot threshold and small
-segments, the nodes snapshot, the core advances the log start and whole segments are deleted;
-a follower whose data directory is wiped and re-formatted (same cluster id) catches up by
-FetchSnapshot (the leader's log no longer holds the first records) and serves every
-acknowledged value."""
+segments, the nodes snapshot, retention (0 bytes) has the core advance the log start and
+whole segments are deleted; a follower whose data directory is wiped and re-formatted (same
+cluster id) catches up by FetchSnapshot (the leader's log no longer holds the first records)
+and serves every acknowledged value."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ SMALL = {
     **FAST,
     "metadata.log.max.record.bytes.between.snapshots": "4096",
     "metadata.log.segment.bytes": "8192",
+    # Kafka's retention at 0 bytes: every snapshot but the latest goes as soon as KIP-630's
+    # rule allows (kraft.server.retention), so the log start moves early.
+    "metadata.max.retention.bytes": "0",
 }
 KEYS = 16
 

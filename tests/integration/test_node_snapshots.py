@@ -200,7 +200,8 @@ def test_log_start_advances_to_a_snapshot_and_older_ones_go(tmp_path: Path) -> N
         seen["written"] = len(node.snapshotter.written)
         seen["start"] = node.driver.log.start_offset
 
-    _run(_config(data, snapshot_bytes=1), body)
+    # metadata.max.retention.bytes=0: every snapshot but the latest is beyond retention.
+    _run(replace(_config(data, snapshot_bytes=1), retention_max_bytes=0), body)
     ids = _checkpoints(data)
     assert seen["written"] >= 3
     assert 0 < len(ids) < seen["written"]  # the core deleted those below the log start
@@ -347,6 +348,9 @@ def test_kraft_snapshots_lists_and_checks(tmp_path: Path) -> None:
     shown = listing()
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
+    assert lines[0] == "log start offset: 0 (log-start-offset-checkpoint)"
+    assert lines[1].startswith("log segments: 1 (")
+    lines = lines[2:]
     assert lines[0].split()[:2] == ["END", "OFFSET"]
     assert [int(line.split()[0]) for line in lines[1:]] == [s.offset for s in ids]
     assert all("valid" in line for line in lines[1:])
@@ -356,7 +360,7 @@ def test_kraft_snapshots_lists_and_checks(tmp_path: Path) -> None:
         f.truncate(oldest.stat().st_size - 3)
     broken = listing()
     assert broken.returncode == 1
-    assert "invalid" in broken.stdout.splitlines()[1]
+    assert "invalid" in broken.stdout.splitlines()[3]
     assert oldest.name in broken.stderr
 
 
@@ -436,7 +440,7 @@ def test_a_log_start_without_its_snapshot_refuses_to_start(tmp_path: Path) -> No
         await _until("the log start to move", lambda: node.driver.log.start_offset > 0)
         seen["start"] = node.driver.log.start_offset
 
-    _run(_config(data, snapshot_bytes=1), body)
+    _run(replace(_config(data, snapshot_bytes=1), retention_max_bytes=0), body)
     for sid in _checkpoints(data):
         path = _partition(data) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
         os.chmod(path, 0o644)

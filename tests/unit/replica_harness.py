@@ -23,6 +23,7 @@ from kraft.core.effects import (
 from kraft.core.events import Event, Receive, Tick
 from kraft.core.messages import Message, Request, VoteResponse
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.snapshots import LogStartPolicy
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
@@ -49,6 +50,7 @@ class Harness:
         now: int = 0,
         snapshots: MemorySnapshots | None = None,
         snapshot_ids: tuple[OffsetAndEpoch, ...] = (),
+        log_start_policy: LogStartPolicy = LogStartPolicy.KIP_630,
         **cfg: int,
     ) -> None:
         self.now = now
@@ -59,6 +61,7 @@ class Harness:
             CLUSTER,
             tuple(key(v) for v in voters),
             QuorumTiming(**cfg),
+            log_start_policy,
         )
         self.replica = Replica(
             self.config,

@@ -36,7 +36,7 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
 
 
 def _cmd_snapshots(args: argparse.Namespace) -> int:
-    from kraft.storage.segmented_log import LOG_DIR_NAME
+    from kraft.storage.segmented_log import LOG_DIR_NAME, read_log_start
     from kraft.storage.snapshot_directory import snapshot_files
     from kraft.storage.snapshot_files import CorruptSnapshotError, SnapshotFileKind, check_snapshot
 
@@ -45,6 +45,12 @@ def _cmd_snapshots(args: argparse.Namespace) -> int:
         print(f"kraft snapshots: {directory}: no such directory", file=sys.stderr)
         return 2
     status = 0
+    # Kafka's tools show no log start offset (DescribeQuorum carries none): it is shown here.
+    start = read_log_start(args.data_dir)
+    segments = sorted(directory.glob("*.log"))
+    seg_bytes = sum(p.stat().st_size for p in segments)
+    print(f"log start offset: {0 if start is None else start} (log-start-offset-checkpoint)")
+    print(f"log segments: {len(segments)} ({seg_bytes} bytes)")
     print(f"{'END OFFSET':>12} {'EPOCH':>6} {'BYTES':>12} {'RECORDS':>9}  STATUS  FILE")
     for found in snapshot_files(directory):
         sid, name = found.snapshot_id, found.path.name
@@ -112,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="list a node's snapshots (checkpoint files) and check each",
         description=(
             "List the snapshot files of a node's metadata partition directory "
-            "(<data-dir>/__cluster_metadata-0), oldest first: end offset, epoch, size, and "
+            "(<data-dir>/__cluster_metadata-0), after the log start offset and the log "
+            "segments' count and bytes, oldest first: end offset, epoch, size, and "
             "for a checkpoint file its records and whether it passes validation (every batch's "
             "CRC, header first, footer last); leftover .part and .deleted files are listed as "
             "partial and deleted. Exit status 1 when a checkpoint file is invalid. Read-only: "

@@ -47,7 +47,11 @@ def add_commands(sub: SubParsers) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="set any configuration key (repeatable)",
+        help="set any configuration key (repeatable), e.g. Kafka's snapshot and retention "
+        "keys: metadata.log.max.record.bytes.between.snapshots (default 20971520), "
+        "metadata.log.max.snapshot.interval.ms (3600000), metadata.max.retention.bytes "
+        "(104857600; < 0: no limit), metadata.max.retention.ms (604800000; < 0: no limit), "
+        "and KIP-630's metadata.start.offset.lag.time.max.ms (604800000)",
     )
     start.add_argument(
         "--log-level",

@@ -1,5 +1,6 @@
 """`kraft quorum describe`: the quorum as kafka-metadata-quorum.sh prints it (--status,
---replication)."""
+--replication); `kraft info`: each node's own view (KraftNodeInfo), with what Kafka's tools do
+not show, such as the log start offset (DescribeQuorum carries none)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,17 @@ def add_commands(sub: SubParsers) -> None:
     )
     describe.add_argument("--timeout-ms", type=int, default=10_000, help="wait for a leader")
     describe.set_defaults(handler=cmd_quorum)
+    info = sub.add_parser(
+        "info",
+        help="each node's own view: state, epoch, leader, HWM, log start and end offsets",
+        description=(
+            "Ask every listed node for its own view (the private KraftNodeInfo API): state, "
+            "epoch, leader, high watermark, log start offset and log end offset, one line a "
+            "node. Exit status 1 if a node does not answer."
+        ),
+    )
+    bootstrap_arg(info)
+    info.set_defaults(handler=cmd_info)
 
 
 def status_lines(
@@ -152,3 +164,48 @@ def cmd_quorum(args: argparse.Namespace) -> int:
         lines = replication_lines(desc, human=args.human_readable, now_ms=int(time.time() * 1000))
     print("\n".join(lines))
     return 0
+
+
+INFO_HEADER = (
+    "NodeId",
+    "State",
+    "Epoch",
+    "LeaderId",
+    "HighWatermark",
+    "LogStartOffset",
+    "LogEndOffset",
+)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kraft.client import ClientError, node_info
+
+    nodes = addresses("info", args.bootstrap)
+    if nodes is None:
+        return 2
+    rows = [list(INFO_HEADER)]
+    status = 0
+    for address in nodes:
+        try:
+            i = asyncio.run(node_info(address))
+        except (ClientError, OSError) as e:
+            fail("info", f"{address}: {e}")
+            status = 1
+            continue
+        rows.append(
+            [
+                str(i.node_id),
+                i.state,
+                str(i.epoch),
+                "-1" if i.leader_id is None else str(i.leader_id),
+                "-1" if i.high_watermark is None else str(i.high_watermark),
+                str(i.log_start_offset),
+                str(i.end_offset),
+            ]
+        )
+    widths = [max(len(r[c]) for r in rows) for c in range(len(INFO_HEADER))]
+    for r in rows:
+        print("".join(f"{v:<{w}}\t" for v, w in zip(r, widths, strict=True)).rstrip())
+    return status

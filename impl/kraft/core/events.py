@@ -92,6 +92,17 @@ class SnapshotValidated:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteBeforeSnapshot:
+    """The driver's retention policy (Kafka's `metadata.max.retention.bytes` / `.ms`, the
+    cleaning of KafkaRaftLog) asks to delete what lies before the snapshot `snapshot_id`: to
+    move the log start up to it. The replica moves it at most that far, and only as far as
+    KIP-630's rule allows (kraft.core.snapshots); what it cannot do now it does once allowed."""
+
+    now_ms: int
+    snapshot_id: OffsetAndEpoch
+
+
 Event = (
     Tick
     | Receive
@@ -101,4 +112,5 @@ Event = (
     | CreateSnapshot
     | SnapshotWritten
     | SnapshotValidated
+    | DeleteBeforeSnapshot
 )

@@ -40,6 +40,7 @@ from kraft.core.election import ElectionRole
 from kraft.core.events import (
     ClientAppend,
     CreateSnapshot,
+    DeleteBeforeSnapshot,
     Event,
     Receive,
     SendFailed,
@@ -70,7 +71,7 @@ from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
 from kraft.core.replica_view import ReplicaView, ViewCache
 from kraft.core.snapshot_transfer import SnapshotFetcher
-from kraft.core.snapshots import NO_SNAPSHOTS, SnapshotRole, SnapshotSource
+from kraft.core.snapshots import NO_SNAPSHOTS, LogStartPolicy, SnapshotRole, SnapshotSource
 from kraft.core.timing import QuorumTiming
 from kraft.core.transitions import IllegalTransitionError, check_transition
 from kraft.core.vocabulary import Action, ReplicaState
@@ -118,6 +119,8 @@ class ReplicaConfig:
     # The static voter set (the voter-set history's entry before the log's first record).
     voters: tuple[ReplicaKey, ...]
     timing: QuorumTiming = field(default_factory=QuorumTiming)
+    # How far and when the log start moves (kraft.core.snapshots.LogStartPolicy).
+    log_start_policy: LogStartPolicy = LogStartPolicy.KIP_630
 
 
 class LogReader(Protocol):
@@ -209,6 +212,7 @@ class Replica:
             Shutdown: self._on_shutdown,
             CreateSnapshot: self._snaps.on_create_snapshot,
             SnapshotWritten: self._snaps.on_snapshot_written,
+            DeleteBeforeSnapshot: self._snaps.on_delete_before_snapshot,
             SnapshotValidated: self._on_snapshot_validated,
         }
         self._on_message: dict[type[Message], _Handler] = {

@@ -14,7 +14,11 @@ and the dispatch):
 - AdvanceLogStartOffset (KIP-630 "When to Increase the LogStartOffset"): a leader moves its log
   start to the largest snapshot every live replica has replicated, or to its latest snapshot
   once the log start is older than `start_offset_lag_time_max_ms`; a follower to its largest
-  snapshot at or below the leader's log start. The driver deletes what lies below.
+  snapshot at or below the leader's log start. The driver deletes what lies below. Under
+  `LogStartPolicy.RETENTION` (the node's) that rule only bounds the move: the log start goes
+  no further than the snapshot the driver's retention policy last asked for (event
+  DeleteBeforeSnapshot: Kafka's `metadata.max.retention.bytes` / `.ms`), so history is kept
+  as Kafka keeps it and is never deleted while a live replica still needs it.
 - HandleFetchRequest's snapshot answer (Kafka's validateOffsetAndEpoch and its empty-log rule)
   and HandleFetchSnapshotRequest: chunks by byte position, read through the injected
   `SnapshotSource`, with KIP-630's errors.
@@ -25,6 +29,7 @@ The core reads snapshot bytes only through `SnapshotSource`, as it reads the log
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from kraft.core.effects import (
@@ -33,7 +38,7 @@ from kraft.core.effects import (
     SnapshotRefused,
     WriteSnapshot,
 )
-from kraft.core.events import CreateSnapshot, SnapshotWritten
+from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, SnapshotWritten
 from kraft.core.messages import (
     FetchRequest,
     FetchSnapshotRequest,
@@ -83,16 +88,32 @@ class _NoSnapshots:
 NO_SNAPSHOTS: SnapshotSource = _NoSnapshots()
 
 
+class LogStartPolicy(Enum):
+    """When, and how far, the log start moves up to a snapshot (AdvanceLogStartOffset)."""
+
+    # KIP-630's rule alone: as far as it allows, as soon as it allows (the simulator's).
+    KIP_630 = "kip-630"
+    # Kafka's retention within KIP-630's rule: no further than the snapshot the driver's
+    # retention policy last asked for (DeleteBeforeSnapshot), nor than KIP-630 allows (the
+    # node's).
+    RETENTION = "retention"
+
+
 class SnapshotRole:
     """KIP-630's steps on the holding side, over the replica's state."""
 
-    __slots__ = ("_r", "_source", "_start_since")
+    __slots__ = ("_asked", "_leader_start", "_r", "_retention", "_source", "_start_since")
 
     def __init__(self, replica: Replica, source: SnapshotSource) -> None:
         self._r = replica
         self._source = source
         # When the log start last moved (or the replica started): the lag-time rule's clock.
         self._start_since = replica._now
+        self._retention = replica._cfg.log_start_policy is LogStartPolicy.RETENTION
+        # RETENTION: the furthest the log start may move (DeleteBeforeSnapshot asked so), and
+        # the leader's log start of the last Fetch answer (a follower's bound).
+        self._asked = replica._log.start_offset
+        self._leader_start: Offset | None = None
 
     # ------------------------------------------------------------------ CreateSnapshot
 
@@ -158,21 +179,39 @@ class SnapshotRole:
         start (`leader_log_start`, from a Fetch answer)."""
         r = self._r
         log = r._log
+        if self._retention and leader_log_start is not None:
+            self._leader_start = leader_log_start
         latest = log.latest_snapshot
         if latest is None or latest.offset <= log.start_offset:
             return
+        if self._retention:
+            if self._asked <= log.start_offset:
+                return  # retention asks for nothing more
+            leader_log_start = self._leader_start
         if r._state is L and r._leader is not None:
             target = self._leader_target(latest)
         elif r._state is F and leader_log_start is not None:
             target = self._largest_snapshot_at_most(leader_log_start)
         else:
             return
+        if target is not None and self._retention and target.offset > self._asked:
+            target = self._largest_snapshot_at_most(self._asked)
         if target is None or target.offset <= log.start_offset:
             return
         r._out.append(ActionTaken(Action.ADVANCE_LOG_START_OFFSET))
         r._out.append(AdvanceLogStartOffset(target))
         log.advance_start(target.offset)
         self._start_since = r._now
+
+    def on_delete_before_snapshot(self, ev: DeleteBeforeSnapshot) -> None:
+        """The retention policy asks for the log start at `ev.snapshot_id` (Kafka's
+        deleteBeforeSnapshot). Under RETENTION it is remembered and the log start moves as far
+        towards it as KIP-630's rule allows now (the rest when a later step allows); under
+        KIP_630 the log start already moves as far as the rule allows: nothing to do."""
+        if not self._retention:
+            return
+        self._asked = max(self._asked, ev.snapshot_id.offset)
+        self.maybe_advance_log_start()
 
     def _leader_target(self, latest: OffsetAndEpoch) -> OffsetAndEpoch | None:
         r = self._r

@@ -38,6 +38,10 @@ DEFAULT_LISTENER_NAME: Final = "CONTROLLER"
 # metadata.log.max.snapshot.interval.ms).
 DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES: Final = 20 * 1024 * 1024
 DEFAULT_SNAPSHOT_MAX_INTERVAL_MS: Final = 60 * 60 * 1000
+# Kafka's MetadataLogConfig retention defaults (metadata.max.retention.bytes, .ms); a negative
+# value turns that limit off, as in Kafka.
+DEFAULT_RETENTION_MAX_BYTES: Final = 100 * 1024 * 1024
+DEFAULT_RETENTION_MS: Final = 7 * 24 * 60 * 60 * 1000
 
 
 class ConfigError(KraftError):
@@ -83,6 +87,12 @@ class NodeConfig:
     # decision (AdvanceLogStartOffset deletes those below the log start).
     snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES
     snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS
+    # Kafka's retention (kraft.server.retention): while the log and the snapshots together
+    # exceed the first, or the oldest snapshot's last record is older than the second, the
+    # oldest snapshot goes and the log start moves to the next (the latest always stays),
+    # as far as KIP-630's rule allows (`timing.start_offset_lag_time_max_ms`). < 0: no limit.
+    retention_max_bytes: int = DEFAULT_RETENTION_MAX_BYTES
+    retention_ms: int = DEFAULT_RETENTION_MS
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -171,6 +181,9 @@ _TIMING_KEYS: Final[dict[str, str]] = {
     "quorum.request.timeout.ms": "request_timeout_ms",
     "quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
     "quorum.append.linger.ms": "append_linger_ms",
+    # KIP-630's name (Kafka ships no such key): how old the log start may grow while a live
+    # replica still needs it.
+    "metadata.start.offset.lag.time.max.ms": "start_offset_lag_time_max_ms",
 }
 
 _INT_KEYS: Final[dict[str, str]] = {
@@ -183,6 +196,8 @@ _INT_KEYS: Final[dict[str, str]] = {
     "shutdown.timeout.ms": "shutdown_timeout_ms",
     "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_new_record_bytes",
     "metadata.log.max.snapshot.interval.ms": "snapshot_max_interval_ms",
+    "metadata.max.retention.bytes": "retention_max_bytes",
+    "metadata.max.retention.ms": "retention_ms",
 }
 
 
@@ -196,6 +211,8 @@ _POSITIVE: Final = frozenset(
         "snapshot_max_new_record_bytes",
     }
 )
+# Negative values allowed (Kafka: a negative retention is no limit).
+_SIGNED: Final = frozenset({"retention_max_bytes", "retention_ms"})
 
 
 def _int(props: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
@@ -249,7 +266,8 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         raise ConfigError(f"node {node_id} is not a voter: `listeners` is required")
     ints: dict[str, int] = {}
     for key, attr in _INT_KEYS.items():
-        n = _int(props, key, minimum=1 if attr in _POSITIVE else 0)
+        low = 1 if attr in _POSITIVE else (-(1 << 63) if attr in _SIGNED else 0)
+        n = _int(props, key, minimum=low)
         if n is not None:
             ints[attr] = n
     timing: dict[str, int] = {}

@@ -19,8 +19,10 @@ Snapshots (KIP-630), performed in order like the log's effects: WriteSnapshot an
 SnapshotRefused go to the snapshot policy (`SnapshotHooks`, kraft.server.snapshots), which
 writes the file off the loop and submits SnapshotWritten once it is durable.
 AdvanceLogStartOffset loads the snapshot at the new start into a state machine that has not
-applied that far (it reads the log lazily), then deletes the segments and the snapshots below
-it; the log-start checkpoint is written atomically, so it is durable before the next effect.
+applied that far (it reads the log lazily), makes the new log start durable (the log-start
+checkpoint, written atomically), and only then deletes the segments and the snapshots below
+it, so a crash at any point leaves a directory that starts consistently (start-up finishes
+the deletion). The node asks for it through its retention policy (kraft.server.retention).
 A snapshot fetched from the leader: WriteSnapshotChunk writes into its `.part` file,
 ValidateSnapshot checks and fsyncs it and submits SnapshotValidated (stepped after the events
 already queued), InstallSnapshot renames it into place (directory fsynced), truncates the log

@@ -5,8 +5,9 @@ the log, loads the latest valid snapshot into the state machine (kraft.server.sn
 applier replays the log from its end offset; a snapshot past the log end makes the log start
 there), reads the quorum-state file, builds the replica with the partition directory's
 checkpoint files as its snapshots (kraft.server.snapshot_store: KIP-630, the core decides
-when to snapshot, advance the log start and fetch a snapshot; the driver performs it), a
-randomness source seeded from the OS and a millisecond clock, then serves. A log that starts
+when to snapshot, advance the log start as far as Kafka's retention asks (kraft.server.retention)
+and fetch a snapshot; the driver performs it), a randomness source seeded from the OS and a
+millisecond clock, then serves. A log that starts
 after offset 0 with no valid snapshot at or after its start cannot rebuild the state: the node
 refuses to start.
 SIGTERM/SIGINT shut down gracefully: the replica resigns if it leads (EndQuorumEpoch),
@@ -28,6 +29,7 @@ from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
 from kraft.core.effects import Send
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.snapshots import LogStartPolicy
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
 from kraft.protocol.rpc import Listener, is_request
@@ -36,6 +38,7 @@ from kraft.server.config import NodeConfig
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
 from kraft.server.peers import PeerLink
+from kraft.server.retention import Retention, RetentionLimits
 from kraft.server.snapshot_store import FileSnapshots
 from kraft.server.snapshots import SnapshotPolicy, Snapshotter, recover_state
 from kraft.storage.log_adapter import BatchReader, log_state_of
@@ -177,6 +180,7 @@ class Node:
                 cluster_id=meta.cluster_id,
                 voters=tuple(ReplicaKey(v.node_id) for v in config.voters),
                 timing=config.timing,
+                log_start_policy=LogStartPolicy.RETENTION,
             ),
             election_state=election,
             log_state=log_state_of(log_, files.ids()),
@@ -217,6 +221,13 @@ class Node:
         transport.server = server
         applier = driver_state_machine(driver, log_, store)
         server.applier = applier
+        retention = Retention(
+            log_,
+            log_.dir,
+            RetentionLimits(config.retention_max_bytes, config.retention_ms),
+            clock,
+            submit=driver.submit,
+        )
         snapshotter = Snapshotter(
             applier,
             log_,
@@ -225,6 +236,7 @@ class Node:
             clock,
             submit=driver.submit,
             loaded=None if loaded is None else loaded.snapshot_id,
+            retention=retention,
         )
         driver.on_high_watermark = snapshotter.on_high_watermark
         driver.snapshot_hooks = snapshotter
@@ -248,6 +260,7 @@ class Node:
         driver.on_fatal = node.request_stop
         driver.start()
         node._task = asyncio.create_task(driver.run())
+        retention.start()
         return node
 
     def request_stop(self) -> None:
@@ -280,6 +293,8 @@ class Node:
         for peer in self._transport.peers.values():
             await peer.close()
         await self.snapshotter.close()
+        if self.snapshotter.retention is not None:
+            await self.snapshotter.retention.close()
         drv.log.close()
         log.info("%d batches stepped, %d fsyncs", drv.batches, drv.fsyncs)
         if self._trace is not None:

@@ -2,7 +2,9 @@
 latest valid snapshot, and the policy that writes new ones. The log is never truncated here
 (its start offset stays), so no snapshot is ever the only copy of a committed record.
 
-- `recover_state` (start-up): removes leftover `.part` / `.deleted` files, then loads the
+- `recover_state` (start-up): removes leftover `.part` / `.deleted` files and the checkpoint
+  files that end below the log start (an AdvanceLogStartOffset that a crash interrupted after
+  the new start was durable: Kafka's recoverSnapshots does the same), then loads the
   newest valid checkpoint file into the state machine, which is then at the snapshot's end
   offset, so the applier (kraft.server.applier) replays only the log after it. A file that
   fails validation, or does not match the log (the log's epoch at end offset - 1 differs), is
@@ -18,8 +20,10 @@ latest valid snapshot, and the policy that writes new ones. The log is never tru
   copy of it on the event loop and asks the core (event CreateSnapshot at the applied
   offset). Only on the core's WriteSnapshot does it write the checkpoint, on a worker
   thread, then it reports it durable (event SnapshotWritten); a SnapshotRefused drops the
-  copy. Never two at once. Which snapshots and segments are deleted is the core's decision
-  (AdvanceLogStartOffset, performed by the driver): nothing is deleted here.
+  copy. Never two at once. After each snapshot written or installed it runs the retention
+  policy (kraft.server.retention), which may ask the core to move the log start; which
+  snapshots and segments are deleted is the core's decision (AdvanceLogStartOffset, performed
+  by the driver): nothing is deleted here but at start-up.
 - The snapshot hooks of the driver (kraft.server.driver.SnapshotHooks): before the log start
   moves, the state machine is caught up to it; a snapshot fetched from the leader is loaded
   into it.
@@ -42,8 +46,10 @@ from kraft.core.voter_set import VoterSet
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
+from kraft.server.retention import Retention
 from kraft.storage.replicated_log import LogError, LogReadResult
 from kraft.storage.snapshot_directory import (
+    delete_snapshot,
     load_state_snapshot,
     remove_leftovers,
     snapshot_files,
@@ -102,6 +108,7 @@ def recover_state(
     the module docstring); the snapshot loaded, or None."""
     for path in remove_leftovers(directory):
         log.info("removed the leftover snapshot file %s", path.name)
+    _delete_below_start(directory, log_.start_offset)
     # The log's epochs by offset, as the replica will see them.
     log_meta = LogMetadata(
         LogState(log_.start_offset, log_.end_offset, log_.epoch_entries()), VoterSet(())
@@ -145,6 +152,7 @@ def recover_state(
                 sid.offset,
             )
             log_.truncate_fully_and_start_at(sid.offset)
+            _delete_below_start(directory, sid.offset)
             return summary
         log.info(
             "state machine loaded from snapshot %s (%d records): end offset %d, epoch %d; "
@@ -157,6 +165,15 @@ def recover_state(
         )
         return summary
     return None
+
+
+def _delete_below_start(directory: Path, start: Offset) -> None:
+    """Delete the complete checkpoint files that end below the log start `start`."""
+    for found in snapshot_files(directory):
+        sid = found.snapshot_id
+        complete = found.kind is SnapshotFileKind.COMPLETE
+        if complete and 0 < sid.offset < start and delete_snapshot(directory, sid):
+            log.info("snapshot %s deleted: it ends below the log start %d", found.path.name, start)
 
 
 # --------------------------------------------------------------------------- the policy
@@ -177,8 +194,11 @@ class Snapshotter(Generic[C]):
         *,
         submit: Callable[[Event], None],
         loaded: OffsetAndEpoch | None = None,
+        retention: Retention | None = None,
     ) -> None:
-        """`submit` hands an event to the driver (CreateSnapshot, SnapshotWritten)."""
+        """`submit` hands an event to the driver (CreateSnapshot, SnapshotWritten);
+        `retention` runs after each snapshot written or installed."""
+        self.retention = retention
         self._applier = applier
         self._submit = submit
         self._log = log_
@@ -320,6 +340,7 @@ class Snapshotter(Generic[C]):
             path.name,
             summary.records,
         )
+        self._retain()
 
     async def _write(
         self, sid: OffsetAndEpoch, copy: StateMachine, now: int, stamp: int, reason: str
@@ -335,12 +356,21 @@ class Snapshotter(Generic[C]):
             self.written.append(path)
             log.info("snapshot %s written (%s)", path.name, reason)
             self._submit(SnapshotWritten(self._clock(), sid))
+            self._retain()
         except (OSError, SnapshotError, ValueError) as e:
             self.last_error = str(e)
             log.error("snapshot %d-%d failed: %s", sid.offset, sid.epoch, e)
         finally:
             if self._task is asyncio.current_task():
                 self._task = None
+
+    def _retain(self) -> None:
+        """Run the retention policy (after the event that makes the core hold the snapshot)."""
+        if self.retention is not None:
+            try:
+                self.retention.check()
+            except OSError as e:
+                log.warning("retention check failed: %s", e)
 
     async def close(self) -> None:
         """Wait for a snapshot being written (its thread cannot be interrupted)."""

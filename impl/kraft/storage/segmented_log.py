@@ -139,7 +139,7 @@ class SegmentedLog:
             for p in log_dir.glob("*" + LOG_SUFFIX)
             if p.name[: -len(LOG_SUFFIX)].isdigit()
         )
-        stored_start = _read_log_start(data_dir)
+        stored_start = read_log_start(data_dir)
         if not bases:
             base = stored_start or 0
             seg = Segment(log_dir / segment_name(base), base, create=True)
@@ -205,6 +205,8 @@ class SegmentedLog:
             log.truncate_fully_and_start_at(Offset(start))
         elif start > first_base:
             cache.truncate_from_start(Offset(start))
+        # An advance of the start interrupted before its segments were deleted: finish it.
+        log.delete_segments_below_start()
         rebuilt = log._reconcile_epoch_checkpoint()
         log.recovery_report = RecoveryReport(
             segments=len(log._segments),
@@ -449,27 +451,38 @@ class SegmentedLog:
             self._write_epoch_checkpoint()
 
     def truncate_fully_and_start_at(self, offset: Offset) -> None:
-        """Delete every segment and start an empty log at `offset` (a snapshot replaces it)."""
+        """Delete every segment and start an empty log at `offset` (a snapshot replaces it).
+        The new start is durable first: a crash before the segments are gone reopens as a log
+        starting beyond its end, which opening truncates fully the same way."""
         self._check_open()
         if offset < 0:
             raise LogOffsetOutOfRangeError(f"negative start offset {offset}")
+        self._start = offset
+        self._write_log_start()
         for seg in self._segments:
             seg.close()
-            seg.path.unlink()
+            seg.path.unlink(missing_ok=True)
         seg = Segment(self.dir / segment_name(offset), offset, create=True)
         self._segments = [seg]
         self._bases = [offset]
         self._unflushed = []
         fsync_dir(self.dir)
         self._dir_dirty = False
-        self._start = offset
         self._flushed = offset
-        self._write_log_start()
         self._cache.clear()
         self._write_epoch_checkpoint()
 
     def advance_start_offset(self, offset: Offset) -> None:
-        """Move the log start offset up to `offset` and delete the segments wholly below it."""
+        """Move the log start offset up to `offset` and delete the segments wholly below it,
+        in that order (`move_start_offset`, then `delete_segments_below_start`)."""
+        self.move_start_offset(offset)
+        self.delete_segments_below_start()
+
+    def move_start_offset(self, offset: Offset) -> None:
+        """Move the log start offset up to `offset`, durably (the `log-start-offset-checkpoint`
+        is written atomically), and drop the epochs below it; no file is deleted. Nothing below
+        the new start is read from then on, so a crash before the segments below it are deleted
+        leaves a consistent directory: opening it deletes them."""
         self._check_open()
         if offset <= self._start:
             return
@@ -478,21 +491,40 @@ class SegmentedLog:
                 f"start offset {offset} beyond end {self.end_offset}; "
                 "use truncate_fully_and_start_at"
             )
-        removed = False
-        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+        self._start = offset
+        self._write_log_start()
+        if self._cache.truncate_from_start(offset):
+            self._write_epoch_checkpoint()
+
+    def delete_segments_below_start(self) -> int:
+        """Delete the segments wholly below the log start (those whose next segment begins at
+        or below it: Kafka's deleteOldSegments); the active segment always stays. How many."""
+        self._check_open()
+        removed = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._start:
             seg = self._segments.pop(0)
             self._bases.pop(0)
             if seg in self._unflushed:
                 self._unflushed.remove(seg)
             seg.close()
-            seg.path.unlink()
-            removed = True
+            seg.path.unlink(missing_ok=True)
+            removed += 1
         if removed:
             fsync_dir(self.dir)
-        self._start = offset
-        self._write_log_start()
-        if self._cache.truncate_from_start(offset):
-            self._write_epoch_checkpoint()
+        return removed
+
+    # ---- sizes (retention)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """The bytes of every segment file (Kafka's UnifiedLog.size)."""
+        return sum(s.size for s in self._segments)
+
+    def size_from(self, offset: Offset) -> int:
+        """The bytes the segments would hold with the log start moved to `offset` (those
+        wholly below it deleted)."""
+        keep = bisect_right(self._bases, offset) - 1
+        return sum(s.size for s in self._segments[max(keep, 0) :])
 
     # ---- epochs
 
@@ -541,7 +573,7 @@ class SegmentedLog:
         self.close()
 
 
-def _read_log_start(data_dir: Path) -> int | None:
+def read_log_start(data_dir: Path) -> int | None:
     """The start offset from Kafka's `log-start-offset-checkpoint`, if recorded."""
     try:
         lines = (data_dir / LOG_START_CHECKPOINT_NAME).read_text("ascii").splitlines()
@@ -564,4 +596,5 @@ __all__ = [
     "FileRegion",
     "RegionReadResult",
     "SegmentedLog",
+    "read_log_start",
 ]
