@@ -273,6 +273,6 @@ class SnapshotRole:
                 snap,
                 size=size,
                 position=msg.position,
-                chunk=bytes(chunk),
+                chunk=chunk,
             ),
         )
