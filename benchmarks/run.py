@@ -220,30 +220,9 @@ def _protocol_figures() -> list[Figure]:
 
 
 def _snapshot_figures() -> list[Figure]:
-    from benchmarks import bench_snapshot as bs
+    from benchmarks import bench_snapshot
 
-    r = bs.run()
-    what = f"{bs.KEYS:,} keys, {r.size_bytes / 1e6:.1f} MB checkpoint"
-    return [
-        Figure(
-            f"snapshot write: store to checkpoint file, fsync, rename ({what})",
-            r.write_mb_s,
-            "MB/s",
-            "(informative)",
-            None,
-            "raw write + fsync + rename of the same bytes",
-            r.raw_write_mb_s,
-        ),
-        Figure(
-            f"snapshot load: validate whole file, then load into a store ({what})",
-            r.load_mb_s,
-            "MB/s",
-            "(informative)",
-            None,
-            "raw read of the same bytes (page cache)",
-            r.raw_read_mb_s,
-        ),
-    ]
+    return bench_snapshot.figures()
 
 
 def _cluster_figures() -> list[Figure]:
@@ -257,7 +236,9 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "replicated log: append and fetch path": _log_figures,
     "simulator": _sim_figures,
     "wire protocol codec": _protocol_figures,
-    "snapshots: checkpoint write and load (KIP-630)": _snapshot_figures,
+    "snapshots: checkpoint write and load, FetchSnapshot transfer, catch-up (KIP-630)": (
+        _snapshot_figures
+    ),
     "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
 }
 
