@@ -18,7 +18,9 @@ measured in the same run, with the ratio.
   left out. Baseline: os.sendfile of the same file over a loopback TCP connection to a reader
   that writes it into a file (the machine's limit for moving these bytes between processes).
 - Catch-up of a wiped node: a 3-node cluster (`kraft start` subprocesses, LocalCluster) holds
-  CATCH_UP_BYTES of key-value state written once per key; a stopped follower is wiped and
+  CATCH_UP_BYTES of key-value state, each key written CATCH_UP_WRITES times (so the log is
+  that many times the state, as under updates to a bounded key set); a stopped follower is
+  wiped and
   re-formatted, then started; the time until it answers KraftGet for the last key written with
   its value. From a snapshot (the leader snapshotted after the writes; the empty follower is
   sent it) beside replaying the same state from the log (no snapshots: it fetches the log
@@ -84,8 +86,10 @@ MIB = 1 << 20
 TRANSFER_BYTES = 128 * MIB
 TRANSFER_VALUE = 64 * 1024
 TRANSFER_RUNS = 5
-# Catch-up of a wiped node: the state written (each key once), in appends of this many records.
-CATCH_UP_BYTES = 32 * MIB
+# Catch-up of a wiped node: the state, each key written CATCH_UP_WRITES times, in appends of
+# CATCH_UP_PER_APPEND records.
+CATCH_UP_BYTES = 16 * MIB
+CATCH_UP_WRITES = 4
 CATCH_UP_VALUE = 1024
 CATCH_UP_PER_APPEND = 100
 CATCH_UP_RUNS = 3
@@ -372,14 +376,15 @@ def _log_start(address: Address) -> int:
         return -1
 
 
-async def _write_state(bootstrap: list[Address], size: int) -> Offset:
+async def _write_state(bootstrap: list[Address], size: int, writes: int = 1) -> Offset:
     last = Offset(-1)
     per = CATCH_UP_PER_APPEND
-    for i in range(size // (CATCH_UP_VALUE * per)):
-        records = [
-            (f"key-{i:06d}-{j:03d}".encode(), os.urandom(CATCH_UP_VALUE)) for j in range(per)
-        ]
-        last = (await append(bootstrap, records)).last_offset
+    for _ in range(writes):
+        for i in range(size // (CATCH_UP_VALUE * per)):
+            records = [
+                (f"key-{i:06d}-{j:03d}".encode(), os.urandom(CATCH_UP_VALUE)) for j in range(per)
+            ]
+            last = (await append(bootstrap, records)).last_offset
     return last
 
 
@@ -400,7 +405,9 @@ def _cluster(root: Path, snapshots: bool) -> Iterator[LocalCluster]:
         cluster.stop_all()
 
 
-def catch_up_seconds(root: Path, *, snapshots: bool, size: int = CATCH_UP_BYTES) -> float:
+def catch_up_seconds(
+    root: Path, *, snapshots: bool, size: int = CATCH_UP_BYTES, writes: int = CATCH_UP_WRITES
+) -> float:
     """Seconds from the start of a wiped, re-formatted node to its answer of the last value."""
     with _cluster(root, snapshots) as cluster:
         victim = cluster.node_ids[-1]
@@ -409,7 +416,7 @@ def catch_up_seconds(root: Path, *, snapshots: bool, size: int = CATCH_UP_BYTES)
         cluster.stop(victim)
         shutil.rmtree(cluster.data_dir(victim))
         cluster.format()
-        last = asyncio.run(_write_state(bootstrap, size))
+        last = asyncio.run(_write_state(bootstrap, size, writes))
         if snapshots:
             time.sleep(0.6)  # past the snapshot interval: the next commit snapshots it all
         key, value = b"the-last-key", os.urandom(CATCH_UP_VALUE)
@@ -439,22 +446,25 @@ def catch_up_seconds(root: Path, *, snapshots: bool, size: int = CATCH_UP_BYTES)
 @dataclass(frozen=True)
 class CatchUpTimes:
     state_bytes: int
+    writes: int
     from_snapshot_s: float
     from_log_s: float
 
 
-def measure_catch_up(runs: int = CATCH_UP_RUNS, size: int = CATCH_UP_BYTES) -> CatchUpTimes:
+def measure_catch_up(
+    runs: int = CATCH_UP_RUNS, size: int = CATCH_UP_BYTES, writes: int = CATCH_UP_WRITES
+) -> CatchUpTimes:
     BENCH_ROOT.mkdir(parents=True, exist_ok=True)
     snap: list[float] = []
     replay: list[float] = []
-    for i in range(runs):
+    for i in range(runs):  # alternated, so that both see the same machine
         for snapshots, into in ((True, snap), (False, replay)):
             root = Path(tempfile.mkdtemp(prefix=f"bench-catch-up-{i}-", dir=BENCH_ROOT))
             try:
-                into.append(catch_up_seconds(root, snapshots=snapshots, size=size))
+                into.append(catch_up_seconds(root, snapshots=snapshots, size=size, writes=writes))
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-    return CatchUpTimes(size, statistics.median(snap), statistics.median(replay))
+    return CatchUpTimes(size, writes, statistics.median(snap), statistics.median(replay))
 
 
 # --------------------------------------------------------------------------- figures
@@ -465,7 +475,10 @@ def figures() -> list[Figure]:
     what = f"{KEYS:,} keys, {r.size_bytes / 1e6:.1f} MB checkpoint"
     t = measure_transfer()
     c = measure_catch_up()
-    state = f"{c.state_bytes / MIB:.0f} MiB of state, each key written once"
+    state = (
+        f"{c.state_bytes / MIB:.0f} MiB of state, each key written {c.writes} times: "
+        f"{c.state_bytes * c.writes / MIB:.0f} MiB of log"
+    )
     return [
         Figure(
             f"snapshot write: store to checkpoint file, fsync, rename ({what})",
@@ -511,6 +524,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["files", "transfer", "catch-up"], action="append")
     parser.add_argument("--runs", type=int, default=None, help="runs of each figure")
+    parser.add_argument(
+        "--writes", type=int, default=CATCH_UP_WRITES, help="catch-up: writes of each key"
+    )
+    parser.add_argument(
+        "--state-mib", type=int, default=CATCH_UP_BYTES // MIB, help="catch-up: MiB of state"
+    )
     args = parser.parse_args(argv)
     only = set(args.only or ["files", "transfer", "catch-up"])
     if "files" in only:
@@ -532,11 +551,11 @@ def main(argv: list[str] | None = None) -> None:
             f"({t.size_bytes / MIB:.0f} MiB)"
         )
     if "catch-up" in only:
-        c = measure_catch_up(args.runs or CATCH_UP_RUNS)
+        c = measure_catch_up(args.runs or CATCH_UP_RUNS, args.state_mib * MIB, args.writes)
         print(
             f"catch-up        {c.from_snapshot_s:10.2f} s from a snapshot   "
             f"{c.from_log_s:6.2f} s from the log   ratio {c.from_snapshot_s / c.from_log_s:.2f}x "
-            f"({c.state_bytes / MIB:.0f} MiB of state)"
+            f"({c.state_bytes / MIB:.0f} MiB of state, each key written {c.writes} times)"
         )
 
 
