@@ -149,3 +149,19 @@ def test_validation_runs_on_a_worker_thread_and_stale_outcomes_are_dropped(
     assert [v.valid for v in got] == [False, True]  # the first, stale outcome never reported
     assert len(threads) == 3
     assert threading.get_ident() not in threads
+
+
+def test_the_mapping_of_a_file_deleted_elsewhere_is_dropped(tmp_path: Path) -> None:
+    files = FileSnapshots(tmp_path)
+    sid = _snapshot(tmp_path)
+    first = files.read(sid, 0, 10).obj
+    path = checkpoint_path(tmp_path, sid)
+    path.chmod(0o644)
+    path.unlink()  # retention deleting it by another path
+    other = OffsetAndEpoch(Epoch(5), Offset(SID.offset + 10))
+    with CheckpointWriter(tmp_path, other, timestamp_ms=1, last_contained_log_timestamp=1) as w:
+        w.append([(b"k", b"v")])
+        w.freeze()
+    assert files.read(other, 0, 10).obj is not first
+    assert sid not in files._maps  # mapping another file pruned the one of the deleted file
+    assert files.read(sid, 0, 10) == b""

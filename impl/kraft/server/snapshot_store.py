@@ -8,7 +8,8 @@ Nothing here holds a whole snapshot in memory.
   chunk is never copied on the leader: the listener writes the view between the frame's
   encoded prefix and suffix (kraft.protocol.rpc.fetch_snapshot.ResponseFrame). A checkpoint
   file never changes once renamed into place, and a mapping outlives the file's deletion, so a
-  view handed out stays valid.
+  view handed out stays valid (the mappings of deleted files are dropped as soon as they are
+  seen to be gone, so that their disk space is freed once the last view is).
 - Fetching a snapshot from the leader: `write_chunk` writes each chunk as it arrives into
   `<id>-fetch.checkpoint.part` (position 0 starts a fresh file; start-up removes a leftover
   one); `validate` checks it whole (size, every batch's CRC, header first, footer last),
@@ -115,7 +116,19 @@ class FileSnapshots:
             os.close(fd)  # the mapping holds its own reference to the file
         # An older mapping is dropped, not closed: views of it may still be on their way out.
         self._maps[snapshot_id] = (inode, mapped)
+        self._prune()
         return mapped
+
+    def _prune(self) -> None:
+        """Drop the mappings of files deleted by other means than `delete_older_than`: a
+        mapping keeps a deleted file's blocks allocated until it goes."""
+        for sid, (inode, _) in list(self._maps.items()):
+            try:
+                gone = checkpoint_path(self.directory, sid).stat().st_ino != inode
+            except OSError:
+                gone = True
+            if gone:
+                del self._maps[sid]
 
     # ---------------------------------------------------------------- fetching
 
