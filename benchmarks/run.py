@@ -220,30 +220,9 @@ def _protocol_figures() -> list[Figure]:
 
 
 def _snapshot_figures() -> list[Figure]:
-    from benchmarks import bench_snapshot as bs
+    from benchmarks import bench_snapshot
 
-    r = bs.run()
-    what = f"{bs.KEYS:,} keys, {r.size_bytes / 1e6:.1f} MB checkpoint"
-    return [
-        Figure(
-            f"snapshot write: store to checkpoint file, fsync, rename ({what})",
-            r.write_mb_s,
-            "MB/s",
-            "(informative)",
-            None,
-            "raw write + fsync + rename of the same bytes",
-            r.raw_write_mb_s,
-        ),
-        Figure(
-            f"snapshot load: validate whole file, then load into a store ({what})",
-            r.load_mb_s,
-            "MB/s",
-            "(informative)",
-            None,
-            "raw read of the same bytes (page cache)",
-            r.raw_read_mb_s,
-        ),
-    ]
+    return bench_snapshot.figures()
 
 
 def _retention_figures() -> list[Figure]:
@@ -263,10 +242,17 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "replicated log: append and fetch path": _log_figures,
     "simulator": _sim_figures,
     "wire protocol codec": _protocol_figures,
-    "snapshots: checkpoint write and load (KIP-630)": _snapshot_figures,
+    "snapshots: checkpoint write and load, FetchSnapshot transfer, catch-up (KIP-630)": (
+        _snapshot_figures
+    ),
     "disk bytes under a long run with a bounded key set (retention)": _retention_figures,
     "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
 }
+
+
+def _ratio(r: float) -> str:
+    # Two significant digits below 0.01, so a tiny ratio does not print as "0.00x".
+    return f"{r:.2f}x" if r >= 0.01 else f"{r:.2g}x"
 
 
 def _fmt(v: float) -> str:
@@ -294,7 +280,7 @@ def render(results: dict[str, list[Figure]], errors: dict[str, str]) -> str:
         for f in figures:
             met = "" if f.met is None else ("yes" if f.met else "**no**")
             base = _fmt(f.baseline_value) if f.baseline_value is not None else ""
-            ratio = f"{f.ratio:.2f}x" if f.ratio is not None else ""
+            ratio = _ratio(f.ratio) if f.ratio is not None else ""
             lines.append(
                 f"| {f.name} | {_fmt(f.value)} {f.unit} | {f.target} | {met} | "
                 f"{f.baseline_name} | {base} | {ratio} |"

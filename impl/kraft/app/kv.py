@@ -149,7 +149,14 @@ class KeyValueStore:
         return copy
 
     def produce_snapshot(self, writer: SnapshotWriter) -> None:
-        entries: list[KeyValue] = list(self.items())
+        """Streamed: the records go to `writer` a batch at a time, built as they are written
+        (the only whole-state structure made is the sorted list of keys, a pointer a key)."""
+        data = self._data
+        keys = sorted(data)
+        for i in range(0, len(keys), _SNAPSHOT_BATCH):
+            writer.append([(k, data[k]) for k in keys[i : i + _SNAPSHOT_BATCH]])
+        del keys
+        entries: list[KeyValue] = []
         for b in self.producers.batches():
             entry = _PRODUCER_ENTRY.pack(
                 _PRODUCER_ENTRY_VERSION,
@@ -160,8 +167,11 @@ class KeyValueStore:
                 b.epoch,
             )
             entries.append((None, entry))
-        for i in range(0, len(entries), _SNAPSHOT_BATCH):
-            writer.append(entries[i : i + _SNAPSHOT_BATCH])
+            if len(entries) == _SNAPSHOT_BATCH:
+                writer.append(entries)
+                entries = []
+        if entries:
+            writer.append(entries)
 
     def load_snapshot(self, reader: SnapshotReader) -> None:
         """Replace the state with the snapshot's: what was applied before is forgotten."""

@@ -121,7 +121,8 @@ class FetchSnapshotResponse:
     snapshot_id: OffsetAndEpoch
     size: int
     position: int
-    chunk: bytes = field(default=b"", compare=False)
+    # The snapshot bytes at `position` (a view of the file on the node: never copied there).
+    chunk: Records = field(default=b"", compare=False)
 
 
 Request = (

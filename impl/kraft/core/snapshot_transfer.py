@@ -12,9 +12,11 @@ Fetch answer names a snapshot):
    snapshot (a duplicate, a stale answer) is ignored; SNAPSHOT_NOT_FOUND or
    POSITION_OUT_OF_RANGE (the leader no longer has it) or an inconsistent answer abandons the
    transfer and Fetch resumes, which names the leader's snapshot again.
-4. All `size` bytes written: the driver validates the file (ValidateSnapshot) and answers
-   with the event SnapshotValidated. Nothing changes before that answer: a failed validation
-   abandons the transfer (DiscardSnapshotFetch) and the replica is the one it was.
+4. All `size` bytes written: the driver validates the file (ValidateSnapshot, off its event
+   loop on the node) and answers with the event SnapshotValidated. Nothing changes before
+   that answer: a failed validation abandons the transfer (DiscardSnapshotFetch) and the
+   replica is the one it was. The fetch timeout is suspended meanwhile (the follower asks the
+   leader nothing) and runs again from the answer.
 5. InstallSnapshot (the spec's Install): the log is truncated fully and starts and ends at the
    snapshot's end offset (LogMetadata.install_snapshot), the high watermark rises to it, and
    Fetch resumes from there with LastFetchedEpoch = the snapshot's epoch.
@@ -195,6 +197,10 @@ class SnapshotFetcher:
             return
         t.validating = True
         r._fetch_send_at = None
+        # The leader is not asked anything until the driver answers: its silence meanwhile
+        # is ours, so the fetch timeout is suspended (a long validation must not start an
+        # election, which would abandon the transfer, again and again).
+        r._fetch_deadline = None
         r._out.append(ValidateSnapshot(t.snapshot_id, resp.size))
 
     def on_validated(self, ev: SnapshotValidated) -> None:
@@ -203,6 +209,7 @@ class SnapshotFetcher:
         t = self.transfer
         if t is None or not t.validating or ev.snapshot_id != t.snapshot_id:
             return  # a transfer already abandoned: its file is discarded
+        self._leader_alive()  # the fetch timeout runs again from now
         if not ev.valid:
             self._restart_fetch(backoff=True)
             return

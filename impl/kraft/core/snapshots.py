@@ -312,6 +312,6 @@ class SnapshotRole:
                 snap,
                 size=size,
                 position=msg.position,
-                chunk=bytes(chunk),
+                chunk=chunk,
             ),
         )

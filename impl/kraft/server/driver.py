@@ -24,13 +24,14 @@ checkpoint, written atomically), and only then deletes the segments and the snap
 it, so a crash at any point leaves a directory that starts consistently (start-up finishes
 the deletion). The node asks for it through its retention policy (kraft.server.retention).
 A snapshot fetched from the leader: WriteSnapshotChunk writes into its `.part` file,
-ValidateSnapshot checks and fsyncs it and submits SnapshotValidated (stepped after the events
-already queued), InstallSnapshot renames it into place (directory fsynced), truncates the log
+ValidateSnapshot checks and fsyncs it on a worker thread (the loop goes on stepping events
+meanwhile; the core asks nothing of that transfer until it hears) and submits
+SnapshotValidated, InstallSnapshot renames it into place (directory fsynced), truncates the log
 fully to start at its end, deletes older snapshots and loads it into the state machine, all
 before the effects after it (the HighWatermarkMoved that follows releases a state machine
 already at the snapshot's end); DiscardSnapshotFetch removes the `.part` file
-(kraft.server.snapshot_store). Validation and loading read the whole file on the event loop,
-streamed (never held in memory).
+(kraft.server.snapshot_store). Validation and loading read the file one batch at a time (never
+held in memory); loading runs on the event loop.
 
 Sends are encoded when performed, not when released: a Fetch response holds a view of the
 mmapped log, valid only until the log is next truncated.
@@ -88,7 +89,7 @@ from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import KeyValue
-from kraft.server.snapshot_store import FileSnapshots
+from kraft.server.snapshot_store import FileSnapshots, Validation
 from kraft.storage.quorum_state import write_quorum_state
 from kraft.storage.replicated_log import CorruptLogError
 from kraft.storage.segmented_log import SegmentedLog
@@ -413,12 +414,7 @@ class Driver:
         elif isinstance(e, WriteSnapshotChunk):
             files.write_chunk(sid, e.position, e.data)
         elif isinstance(e, ValidateSnapshot):
-            v = files.validate(sid, e.size)
-            if not v.valid:
-                log.warning(
-                    "fetched snapshot %d-%d fails validation: %s", sid.offset, sid.epoch, v.reason
-                )
-            self.submit(SnapshotValidated(self._clock(), sid, v.valid, v.voters, v.reason))
+            files.validate_later(sid, e.size, functools.partial(self._validated, sid))
         elif isinstance(e, InstallSnapshot):
             path = files.install(sid)
             self.log.truncate_fully_and_start_at(sid.offset)
@@ -430,6 +426,13 @@ class Driver:
             )
         else:
             files.discard(sid)
+
+    def _validated(self, sid: OffsetAndEpoch, v: Validation) -> None:
+        if not v.valid:
+            log.warning(
+                "fetched snapshot %d-%d fails validation: %s", sid.offset, sid.epoch, v.reason
+            )
+        self.submit(SnapshotValidated(self._clock(), sid, v.valid, v.voters, v.reason))
 
     # ------------------------------------------------------------------ client appends
 

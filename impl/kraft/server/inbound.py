@@ -19,6 +19,11 @@
   client with no node id (its translator's sender is None) is answered all the same. A
   connection keeps the replica id its first request claimed: a later request there claiming
   another id closes it.
+- FetchSnapshot answers are written without copying their chunk: the frame's encoded prefix,
+  the chunk (a view of the mapped checkpoint file, kraft.server.snapshot_store) and the
+  encoded suffix go to the transport one after the other
+  (kraft.protocol.rpc.fetch_snapshot.ResponseFrame); only what the socket cannot take at once
+  is buffered by the transport, at most one chunk.
 - KraftAppend / KraftNodeInfo / KraftGet (kraft.protocol.client_api): the private client
   API; KraftGet reads the node's key-value state machine (kraft.app.kv).
 
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 from kraft.app.kv import KeyValueStore
 from kraft.core.effects import Send
 from kraft.core.events import Receive
-from kraft.core.messages import FetchRequest, FetchResponse, Response
+from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotResponse, Response
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import (
@@ -91,6 +96,7 @@ from kraft.protocol.rpc import (
     sender_of,
     with_voter_set_keys,
 )
+from kraft.protocol.rpc.fetch_snapshot import ResponseFrame, fetch_snapshot_frame
 from kraft.records import LOG_OVERHEAD
 from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig
@@ -133,6 +139,12 @@ class _Connection:
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.writer.write(data)
+
+    def write_frame(self, frame: ResponseFrame) -> None:
+        """Prefix, region, suffix: the transport sends each as far as the socket takes it."""
+        if not self.closed:
+            for part in frame.parts():
+                self.writer.write(part)
 
     def close(self) -> None:
         if not self.closed:
@@ -378,6 +390,9 @@ class RequestServer:
         body = response_to_wire(
             msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)
         )
+        if isinstance(msg, FetchSnapshotResponse):
+            frame = fetch_snapshot_frame(body, p.version, p.correlation_id, msg.chunk)
+            return lambda: p.conn.write_frame(frame)
         data = encode_response_payload(api_key, p.version, p.correlation_id, body, framed=True)
         return lambda: p.conn.write(data)
 

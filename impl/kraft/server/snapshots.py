@@ -60,6 +60,7 @@ from kraft.storage.snapshot_files import (
     SnapshotError,
     SnapshotFileKind,
     SnapshotSummary,
+    load_validated_snapshot,
 )
 
 __all__ = [
@@ -330,7 +331,7 @@ class Snapshotter(Generic[C]):
     def snapshot_installed(self, path: Path) -> None:
         """A snapshot fetched from the leader is in place: the state machine becomes it."""
         machine = self._applier.machine
-        summary = load_state_snapshot(path, machine)
+        summary = load_validated_snapshot(path, machine)  # validated whole before install
         self._pending = None
         self.latest = summary.snapshot_id
         self._counted = summary.snapshot_id.offset
