@@ -32,6 +32,7 @@ __all__ = [
     "NO_OP_RECORD",
     "MetadataRecordError",
     "MetadataRecordHeader",
+    "decode_feature_level_record",
     "decode_metadata_header",
     "encode_metadata_record",
     "feature_level_record",
@@ -89,3 +90,26 @@ def decode_metadata_header(value: bytes) -> MetadataRecordHeader:
     if frame != METADATA_FRAME_VERSION:
         raise MetadataRecordError(f"metadata record frame version {frame}, expected 1")
     return MetadataRecordHeader(api_key, version, pos)
+
+
+def decode_feature_level_record(value: bytes) -> tuple[str, int]:
+    """The (feature name, level) of a framed FeatureLevelRecord v0 value (level 0: the
+    feature is removed). Tagged fields after the level are skipped."""
+    header = decode_metadata_header(value)
+    if header.api_key != FEATURE_LEVEL_RECORD:
+        raise MetadataRecordError(f"record type {header.api_key} is not a FeatureLevelRecord")
+    if header.version != 0:
+        raise MetadataRecordError(f"FeatureLevelRecord version {header.version} is not known")
+    view = memoryview(value)
+    try:
+        length, pos = read_uvarint(view, header.body_offset)
+    except (WireFormatError, IndexError) as e:
+        raise MetadataRecordError(f"truncated FeatureLevelRecord: {e}") from None
+    end = pos + length - 1
+    if length == 0 or end + 2 > len(value):
+        raise MetadataRecordError("FeatureLevelRecord: bad or truncated name")
+    try:
+        name = bytes(view[pos:end]).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MetadataRecordError(f"FeatureLevelRecord: name is not UTF-8: {e}") from None
+    return name, int.from_bytes(value[end : end + 2], "big", signed=True)
