@@ -1,0 +1,275 @@
+"""KIP-630 snapshots across a mixed quorum (kraft voters 1 and 2, Kafka controller 3, one
+cluster id, static voters), both ways, with one start of Kafka's JVM:
+
+1. kraft leader -> Kafka follower. The kraft nodes run the metadata state machine
+   (kraft.app.metadata) with a small snapshot threshold. Kafka 3 is down while the kraft
+   leader commits metadata.version and NoOpRecords, snapshots and moves its log start past
+   offset 0 (Kafka, not live, does not hold it back). Kafka 3 then starts with an empty log,
+   is answered with the snapshot id, fetches the snapshot with FetchSnapshot and its
+   controller loads it: the checkpoint file is byte-identical to the leader's, Kafka's log
+   starts at its end offset, and what commits after it is replicated to Kafka.
+2. Kafka leader -> kraft follower. Kafka 3 becomes the leader (the kraft leaders resign until
+   Kafka wins); kraft follower X is stopped; Kafka's leader snapshots (small thresholds) and,
+   in its log cleaner, moves its log start past X's log end (`metadata.max.retention.bytes`
+   tiny: the cleaner advances to the newest snapshot; Kafka runs it 60 s after its raft
+   client starts, then every 60 s). X restarts, is answered with the snapshot id, fetches and
+   installs Kafka's snapshot (the same bytes), loads it into its metadata state machine, and
+   its log then matches Kafka's byte for byte.
+
+No Kafka process logs a fatal fault (its controller replays every record and snapshot)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from pathlib import Path
+
+import pytest
+from kafka_harness import (
+    FREQUENT_SNAPSHOTS,
+    METADATA_DIR,
+    METADATA_VERSION_LEVEL,
+    Batch,
+    KafkaNode,
+    Procs,
+    feature_level_record,
+    kafka_nodes,
+    kraft_append,
+    kraft_cluster,
+    noop_record,
+    ports_for,
+    quorum_timeouts,
+    read_batches,
+    stop_kafka,
+    voters_string,
+)
+from polling import kraft_info, wait_for
+
+from kraft.client_read import get
+from kraft.cluster import LocalCluster
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.storage.meta_properties import generate_cluster_id
+from kraft.storage.snapshot_directory import list_snapshots
+
+pytestmark = pytest.mark.interop
+
+KRAFT_IDS = (1, 2)
+KAFKA_ID = 3
+WAIT_S = 60.0
+# Kafka's raft client runs its log cleaner 60 s after it starts, then every 60 s.
+CLEANER_WAIT_S = 150.0
+KRAFT_SNAPSHOTS = {
+    "kraft.state.machine": "metadata",
+    "metadata.log.max.record.bytes.between.snapshots": "400",
+    "metadata.log.max.snapshot.interval.ms": "0",
+}
+KAFKA_SNAPSHOTS = {
+    **FREQUENT_SNAPSHOTS,
+    # The cleaner moves the log start to the newest snapshot whenever there are two.
+    "metadata.max.retention.bytes": "1",
+}
+_LOG_START = re.compile(r"Incremented log start offset to (\d+)")
+_INSTALLED = re.compile(r"snapshot (\d+)-(\d+) installed")
+
+
+def _snapshots(metadata_dir: Path) -> dict[OffsetAndEpoch, bytes]:
+    """The complete checkpoint files of a directory, but the bootstrap one, by snapshot id."""
+    return {
+        s.snapshot_id: s.path.read_bytes()
+        for s in list_snapshots(metadata_dir)
+        if s.snapshot_id.offset > 0
+    }
+
+
+def _kraft_leader(kraft: LocalCluster, among: list[int]) -> int | None:
+    for n in among:
+        info = kraft_info(kraft.addresses[n])
+        if info is not None and info.state == "Leader" and info.leader_id == n:
+            return n
+    return None
+
+
+def _leader_view(kraft: LocalCluster, kafka: KafkaNode, up: list[int]) -> int | None:
+    """The leader every running voter agrees on (Kafka's quorum-state file for Kafka)."""
+    views: set[int | None] = set()
+    for n in up:
+        if n == KAFKA_ID:
+            qs = kafka.quorum_state() if kafka.started else None
+            views.add(None if qs is None else int(qs["leaderId"]))  # type: ignore[call-overload]
+        else:
+            info = kraft_info(kraft.addresses[n])
+            views.add(None if info is None else info.leader_id)
+    if len(views) != 1:
+        return None
+    (leader,) = views
+    return leader if leader in up else None
+
+
+def _kafka_log_start(kafka: KafkaNode) -> int:
+    found = [int(m.group(1)) for m in _LOG_START.finditer(kafka.log_text())]
+    return max(found, default=0)
+
+
+def _check_alive(kafka: KafkaNode) -> None:
+    if not kafka.running:
+        raise AssertionError("Kafka exited:\n" + "\n".join(kafka.fatal_lines()[-10:]))
+    assert kafka.fatal_lines() == [], "\n".join(kafka.fatal_lines())
+
+
+def _batches(metadata_dir: Path) -> list[Batch]:
+    """A running node's batches, or none while its last one is being written."""
+    try:
+        return read_batches(metadata_dir)
+    except Exception:
+        return []
+
+
+def _raws_from(batches: list[Batch], start: int, end: int) -> list[bytes]:
+    return [b.raw for b in batches if start <= b.base_offset and b.last_offset < end]
+
+
+def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
+    cluster_id = generate_cluster_id(random.Random())
+    ports = ports_for([*KRAFT_IDS, KAFKA_ID])
+    voters = voters_string(ports)
+    # Kafka stands first once a kraft leader resigns, so that it wins the election.
+    (kafka,) = kafka_nodes(
+        procs,
+        {KAFKA_ID: ports[KAFKA_ID]},
+        voters,
+        cluster_id,
+        quorum=quorum_timeouts(500, 1000, kraft=False),
+        extra=KAFKA_SNAPSHOTS,
+    ).values()
+    kraft = kraft_cluster(
+        procs,
+        {n: ports[n] for n in KRAFT_IDS},
+        voters,
+        cluster_id,
+        quorum={**quorum_timeouts(1500, 3000, kraft=True), **KRAFT_SNAPSHOTS},
+    )
+    kraft_dir = {n: kraft.data_dir(n) / METADATA_DIR for n in KRAFT_IDS}
+
+    # ---------------------------------------------------------------- 1. kraft -> Kafka
+    kraft.start()
+    leader = wait_for("a kraft leader", lambda: _kraft_leader(kraft, list(KRAFT_IDS)), WAIT_S)
+    at = [kraft.addresses[leader]]
+    kraft_append(at, [feature_level_record("metadata.version", METADATA_VERSION_LEVEL)])
+    for _ in range(40):
+        kraft_append(at, [noop_record() for _ in range(3)])
+        info = kraft_info(at[0])
+        if info is not None and info.log_start_offset > 0:
+            break
+    info = wait_for(
+        f"kraft leader {leader} to move its log start",
+        lambda: (i := kraft_info(at[0])) is not None and i.log_start_offset > 0 and i,
+        WAIT_S,
+    )
+    start = int(info.log_start_offset)
+    leader_snaps = _snapshots(kraft_dir[leader])
+    assert max(leader_snaps).offset == start, (sorted(leader_snaps), start)
+    sid = max(leader_snaps)
+
+    kafka.start()
+    wait_for(
+        f"Kafka to fetch kraft leader {leader}'s snapshot {sid}",
+        lambda: sid in _snapshots(kafka.metadata_dir) or (_check_alive(kafka) and False),
+        WAIT_S,
+    )
+    assert _snapshots(kafka.metadata_dir)[sid] == leader_snaps[sid]
+    # Kafka's controller loads it (a snapshot it cannot load is a fatal fault).
+    name = f"{sid.offset:020d}-{sid.epoch:010d}"
+    wait_for(
+        f"Kafka's controller to load snapshot {name}",
+        lambda: (
+            f"Successfully loaded snapshot {name}" in kafka.log_text()
+            or (_check_alive(kafka) and False)
+        ),
+        WAIT_S,
+    )
+    # Records committed after the snapshot reach Kafka's log, which starts at its end offset.
+    ack = kraft_append(at, [noop_record() for _ in range(2)])
+    wait_for(
+        "Kafka to replicate past the snapshot",
+        lambda: (b := _batches(kafka.metadata_dir)) and b[-1].last_offset >= ack.last_offset,
+        WAIT_S,
+    )
+    kafka_log = read_batches(kafka.metadata_dir)
+    assert kafka_log[0].base_offset == sid.offset, (kafka_log[0].base_offset, sid)
+    leader_log = read_batches(kraft_dir[leader])
+    end = int(ack.last_offset) + 1
+    assert _raws_from(kafka_log, sid.offset, end) == _raws_from(leader_log, sid.offset, end)
+    _check_alive(kafka)
+
+    # ---------------------------------------------------------------- 2. Kafka -> kraft
+    # The kraft leader resigns (SIGTERM) until Kafka wins; the one down then is X.
+    stopped = leader
+    for _ in range(6):
+        assert kraft.stop(stopped) == 0
+        up = [n for n in (*KRAFT_IDS, KAFKA_ID) if n != stopped]
+        now = wait_for(
+            f"a leader after kraft {stopped} resigned",
+            lambda up=up: _leader_view(kraft, kafka, up),  # type: ignore[misc]
+            WAIT_S,
+        )
+        if now == KAFKA_ID:
+            break
+        kraft.start(stopped)
+        wait_for(
+            f"kraft {stopped} to rejoin",
+            lambda: _leader_view(kraft, kafka, [*KRAFT_IDS, KAFKA_ID]),
+            WAIT_S,
+        )
+        stopped = now
+    else:
+        raise AssertionError("Kafka never won an election after a kraft leader resigned")
+    x = stopped
+    x_end = read_batches(kraft_dir[x])[-1].last_offset + 1
+    wait_for(
+        f"Kafka's leader to move its log start past kraft {x}'s log end {x_end}",
+        lambda: _kafka_log_start(kafka) > x_end or (_check_alive(kafka) and False),
+        CLEANER_WAIT_S,
+        every_s=0.5,
+    )
+    kafka_snaps = _snapshots(kafka.metadata_dir)
+    kafka_start = _kafka_log_start(kafka)
+
+    kraft.start(x)
+
+    def installed() -> OffsetAndEpoch | None:
+        text = kraft.log_path(x).read_text(encoding="utf-8")
+        ids = [OffsetAndEpoch(Epoch(int(e)), Offset(int(o))) for o, e in _INSTALLED.findall(text)]
+        return max(ids) if ids and max(ids).offset >= kafka_start else None
+
+    ksid = wait_for(
+        f"kraft {x} to install a snapshot of Kafka's at {kafka_start} or past", installed, WAIT_S
+    )
+    kafka_bytes = kafka_snaps.get(ksid) or _snapshots(kafka.metadata_dir)[ksid]
+    assert _snapshots(kraft_dir[x])[ksid] == kafka_bytes
+    x_log = kraft.log_path(x).read_text(encoding="utf-8")
+    assert "state machine loaded from the fetched snapshot" in x_log
+    # X's metadata state machine holds what Kafka's snapshot holds.
+    got = asyncio.run(get(kraft.addresses[x], b"metadata.version"))
+    assert got.value == str(METADATA_VERSION_LEVEL).encode()
+
+    # Everyone catches up; then X's log above the snapshot is Kafka's, byte for byte.
+    hwm = wait_for(
+        f"kraft {x} to follow past the snapshot",
+        lambda: (
+            (i := kraft_info(kraft.addresses[x])) is not None
+            and i.high_watermark is not None
+            and i.end_offset >= i.high_watermark > ksid.offset
+            and int(i.high_watermark)
+        ),
+        WAIT_S,
+    )
+    _check_alive(kafka)
+    assert set(kraft.stop_all().values()) == {0}
+    assert set(stop_kafka([kafka]).values()) == {True}
+    assert kafka.fatal_lines() == [], "\n".join(kafka.fatal_lines())
+    x_batches = read_batches(kraft_dir[x])
+    assert x_batches[0].base_offset == ksid.offset
+    kafka_batches = read_batches(kafka.metadata_dir)
+    assert _raws_from(x_batches, ksid.offset, hwm) == _raws_from(kafka_batches, ksid.offset, hwm)
+    assert _raws_from(x_batches, ksid.offset, hwm), "nothing replicated past the snapshot"
