@@ -96,7 +96,7 @@ def _leader_view(kraft: LocalCluster, kafka: KafkaNode, up: list[int]) -> int | 
     for n in up:
         if n == KAFKA_ID:
             qs = kafka.quorum_state() if kafka.started else None
-            views.add(None if qs is None else int(qs["leaderId"]))  # type: ignore[call-overload]
+            views.add(None if qs is None else int(str(qs["leaderId"])))
         else:
             info = kraft_info(kraft.addresses[n])
             views.add(None if info is None else info.leader_id)
@@ -111,10 +111,12 @@ def _kafka_log_start(kafka: KafkaNode) -> int:
     return max(found, default=0)
 
 
-def _check_alive(kafka: KafkaNode) -> None:
+def _kafka_ok(kafka: KafkaNode) -> bool:
+    """True while Kafka runs and logged no fatal fault (a wait fails at once otherwise)."""
     if not kafka.running:
         raise AssertionError("Kafka exited:\n" + "\n".join(kafka.fatal_lines()[-10:]))
     assert kafka.fatal_lines() == [], "\n".join(kafka.fatal_lines())
+    return True
 
 
 def _batches(metadata_dir: Path) -> list[Batch]:
@@ -174,7 +176,7 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     kafka.start()
     wait_for(
         f"Kafka to fetch kraft leader {leader}'s snapshot {sid}",
-        lambda: sid in _snapshots(kafka.metadata_dir) or (_check_alive(kafka) and False),
+        lambda: _kafka_ok(kafka) and sid in _snapshots(kafka.metadata_dir),
         WAIT_S,
     )
     assert _snapshots(kafka.metadata_dir)[sid] == leader_snaps[sid]
@@ -182,17 +184,18 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     name = f"{sid.offset:020d}-{sid.epoch:010d}"
     wait_for(
         f"Kafka's controller to load snapshot {name}",
-        lambda: (
-            f"Successfully loaded snapshot {name}" in kafka.log_text()
-            or (_check_alive(kafka) and False)
-        ),
+        lambda: _kafka_ok(kafka) and (f"Successfully loaded snapshot {name}" in kafka.log_text()),
         WAIT_S,
     )
     # Records committed after the snapshot reach Kafka's log, which starts at its end offset.
     ack = kraft_append(at, [noop_record() for _ in range(2)])
     wait_for(
         "Kafka to replicate past the snapshot",
-        lambda: (b := _batches(kafka.metadata_dir)) and b[-1].last_offset >= ack.last_offset,
+        lambda: (
+            _kafka_ok(kafka)
+            and (b := _batches(kafka.metadata_dir))
+            and b[-1].last_offset >= ack.last_offset
+        ),
         WAIT_S,
     )
     kafka_log = read_batches(kafka.metadata_dir)
@@ -200,7 +203,7 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     leader_log = read_batches(kraft_dir[leader])
     end = int(ack.last_offset) + 1
     assert _raws_from(kafka_log, sid.offset, end) == _raws_from(leader_log, sid.offset, end)
-    _check_alive(kafka)
+    _kafka_ok(kafka)
 
     # ---------------------------------------------------------------- 2. Kafka -> kraft
     # The kraft leader resigns (SIGTERM) until Kafka wins; the one down then is X.
@@ -210,7 +213,7 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
         up = [n for n in (*KRAFT_IDS, KAFKA_ID) if n != stopped]
         now = wait_for(
             f"a leader after kraft {stopped} resigned",
-            lambda up=up: _leader_view(kraft, kafka, up),  # type: ignore[misc]
+            lambda up=up: _leader_view(kraft, kafka, up),
             WAIT_S,
         )
         if now == KAFKA_ID:
@@ -228,7 +231,7 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     x_end = read_batches(kraft_dir[x])[-1].last_offset + 1
     wait_for(
         f"Kafka's leader to move its log start past kraft {x}'s log end {x_end}",
-        lambda: _kafka_log_start(kafka) > x_end or (_check_alive(kafka) and False),
+        lambda: _kafka_ok(kafka) and _kafka_log_start(kafka) > x_end,
         CLEANER_WAIT_S,
         every_s=0.5,
     )
@@ -247,9 +250,11 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     )
     kafka_bytes = kafka_snaps.get(ksid) or _snapshots(kafka.metadata_dir)[ksid]
     assert _snapshots(kraft_dir[x])[ksid] == kafka_bytes
+    # X's metadata state machine loaded every record of Kafka's snapshot.
+    (kafka_summary,) = [s for s in list_snapshots(kraft_dir[x]) if s.snapshot_id == ksid]
+    loaded = f"loaded from the fetched snapshot {kafka_summary.path.name} ("
     x_log = kraft.log_path(x).read_text(encoding="utf-8")
-    assert "state machine loaded from the fetched snapshot" in x_log
-    # X's metadata state machine holds what Kafka's snapshot holds.
+    assert f"{loaded}{kafka_summary.records} records)" in x_log, x_log[-2000:]
     got = asyncio.run(get(kraft.addresses[x], b"metadata.version"))
     assert got.value == str(METADATA_VERSION_LEVEL).encode()
 
@@ -264,7 +269,7 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
         ),
         WAIT_S,
     )
-    _check_alive(kafka)
+    _kafka_ok(kafka)
     assert set(kraft.stop_all().values()) == {0}
     assert set(stop_kafka([kafka]).values()) == {True}
     assert kafka.fatal_lines() == [], "\n".join(kafka.fatal_lines())
