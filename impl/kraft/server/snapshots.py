@@ -296,9 +296,11 @@ class Snapshotter(Generic[C]):
         costs the size of the state, not of the log, and runs on the event loop, where a long
         replay would stall fetches past the fetch timeout and cost an election."""
         machine = self._applier.machine
-        if machine.applied_offset >= snapshot_id.offset:
+        if machine.applied_offset >= snapshot_id.offset or self._applier.failed is not None:
             return
-        summary = load_state_snapshot(path, machine)
+        summary = self._load(path)
+        if summary is None:
+            return
         self._counted = max(self._counted, snapshot_id.offset)
         log.info(
             "state machine loaded from snapshot %s (%d records) before the log start moved past"
@@ -309,9 +311,10 @@ class Snapshotter(Generic[C]):
 
     def snapshot_installed(self, path: Path) -> None:
         """A snapshot fetched from the leader is in place: the state machine becomes it."""
-        machine = self._applier.machine
-        summary = load_state_snapshot(path, machine)
+        summary = self._load(path)
         self._pending = None
+        if summary is None:
+            return
         self.latest = summary.snapshot_id
         self._counted = summary.snapshot_id.offset
         self.bytes_since = 0
@@ -320,6 +323,17 @@ class Snapshotter(Generic[C]):
             path.name,
             summary.records,
         )
+
+    def _load(self, path: Path) -> SnapshotSummary | None:
+        """Load `path` into the state machine; one it cannot load (a Kafka snapshot of
+        metadata records into the key-value store) stops the machine, as a batch it cannot
+        apply does (Applier.failed), and the node goes on replicating."""
+        try:
+            return load_state_snapshot(path, self._applier.machine)
+        except (CorruptSnapshotError, StateMachineError) as e:
+            self._applier.failed = f"cannot load snapshot {path.name}: {e}"
+            log.error("state machine stopped: %s", self._applier.failed)
+            return None
 
     async def _write(
         self, sid: OffsetAndEpoch, copy: StateMachine, now: int, stamp: int, reason: str
