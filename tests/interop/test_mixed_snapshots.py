@@ -1,12 +1,13 @@
 """KIP-630 snapshots across a mixed quorum (kraft voters 1 and 2, Kafka controller 3, one
-cluster id, static voters), both ways, with one start of Kafka's JVM:
+cluster id, static voters), both ways, with two starts of Kafka's JVM:
 
 1. kraft leader -> Kafka follower. The kraft nodes run the metadata state machine
-   (kraft.app.metadata) with a small snapshot threshold. Kafka 3 is down while the kraft
-   leader commits metadata.version and NoOpRecords, snapshots and moves its log start past
-   offset 0 (Kafka, not live, does not hold it back). Kafka 3 then starts with an empty log,
-   is answered with the snapshot id, fetches the snapshot with FetchSnapshot and its
-   controller loads it: the checkpoint file is byte-identical to the leader's, Kafka's log
+   (kraft.app.metadata) with a small snapshot threshold. A kraft leader commits
+   metadata.version and NoOpRecords, which Kafka 3 replicates as a follower; Kafka 3 stops;
+   the leader commits more, snapshots and moves its log start past Kafka's log end (Kafka,
+   no longer live, does not hold it back). Kafka 3 restarts, is answered with the snapshot
+   id, fetches the snapshot with FetchSnapshot, truncates its log fully and its controller
+   loads the snapshot: the checkpoint file is byte-identical to the leader's, Kafka's log
    starts at its end offset, and what commits after it is replicated to Kafka.
 2. Kafka leader -> kraft follower. Kafka 3 becomes the leader (the kraft leaders resign until
    Kafka wins); kraft follower X is stopped; Kafka's leader snapshots (small thresholds) and,
@@ -50,7 +51,8 @@ from kraft.client_read import get
 from kraft.cluster import LocalCluster
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.storage.meta_properties import generate_cluster_id
-from kraft.storage.snapshot_directory import list_snapshots
+from kraft.storage.snapshot_directory import list_snapshots, snapshot_files
+from kraft.storage.snapshot_files import SnapshotFileKind
 
 pytestmark = pytest.mark.interop
 
@@ -74,15 +76,20 @@ KAFKA_SNAPSHOTS = {
 }
 _LOG_START = re.compile(r"Incremented log start offset to (\d+)")
 _INSTALLED = re.compile(r"snapshot (\d+)-(\d+) installed")
+_KAFKA_LOADED = re.compile(r"Successfully loaded snapshot (\d{20})-(\d{10})")
 
 
 def _snapshots(metadata_dir: Path) -> dict[OffsetAndEpoch, bytes]:
-    """The complete checkpoint files of a directory, but the bootstrap one, by snapshot id."""
-    return {
-        s.snapshot_id: s.path.read_bytes()
-        for s in list_snapshots(metadata_dir)
-        if s.snapshot_id.offset > 0
-    }
+    """The complete checkpoint files of a directory, but the bootstrap one, by snapshot id
+    (a file Kafka deletes meanwhile is left out)."""
+    out: dict[OffsetAndEpoch, bytes] = {}
+    for found in snapshot_files(metadata_dir):
+        if found.kind is SnapshotFileKind.COMPLETE and found.snapshot_id.offset > 0:
+            try:
+                out[found.snapshot_id] = found.path.read_bytes()
+            except FileNotFoundError:
+                continue
+    return out
 
 
 def _kraft_leader(kraft: LocalCluster, among: list[int]) -> int | None:
@@ -112,6 +119,16 @@ def _leader_view(kraft: LocalCluster, kafka: KafkaNode, up: list[int]) -> int | 
 def _kafka_log_start(kafka: KafkaNode) -> int:
     found = [int(m.group(1)) for m in _LOG_START.finditer(kafka.log_text())]
     return max(found, default=0)
+
+
+def _kafka_loaded(kafka: KafkaNode, past: int) -> OffsetAndEpoch | None:
+    """The newest snapshot past offset `past` that Kafka's controller loaded, if any."""
+    ids = [
+        OffsetAndEpoch(Epoch(int(e)), Offset(int(o)))
+        for o, e in _KAFKA_LOADED.findall(kafka.log_text())
+        if int(o) > past
+    ]
+    return max(ids, default=None)
 
 
 def _kafka_ok(kafka: KafkaNode) -> bool:
@@ -161,37 +178,53 @@ def test_snapshots_move_between_kraft_and_kafka_both_ways(procs: Procs) -> None:
     leader = wait_for("a kraft leader", lambda: _kraft_leader(kraft, list(KRAFT_IDS)), WAIT_S)
     at = [kraft.addresses[leader]]
     kraft_append(at, [feature_level_record("metadata.version", METADATA_VERSION_LEVEL)])
-    for _ in range(40):
-        kraft_append(at, [noop_record() for _ in range(3)])
-        info = kraft_info(at[0])
-        if info is not None and info.log_start_offset > 0:
-            break
+    ack = kraft_append(at, [noop_record() for _ in range(3)])
+    kafka.start()
+    wait_for(
+        "Kafka to join as a follower and replicate",
+        lambda: (
+            _kafka_ok(kafka)
+            and (b := _batches(kafka.metadata_dir))
+            and b[-1].last_offset >= ack.last_offset
+        ),
+        WAIT_S,
+    )
+    assert kafka.stop(), "Kafka did not shut down cleanly"
+    kafka_end = read_batches(kafka.metadata_dir)[-1].last_offset + 1
 
     def moved() -> OffsetAndEpoch | None:
-        """The leader's newest snapshot once its log starts there."""
+        """The leader's newest snapshot once its log starts there, past Kafka's log end (the
+        leader holds its log start back while Kafka counts as live, a fetch timeout)."""
         i = kraft_info(at[0])
         snaps = _snapshots(kraft_dir[leader])
-        if i is None or i.log_start_offset == 0 or not snaps:
+        if i is None or not snaps or max(snaps).offset != i.log_start_offset:
             return None
-        return max(snaps) if max(snaps).offset == i.log_start_offset else None
+        return max(snaps) if i.log_start_offset > kafka_end else None
 
-    sid = wait_for(f"kraft leader {leader} to move its log start to a snapshot", moved, WAIT_S)
-    leader_snaps = _snapshots(kraft_dir[leader])
+    def append_until_moved() -> OffsetAndEpoch | None:
+        kraft_append(at, [noop_record() for _ in range(3)])
+        return moved()
+
+    wait_for(
+        f"kraft leader {leader} to move its log start past Kafka's log end {kafka_end}",
+        append_until_moved,
+        WAIT_S,
+        every_s=0.1,
+    )
+    sid = wait_for("the leader's newest snapshot", moved, WAIT_S)
 
     kafka.start()
     wait_for(
-        f"Kafka to fetch kraft leader {leader}'s snapshot {sid}",
-        lambda: _kafka_ok(kafka) and sid in _snapshots(kafka.metadata_dir),
+        f"Kafka to fetch kraft leader {leader}'s snapshot",
+        lambda: _kafka_ok(kafka) and _kafka_loaded(kafka, kafka_end),
         WAIT_S,
     )
+    # Kafka's controller loaded the newest snapshot of the leader, whose file it holds as is
+    # (a snapshot the controller cannot load is a fatal fault).
+    assert _kafka_loaded(kafka, kafka_end) == sid
+    leader_snaps = _snapshots(kraft_dir[leader])
+    assert max(leader_snaps) == sid
     assert _snapshots(kafka.metadata_dir)[sid] == leader_snaps[sid]
-    # Kafka's controller loads it (a snapshot it cannot load is a fatal fault).
-    name = f"{sid.offset:020d}-{sid.epoch:010d}"
-    wait_for(
-        f"Kafka's controller to load snapshot {name}",
-        lambda: _kafka_ok(kafka) and (f"Successfully loaded snapshot {name}" in kafka.log_text()),
-        WAIT_S,
-    )
     # Records committed after the snapshot reach Kafka's log, which starts at its end offset.
     ack = kraft_append(at, [noop_record() for _ in range(2)])
     wait_for(
