@@ -30,10 +30,12 @@ __all__ = [
     "METADATA_FRAME_VERSION",
     "METADATA_VERSION_FEATURE",
     "NO_OP_RECORD",
+    "REGISTER_CONTROLLER_RECORD",
     "MetadataRecordError",
     "MetadataRecordHeader",
     "decode_feature_level_record",
     "decode_metadata_header",
+    "decode_register_controller_id",
     "encode_metadata_record",
     "feature_level_record",
     "no_op_record",
@@ -42,6 +44,7 @@ __all__ = [
 METADATA_FRAME_VERSION: Final = 1
 NO_OP_RECORD: Final = 20
 FEATURE_LEVEL_RECORD: Final = 12
+REGISTER_CONTROLLER_RECORD: Final = 27
 METADATA_VERSION_FEATURE: Final = "metadata.version"
 _EMPTY_TAGGED_FIELDS: Final = b"\x00"
 
@@ -113,3 +116,16 @@ def decode_feature_level_record(value: bytes) -> tuple[str, int]:
     except UnicodeDecodeError as e:
         raise MetadataRecordError(f"FeatureLevelRecord: name is not UTF-8: {e}") from None
     return name, int.from_bytes(value[end : end + 2], "big", signed=True)
+
+
+def decode_register_controller_id(value: bytes) -> int:
+    """The ControllerId (int32, its first field) of a framed RegisterControllerRecord v0."""
+    header = decode_metadata_header(value)
+    if header.api_key != REGISTER_CONTROLLER_RECORD or header.version != 0:
+        raise MetadataRecordError(
+            f"record type {header.api_key} v{header.version} is not a RegisterControllerRecord v0"
+        )
+    start = header.body_offset
+    if start + 4 > len(value):
+        raise MetadataRecordError("truncated RegisterControllerRecord")
+    return int.from_bytes(value[start : start + 4], "big", signed=True)

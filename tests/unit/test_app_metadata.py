@@ -1,8 +1,8 @@
 """The metadata state machine (kraft.app.metadata) of a quorum shared with Kafka controllers:
-features keep their latest level, NoOpRecords hold no state, other metadata records are kept
-in order, non-metadata records are refused, a snapshot (in memory and as a checkpoint file)
-carries metadata.version first and round-trips, and the node configuration selects it
-(`kraft.state.machine`)."""
+features keep their latest level, controller registrations the latest per controller,
+NoOpRecords hold no state, other metadata records are kept in order, non-metadata records are
+refused, a snapshot (in memory and as a checkpoint file) carries metadata.version first and
+round-trips, and the node configuration selects it (`kraft.state.machine`)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,14 @@ from kraft.records import KeyValue
 from kraft.server.config import ConfigError, load_config
 from kraft.storage.snapshot_directory import load_state_snapshot, write_state_snapshot
 
-# A RegisterControllerRecord-like value this machine does not interpret (type 27, v0).
-OTHER = encode_metadata_record(27, 0, b"\x02\x00\x00\x00\x03\x00")
+# A record of a type this machine does not interpret (ConfigRecord, type 4; body arbitrary).
+OTHER = encode_metadata_record(4, 0, b"\x02\x00\x00\x00\x03\x00")
+
+
+def registration(controller: int, incarnation: int) -> bytes:
+    """A RegisterControllerRecord v0: ControllerId first (then, here, only an id's bytes)."""
+    body = controller.to_bytes(4, "big") + incarnation.to_bytes(16, "big") + b"\x00\x01\x01\x01\x00"
+    return encode_metadata_record(27, 0, body)
 
 
 def batch(
@@ -73,6 +79,24 @@ def test_a_record_that_is_not_a_metadata_record_is_refused(record: KeyValue) -> 
     with pytest.raises(StateMachineError, match="not a metadata record"):
         m.handle_commit([bad])
     assert m.applied_offset == Offset(0)
+
+
+def test_a_controller_registration_replaces_the_older_one_of_that_controller() -> None:
+    m = MetadataStateMachine()
+    m.handle_commit(
+        [batch(0, registration(3, 1), registration(5, 1), OTHER, registration(3, 2), mv(30))]
+    )
+    assert m.controller_registrations() == {3: registration(3, 2), 5: registration(5, 1)}
+    assert m.other_records == (OTHER,)
+    snap = MemorySnapshot(m.applied_offset, m.applied_epoch)
+    m.produce_snapshot(snap)
+    values = [v for b in snap.written for _, v in b]
+    assert values == [mv(30), registration(3, 2), registration(5, 1), OTHER]
+    truncated = CommittedBatch(
+        Offset(5), Offset(5), Epoch(1), ((None, encode_metadata_record(27, 0, b"\x00\x03")),)
+    )
+    with pytest.raises(StateMachineError, match="truncated RegisterControllerRecord"):
+        m.handle_commit([truncated])
 
 
 def test_a_batch_after_a_gap_is_refused() -> None:

@@ -8,16 +8,19 @@ understands:
 - FeatureLevelRecord: the latest level of each feature (level 0 removes it, as Kafka's
   FeaturesDelta does), with the record's value as committed. Kafka's loader needs the
   metadata.version one before any other record.
+- RegisterControllerRecord (v0): the latest of each controller id, as committed (a Kafka
+  controller registers each time it starts; the newest replaces the older in Kafka's image).
 - NoOpRecord: no state (Kafka's leaders write one now and then to show they are alive).
-- Any other metadata record (RegisterControllerRecord, ConfigRecord, ...): kept verbatim in
-  commit order. This machine does not know which of them supersede which, so it never
-  compacts them: replayed in order they rebuild what they built.
+- Any other metadata record (ConfigRecord, ...): kept verbatim in commit order. This machine
+  does not know which of them supersede which, so it never compacts them: replayed in order
+  they rebuild what they built.
 - A value that is not a framed metadata record, or a keyed record: StateMachineError (a Kafka
   controller replaying it would fail too).
 
 A snapshot holds the features first (metadata.version, then the others by name), then the
-other records in commit order, each as (null key, value), as Kafka lays out its own. Loading
-a snapshot (Kafka's or ours) replays it into an empty machine by the same rules.
+controller registrations by id, then the other records in commit order, each as (null key,
+value), as Kafka lays out its own. Loading a snapshot (Kafka's or ours) replays it into an
+empty machine by the same rules.
 
 `get(name)` answers a feature's level as decimal text (what KraftGet reads).
 """
@@ -39,9 +42,11 @@ from kraft.metadata_records import (
     FEATURE_LEVEL_RECORD,
     METADATA_VERSION_FEATURE,
     NO_OP_RECORD,
+    REGISTER_CONTROLLER_RECORD,
     MetadataRecordError,
     decode_feature_level_record,
     decode_metadata_header,
+    decode_register_controller_id,
 )
 from kraft.records import KeyValue
 
@@ -57,6 +62,7 @@ class MetadataStateMachine:
 
     __slots__ = (
         "_applied",
+        "_controllers",
         "_epoch",
         "_features",
         "_others",
@@ -68,6 +74,8 @@ class MetadataStateMachine:
     def __init__(self, start_offset: Offset = _START) -> None:
         # Feature name -> (level, the FeatureLevelRecord's value as committed).
         self._features: dict[str, tuple[int, bytes]] = {}
+        # Controller id -> its latest RegisterControllerRecord's value.
+        self._controllers: dict[int, bytes] = {}
         self._others: list[bytes] = []
         self._applied = start_offset
         self._epoch = Epoch(0)
@@ -92,9 +100,13 @@ class MetadataStateMachine:
     def features(self) -> dict[str, int]:
         return {name: level for name, (level, _) in sorted(self._features.items())}
 
+    def controller_registrations(self) -> dict[int, bytes]:
+        """Each registered controller's latest RegisterControllerRecord, by id."""
+        return dict(sorted(self._controllers.items()))
+
     @property
     def other_records(self) -> tuple[bytes, ...]:
-        """The records kept verbatim (neither NoOpRecord nor FeatureLevelRecord), in order."""
+        """The records kept verbatim (of no type this machine interprets), in commit order."""
         return tuple(self._others)
 
     def get(self, key: bytes) -> bytes | None:
@@ -128,7 +140,8 @@ class MetadataStateMachine:
                 + ("it has a key" if key is not None else "its value is null")
             )
         try:
-            api_key = decode_metadata_header(value).api_key
+            header = decode_metadata_header(value)
+            api_key = header.api_key
             if api_key == NO_OP_RECORD:
                 self.no_ops += 1
             elif api_key == FEATURE_LEVEL_RECORD:
@@ -137,6 +150,8 @@ class MetadataStateMachine:
                     self._features.pop(name, None)
                 else:
                     self._features[name] = (level, value)
+            elif api_key == REGISTER_CONTROLLER_RECORD and header.version == 0:
+                self._controllers[decode_register_controller_id(value)] = value
             else:
                 self._others.append(value)
         except MetadataRecordError as e:
@@ -149,6 +164,7 @@ class MetadataStateMachine:
         """A copy of the state now (kraft.app.port.CapturingStateMachine)."""
         copy = MetadataStateMachine(self._applied)
         copy._features = dict(self._features)
+        copy._controllers = dict(self._controllers)
         copy._others = list(self._others)
         copy._epoch = self._epoch
         copy.no_ops = self.no_ops
@@ -163,6 +179,8 @@ class MetadataStateMachine:
         for name, (_, value) in sorted(self._features.items()):
             if name != METADATA_VERSION_FEATURE:
                 yield value
+        for _, value in sorted(self._controllers.items()):
+            yield value
         yield from self._others
 
     def produce_snapshot(self, writer: SnapshotWriter) -> None:
@@ -178,6 +196,7 @@ class MetadataStateMachine:
             for record in batch:
                 fresh._replay(record)
         self._features = fresh._features
+        self._controllers = fresh._controllers
         self._others = fresh._others
         self.no_ops = fresh.no_ops
         self._applied = reader.end_offset
