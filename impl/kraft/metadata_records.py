@@ -30,9 +30,12 @@ __all__ = [
     "METADATA_FRAME_VERSION",
     "METADATA_VERSION_FEATURE",
     "NO_OP_RECORD",
+    "REGISTER_CONTROLLER_RECORD",
     "MetadataRecordError",
     "MetadataRecordHeader",
+    "decode_feature_level_record",
     "decode_metadata_header",
+    "decode_register_controller_id",
     "encode_metadata_record",
     "feature_level_record",
     "no_op_record",
@@ -41,6 +44,7 @@ __all__ = [
 METADATA_FRAME_VERSION: Final = 1
 NO_OP_RECORD: Final = 20
 FEATURE_LEVEL_RECORD: Final = 12
+REGISTER_CONTROLLER_RECORD: Final = 27
 METADATA_VERSION_FEATURE: Final = "metadata.version"
 _EMPTY_TAGGED_FIELDS: Final = b"\x00"
 
@@ -89,3 +93,39 @@ def decode_metadata_header(value: bytes) -> MetadataRecordHeader:
     if frame != METADATA_FRAME_VERSION:
         raise MetadataRecordError(f"metadata record frame version {frame}, expected 1")
     return MetadataRecordHeader(api_key, version, pos)
+
+
+def decode_feature_level_record(value: bytes) -> tuple[str, int]:
+    """The (feature name, level) of a framed FeatureLevelRecord v0 value (level 0: the
+    feature is removed). Tagged fields after the level are skipped."""
+    header = decode_metadata_header(value)
+    if header.api_key != FEATURE_LEVEL_RECORD:
+        raise MetadataRecordError(f"record type {header.api_key} is not a FeatureLevelRecord")
+    if header.version != 0:
+        raise MetadataRecordError(f"FeatureLevelRecord version {header.version} is not known")
+    view = memoryview(value)
+    try:
+        length, pos = read_uvarint(view, header.body_offset)
+    except (WireFormatError, IndexError) as e:
+        raise MetadataRecordError(f"truncated FeatureLevelRecord: {e}") from None
+    end = pos + length - 1
+    if length == 0 or end + 2 > len(value):
+        raise MetadataRecordError("FeatureLevelRecord: bad or truncated name")
+    try:
+        name = bytes(view[pos:end]).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MetadataRecordError(f"FeatureLevelRecord: name is not UTF-8: {e}") from None
+    return name, int.from_bytes(value[end : end + 2], "big", signed=True)
+
+
+def decode_register_controller_id(value: bytes) -> int:
+    """The ControllerId (int32, its first field) of a framed RegisterControllerRecord v0."""
+    header = decode_metadata_header(value)
+    if header.api_key != REGISTER_CONTROLLER_RECORD or header.version != 0:
+        raise MetadataRecordError(
+            f"record type {header.api_key} v{header.version} is not a RegisterControllerRecord v0"
+        )
+    start = header.body_offset
+    if start + 4 > len(value):
+        raise MetadataRecordError("truncated RegisterControllerRecord")
+    return int.from_bytes(value[start : start + 4], "big", signed=True)

@@ -14,6 +14,7 @@ what the node (and later the simulator) drives it with. Modelled on Apache Kafka
 
 - `CapturingStateMachine.capture`: a copy of the state as it is now, that the node snapshots on
   a worker thread while the machine itself moves on (kraft.server.snapshots).
+- `ReadableStateMachine.get`: a read by key (KraftGet); what a node runs (kraft.app.machines).
 
 `MemorySnapshot` is a snapshot held in memory (writer and reader), for tests and until the
 checkpoint files exist.
@@ -33,6 +34,7 @@ __all__ = [
     "CommittedBatch",
     "LeaderAndEpoch",
     "MemorySnapshot",
+    "ReadableStateMachine",
     "SnapshotReader",
     "SnapshotWriter",
     "StateMachine",
@@ -123,6 +125,15 @@ class CapturingStateMachine(StateMachine, Protocol):
     def capture(self) -> StateMachine:
         """A copy of the state now (same applied offset and epoch), owned by the caller: it may
         be snapshotted on another thread while this machine goes on applying."""
+        ...
+
+
+class ReadableStateMachine(CapturingStateMachine, Protocol):
+    """What a node runs (kraft.app.machines): a capturing state machine that also answers a
+    read by key (KraftGet)."""
+
+    def get(self, key: bytes) -> bytes | None:
+        """The committed value this machine holds for `key`, None if it holds none."""
         ...
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+from kraft.app.machines import StateMachineKind
 from kraft.core.timing import QuorumTiming
 from kraft.errors import KraftError
 from kraft.ids import NodeId
@@ -93,6 +94,9 @@ class NodeConfig:
     # as far as KIP-630's rule allows (`timing.start_offset_lag_time_max_ms`). < 0: no limit.
     retention_max_bytes: int = DEFAULT_RETENTION_MAX_BYTES
     retention_ms: int = DEFAULT_RETENTION_MS
+    # `kraft.state.machine`: the key-value store (kv) or, in a quorum shared with Kafka
+    # controllers, the metadata state machine (metadata): kraft.app.machines.
+    state_machine: StateMachineKind = StateMachineKind.KV
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -276,6 +280,14 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         if n is not None:
             timing[attr] = n
     trace = props.get("kraft.trace.file")
+    machine = props.get("kraft.state.machine", StateMachineKind.KV.value)
+    try:
+        state_machine = StateMachineKind(machine)
+    except ValueError:
+        known = ", ".join(k.value for k in StateMachineKind)
+        raise ConfigError(
+            f"kraft.state.machine: expected one of {known}, got {machine!r}"
+        ) from None
     return NodeConfig(
         node_id=NodeId(node_id),
         data_dir=Path(data_dir),
@@ -285,5 +297,6 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         trace_path=Path(trace) if trace else None,
         listener_name=listener_name_of(props),
         timing=replace(_DEFAULT_TIMING, **timing),
+        state_machine=state_machine,
         **ints,
     )

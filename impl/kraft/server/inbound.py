@@ -43,7 +43,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kraft.app.kv import KeyValueStore
+from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
 from kraft.core.events import Receive
 from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotResponse, Response
@@ -170,7 +170,7 @@ class RequestServer:
         self._driver = driver
         self._clock: Callable[[], int] = driver.clock
         # The node's state machine, for KraftGet (set by the node once built).
-        self.applier: Applier[KeyValueStore] | None = None
+        self.applier: Applier[ReadableStateMachine] | None = None
         # Requests the core has not answered yet, by the reply token given with them.
         self._pending: dict[int, _Pending] = {}
         self._tokens = itertools.count(1)
@@ -518,7 +518,7 @@ class RequestServer:
         }
 
     def _get(self, request: MessageDict) -> MessageDict:
-        """KraftGet: the key's value in this node's state machine (kraft.app.kv)."""
+        """KraftGet: the key's value in this node's state machine (kraft.app.machines)."""
         answer: MessageDict = {"error_code": 0, "node_id": self._cfg.node_id}
         applier = self.applier
         if applier is not None:

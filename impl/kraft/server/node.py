@@ -25,8 +25,8 @@ import random
 import signal
 import time
 
-from kraft.app.kv import KeyValueStore
-from kraft.app.port import LeaderAndEpoch
+from kraft.app.machines import new_state_machine
+from kraft.app.port import LeaderAndEpoch, ReadableStateMachine
 from kraft.core.effects import Send
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.snapshots import LogStartPolicy
@@ -115,7 +115,7 @@ class Node:
         trace: TraceFile | None,
         *,
         lock: int,
-        snapshotter: Snapshotter[KeyValueStore],
+        snapshotter: Snapshotter[ReadableStateMachine],
     ) -> None:
         self.config = config
         self.snapshotter = snapshotter
@@ -157,7 +157,7 @@ class Node:
             if r.bytes_dropped
             else "",
         )
-        store = KeyValueStore(log_.start_offset)
+        store = new_state_machine(config.state_machine, log_.start_offset)
         loaded = recover_state(log_.dir, store, log_)
         if log_.start_offset > 0 and (
             loaded is None or loaded.snapshot_id.offset < log_.start_offset
@@ -303,9 +303,9 @@ class Node:
 
 
 def driver_state_machine(
-    driver: Driver, log_: SegmentedLog, store: KeyValueStore
-) -> Applier[KeyValueStore]:
-    """The node's key-value state machine, caught up to the high watermark the driver has
+    driver: Driver, log_: SegmentedLog, store: ReadableStateMachine
+) -> Applier[ReadableStateMachine]:
+    """The node's state machine (kraft.app.machines), caught up to the high watermark the driver has
     released (kraft.server.applier); from where `store` is (the log start, or the end offset
     of the snapshot loaded into it) it replays the log up to the HWM the node learns."""
 

@@ -70,6 +70,9 @@ __all__ = [
     "recover_state",
 ]
 
+# Loads a checkpoint file into a state machine (snapshot_directory / snapshot_files).
+SnapshotLoader = Callable[[Path, StateMachine], SnapshotSummary]
+
 log = logging.getLogger("kraft.node")
 
 # Reads (of about 1 MiB) the policy's catch-up does per chunk, between driver batches.
@@ -317,9 +320,11 @@ class Snapshotter(Generic[C]):
         costs the size of the state, not of the log, and runs on the event loop, where a long
         replay would stall fetches past the fetch timeout and cost an election."""
         machine = self._applier.machine
-        if machine.applied_offset >= snapshot_id.offset:
+        if machine.applied_offset >= snapshot_id.offset or self._applier.failed is not None:
             return
-        summary = load_state_snapshot(path, machine)
+        summary = self._load(path)
+        if summary is None:
+            return
         self._counted = max(self._counted, snapshot_id.offset)
         log.info(
             "state machine loaded from snapshot %s (%d records) before the log start moved past"
@@ -330,9 +335,10 @@ class Snapshotter(Generic[C]):
 
     def snapshot_installed(self, path: Path) -> None:
         """A snapshot fetched from the leader is in place: the state machine becomes it."""
-        machine = self._applier.machine
-        summary = load_validated_snapshot(path, machine)  # validated whole before install
+        summary = self._load(path, load_validated_snapshot)  # ValidateSnapshot checked it
         self._pending = None
+        if summary is None:
+            return
         self.latest = summary.snapshot_id
         self._counted = summary.snapshot_id.offset
         self.bytes_since = 0
@@ -342,6 +348,20 @@ class Snapshotter(Generic[C]):
             summary.records,
         )
         self._retain()
+
+    def _load(
+        self, path: Path, loader: SnapshotLoader = load_state_snapshot
+    ) -> SnapshotSummary | None:
+        """Load `path` into the state machine with `loader` (one that checks the whole file
+        first unless it was validated already); one it cannot load (a Kafka snapshot of
+        metadata records into the key-value store) stops the machine, as a batch it cannot
+        apply does (Applier.failed), and the node goes on replicating."""
+        try:
+            return loader(path, self._applier.machine)
+        except (CorruptSnapshotError, StateMachineError) as e:
+            self._applier.failed = f"cannot load snapshot {path.name}: {e}"
+            log.error("state machine stopped: %s", self._applier.failed)
+            return None
 
     async def _write(
         self, sid: OffsetAndEpoch, copy: StateMachine, now: int, stamp: int, reason: str
