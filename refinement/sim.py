@@ -40,10 +40,12 @@ from refinement.sim_base import (
     _CLIENT_SEND,
     _CRASH,
     _DELIVER,
+    _DISK_LOSS,
     _FAULT,
     _FORCE_STOP,
     _HEAL,
     _LOCAL,
+    _NODE_CRASH,
     _PARTITION,
     _RESTART,
     _SEND_FAILED,
@@ -113,6 +115,7 @@ class Simulator(SimLiveness):
             (_PARTITION, p.partition_rate),
             (_CRASH, p.crash_rate),
             (_SHUTDOWN, p.shutdown_rate),
+            (_DISK_LOSS, p.disk_loss_rate),
         ):
             if rate > 0:
                 self._push(self._exp_ms(rate), _FAULT, fault)
@@ -162,6 +165,9 @@ class Simulator(SimLiveness):
             elif kind == _LOCAL:
                 assert isinstance(a, _Node) and isinstance(b, tuple)
                 self._local(a, b)
+            elif kind == _NODE_CRASH:
+                assert isinstance(a, _Node)
+                self._crash_aimed(a, b)
             elif kind == _FORCE_STOP:
                 assert isinstance(a, _Node)
                 if a.replica is not None and a.shutting_down and a.inc == b:

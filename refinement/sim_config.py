@@ -156,6 +156,12 @@ class SimResult:
     # installed after a FetchSnapshot transfer.
     snapshots_written: int = 0
     snapshots_installed: int = 0
+    # ... of which by a node that had lost its disk; chunks corrupted on the way; crashes
+    # aimed mid-transfer; disk losses (observers).
+    installed_after_disk_loss: int = 0
+    chunks_corrupted: int = 0
+    transfer_crashes: int = 0
+    disk_losses: int = 0
     recovery_ms: int | None = None
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
@@ -182,6 +188,14 @@ class SimResult:
         )
         if c.profile.snapshots:
             line += f" snapshots={self.snapshots_written} installed={self.snapshots_installed}"
+            for name, value in (
+                ("corrupted", self.chunks_corrupted),
+                ("transfer_crashes", self.transfer_crashes),
+                ("disk_losses", self.disk_losses),
+                ("installed_after_disk_loss", self.installed_after_disk_loss),
+            ):
+                if value:
+                    line += f" {name}={value}"
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -114,11 +114,11 @@ def test_a_transfer_that_corrupts_the_history_is_caught(monkeypatch: pytest.Monk
 
     real = sim_snapshots.encode_history
 
-    def shifted(sid: OffsetAndEpoch, epochs: inv.EpochCache) -> bytes:
+    def shifted(sid: OffsetAndEpoch, epochs: inv.EpochCache, padding: int = 0) -> bytes:
         if len(epochs) > 1:
             last, start = epochs[-1]
             epochs = (*epochs[:-1], (last, Offset(start + 1)))
-        return real(sid, epochs)
+        return real(sid, epochs, padding)
 
     monkeypatch.setattr(sim_snapshots, "encode_history", shifted)
     names = {v.name for seed in range(10) for v in run(seed).violations}
