@@ -436,8 +436,9 @@ def snapshot_matches_log(state: ClusterState, focus: NodeId | None = None) -> Vi
                 if agreed < end:
                     return Violation(
                         SNAPSHOT_MATCHES_LOG,
-                        f"node {a.node_id} snapshot {sid} ({cache}) holds offset {agreed}, which"
-                        f" is not committed as it holds it (committed: {done}/{done_end})",
+                        f"node {a.node_id} snapshot {sid} ({cache}) holds records up to {end}"
+                        f" but only those below {agreed} are committed as it holds them"
+                        f" (committed: {done}/{done_end})",
                     )
             if end > 0 and epoch_at(cache, end, Offset(end - 1)) != sid.epoch:
                 return Violation(

@@ -97,12 +97,16 @@ class SimFaults(SimSnapshots):
         self.result.crashes += 1
         self._node_stopped(node, "Crash")
 
-    def _crash_aimed(self, node: _Node, inc: object) -> None:
-        """A crash aimed at one incarnation (mid-transfer), if it still runs and may stop."""
+    def _crash_aimed(self, node: _Node, payload: object) -> None:
+        """A crash aimed at one incarnation right after a step of a snapshot transfer (named
+        by its effect), if it still runs and may stop."""
+        assert isinstance(payload, tuple)
+        inc, step = payload
         if self._liveness or node.replica is None or node.inc != inc or node.shutting_down:
             return
         if self._may_stop(node):
-            self.result.transfer_crashes += 1
+            steps = self.result.transfer_crashes
+            steps[step] = steps.get(step, 0) + 1
             self._crash(node)
 
     def _lose_disk(self, node: _Node) -> None:

@@ -28,6 +28,7 @@ from kraft.core.events import Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
     Request,
@@ -98,6 +99,8 @@ class SimNetwork(SimBase):
         self._fetched: dict[NodeId, dict[NodeId, tuple[int, Epoch, int, Offset]]] = {}
         self._fetch_in_step: tuple[NodeId, NodeId, Offset] | None = None
         self._fetch_refused = False
+        # The FetchSnapshot each (fetcher, leader) pair awaits an answer to (chunks_stale).
+        self._chunk_awaited: dict[tuple[NodeId, NodeId], Request] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -145,6 +148,12 @@ class SimNetwork(SimBase):
             if found is not None:
                 self._violation(found.name, found.detail)
         event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to))
+        if mtype is FetchSnapshotResponse:
+            key = (dst.id, NodeId(src_id))
+            if in_reply_to is not None and self._chunk_awaited.get(key) is in_reply_to:
+                del self._chunk_awaited[key]
+            else:
+                self.result.chunks_stale += 1
         if mtype is FetchRequest and self._committed is not None:
             assert isinstance(msg, FetchRequest)
             self._step_fetch(dst, event, msg, NodeId(src_id))
@@ -305,6 +314,9 @@ class SimNetwork(SimBase):
         if mtype is FetchRequest:
             assert isinstance(msg, FetchRequest)
             self._fetch_awaited[(src.id, dst_id)] = msg
+        elif mtype is FetchSnapshotRequest:
+            assert isinstance(msg, FetchSnapshotRequest)
+            self._chunk_awaited[(src.id, dst_id)] = msg
         elif mtype is FetchResponse and self._fetch_in_step is not None:
             assert isinstance(msg, FetchResponse)
             if answering_src == dst_id and (
@@ -366,6 +378,8 @@ class SimNetwork(SimBase):
 
     def _drop(self, src: int, dst: NodeId, msg: object, reason: str) -> None:
         self.result.dropped += 1
+        if type(msg) is FetchSnapshotResponse:
+            self.result.chunks_lost += 1
 
         def describe() -> JsonObject:
             out = message_json(cast(Message, msg), src, int(dst))

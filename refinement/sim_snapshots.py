@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING
 
 from kraft.core.effects import (
     AdvanceLogStartOffset,
+    DiscardSnapshotFetch,
     Effect,
     InstallSnapshot,
     ValidateSnapshot,
@@ -36,7 +37,7 @@ from kraft.core.effects import (
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
@@ -105,6 +106,9 @@ class SimSnapshots(SimNetwork):
         # What each snapshot holds, decoded from its bytes (never taken from the writer's
         # memory: a transfer must carry it), once per distinct bytes.
         self._histories: dict[tuple[OffsetAndEpoch, bytes], EpochCache] = {}
+        # The (epoch, leader) each node's transfer began under (counts transfers a leader
+        # change abandoned).
+        self._transfer_under: dict[NodeId, tuple[Epoch, NodeId | None]] = {}
         if self._profile.snapshots:
             for node in self._nodes.values():
                 node.snaps = MemorySnapshots()
@@ -187,12 +191,19 @@ class SimSnapshots(SimNetwork):
             return
         if isinstance(e, AdvanceLogStartOffset):
             self._check_log_start_move(node, e.snapshot_id.offset)
+        elif isinstance(e, WriteSnapshotChunk | DiscardSnapshotFetch) and node.replica:
+            v = node.replica.view()
+            if isinstance(e, WriteSnapshotChunk):
+                if e.position == 0:
+                    self._transfer_under[node.id] = (v.epoch, v.leader_id)
+            elif self._transfer_under.pop(node.id, None) not in (None, (v.epoch, v.leader_id)):
+                self.result.transfers_leader_changed += 1
         try:
             perform_snapshot_effect(node.log, snaps, e)
         except Exception as exc:
             self._violation("EffectRejected", f"node {node.id} {e}: {exc}")
         if isinstance(e, WriteSnapshotChunk | ValidateSnapshot | InstallSnapshot):
-            self._maybe_crash_mid_transfer(node)
+            self._maybe_crash_mid_transfer(node, type(e).__name__)
         if isinstance(e, ValidateSnapshot):
             problem = snaps.validate(e.snapshot_id, e.size)
             ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
@@ -202,12 +213,13 @@ class SimSnapshots(SimNetwork):
             if node.wiped:
                 self.result.installed_after_disk_loss += 1
 
-    def _maybe_crash_mid_transfer(self, node: _Node) -> None:
-        """A crash aimed at this incarnation right after a step of a transfer; queued before
-        any answer of the driver, so it strikes first."""
+    def _maybe_crash_mid_transfer(self, node: _Node, step: str) -> None:
+        """A crash aimed at this incarnation right after a step of a transfer (a chunk
+        written, validation asked, installed); queued before any answer of the driver, so it
+        strikes first."""
         rate = self._profile.transfer_crash
         if rate and not self._liveness and self._rng.random() < rate:
-            self._push(self.now, _NODE_CRASH, node, node.inc)
+            self._push(self.now, _NODE_CRASH, node, (node.inc, step))
 
     def _check_log_start_move(self, node: _Node, new_start: Offset) -> None:
         """LogStartBelowLiveReplicas on a leader's AdvanceLogStartOffset (the core performs
