@@ -8,10 +8,14 @@ generator derived from (seed, node, incarnation). Same seed, same run, same trac
 
 A run has two phases. The fault phase lasts `events` events: messages are lost, duplicated
 and reordered, links partitioned, nodes crashed (losing what their log did not flush; the
-quorum-state survives) or shut down gracefully, as the fault profile says. The liveness phase
-then heals everything, restarts stopped nodes, and requires within a bound a leader that every
-voter follows (EventuallyLeaderElected) and every client append answered and decided, plus a
-fresh probe append acknowledged (EventuallyCommitted).
+quorum-state survives) or shut down gracefully, as the fault profile says; under a profile that
+takes snapshots (refinement.faults: "snapshots", "NAME+snapshots", "disk-loss") replicas also
+snapshot, move their log start and fetch snapshots in chunks (refinement.sim_snapshots), which
+may be corrupted, and crash mid-transfer; under disk-loss, observers lose their whole disk.
+The liveness phase then heals everything, restarts stopped nodes, and requires within a bound
+a leader that every voter follows (EventuallyLeaderElected) and every client append answered
+and decided, plus a fresh probe append acknowledged (EventuallyCommitted), and under
+disk-loss every observer caught up (EventuallyCaughtUp).
 
 The client hears the core's commit rule (kraft.core.commits), as the node's clients do: an
 accepted append is acknowledged when the accepting replica emits AppendCommitted, counted lost
