@@ -77,6 +77,8 @@ class SimLiveness(SimClients):
             return
         if self._probe is not None or self._pending:
             return
+        if self._profile.disk_loss_rate and self._lagging_observers(leader):
+            return  # before deciding leftovers: a live replica may still decide them itself
         snap = self._snaps[leader]
         # What is still undecided was accepted by an incarnation that died with it (or by a
         # live replica that has not caught up yet: its core would decide the same).
@@ -88,8 +90,6 @@ class SimLiveness(SimClients):
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
                 self.result.lost += 1
             del self._accepted[rid]
-        if self._profile.disk_loss_rate and self._lagging_observers(leader):
-            return
         raise _StopRun
 
     def _lagging_observers(self, leader: NodeId) -> list[NodeId]:

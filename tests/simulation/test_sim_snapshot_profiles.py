@@ -7,6 +7,7 @@ change, and catch emptied observers up from a snapshot."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import json
@@ -113,3 +114,25 @@ def test_eventually_caught_up_fires_when_an_observer_cannot_catch_up() -> None:
 
     r = simulate(SimConfig(seed=0, profile=PROFILES["disk-loss"]), replica_factory=factory)
     assert [v.name for v in r.violations] == [inv.EVENTUALLY_CAUGHT_UP], r.summary()
+
+
+def test_leftover_appends_are_decided_once_observers_caught_up() -> None:
+    """Regression: the liveness phase decided the appends no live replica had decided yet, then
+    waited for the observers to catch up; meanwhile the former leader that accepted one of
+    them decided it itself (AppendCommitted for an append already decided). Now the phase waits
+    for the observers first and decides the leftovers only when it ends."""
+    harsh = dataclasses.replace(
+        PROFILES["mixed"],
+        name="harsh",
+        snapshot_rate=10.0,
+        start_offset_lag_ms=200,
+        fetch_max_bytes=400,
+        snapshot_padding=3000,
+        corrupt=0.05,
+        transfer_crash=0.1,
+        disk_loss_rate=1.0,
+        observers=2,
+    )
+    r = simulate(SimConfig(seed=20, profile=harsh))
+    assert r.ok, r.summary()
+    assert r.disk_losses > 0
