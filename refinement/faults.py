@@ -2,11 +2,19 @@
 
 A profile is plain data; the simulator draws every fault from its one seeded generator. Rates
 are per virtual second (a Poisson process each), durations are uniform in [low, high] ms.
+
+KIP-630: every base profile has a `NAME+snapshots` variant (`with_snapshots`) in which the
+replicas take snapshots, leaders move their log start past replicas that fell behind, and those
+catch up by FetchSnapshot in small chunks, under the base profile's faults; where the base
+profile has node faults, a node may also crash at each step of a transfer (after a chunk is
+written, between validation and install, right after install), and where it has message faults,
+a chunk may arrive corrupted. `disk-loss` adds observers that lose their whole data directory.
+A base profile itself draws nothing for snapshots: its traces are those it always had.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +48,24 @@ class FaultProfile:
     # Fetch and FetchSnapshot answers carry at most this many bytes (None: QuorumTiming's), so
     # a snapshot moves in several chunks, each of which may be lost, duplicated or reordered.
     fetch_max_bytes: int | None = None
+    # The simulated state machine's snapshots carry this many filler bytes besides the history
+    # they hold, so that a snapshot moves in several chunks while Fetch still carries many
+    # batches at once.
+    snapshot_padding: int = 0
+    # Per FetchSnapshotResponse carrying a chunk: one byte of it flipped (within what the batch
+    # CRC or the epoch check covers), so that validating before installing matters.
+    corrupt: float = 0.0
+    # Per step of a snapshot transfer performed by a node (a chunk written, the snapshot
+    # validated, the snapshot installed): the node crashes right after it, before its next
+    # event (for validation: before the driver's answer comes back).
+    transfer_crash: float = 0.0
+    # Disk loss: at this rate a random running observer crashes and loses its whole data
+    # directory (log, snapshots, quorum-state), restarts empty and must catch up, by
+    # FetchSnapshot once the leader's log start has moved. Observers only: a voter that loses
+    # its disk may vote twice in one epoch (KIP-853's directory ids prevent it: issue #15).
+    disk_loss_rate: float = 0.0
+    # At least this many observers run under this profile (added to the configuration's).
+    observers: int = 0
 
     @property
     def snapshots(self) -> bool:
@@ -78,6 +104,45 @@ SNAPSHOTS = FaultProfile(
     fetch_max_bytes=160,
 )
 
+
+def with_snapshots(base: FaultProfile) -> FaultProfile:
+    """`base` with snapshots taken often and moved in small chunks: `NAME+snapshots`. Chunks
+    may be corrupted where `base` loses messages, nodes crash mid-transfer where it has node
+    faults."""
+    return replace(
+        base,
+        name=f"{base.name}+snapshots",
+        snapshot_rate=4.0,
+        start_offset_lag_ms=1000,
+        fetch_max_bytes=1024,
+        snapshot_padding=3000,
+        corrupt=0.02 if base.loss > 0 else 0.0,
+        transfer_crash=0.05 if base.has_node_faults else 0.0,
+    )
+
+
+# Observers that lose their disk now and then, with snapshots, crashes and lossy links: an
+# emptied observer fetches the leader's snapshot (the log it needs is gone) and then the log.
+DISK_LOSS = replace(
+    with_snapshots(
+        FaultProfile(
+            "disk-loss",
+            loss=0.03,
+            duplicate=0.03,
+            jitter_ms=10,
+            partition_rate=0.3,
+            crash_rate=0.3,
+        )
+    ),
+    name="disk-loss",
+    disk_loss_rate=0.6,
+    observers=2,
+)
+
+BASE_PROFILES = (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
 PROFILES: dict[str, FaultProfile] = {
-    p.name: p for p in (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED, SNAPSHOTS)
+    p.name: p
+    for p in (*BASE_PROFILES, SNAPSHOTS, *(with_snapshots(b) for b in BASE_PROFILES), DISK_LOSS)
 }
+# The profiles that take snapshots (each run by the snapshot sweeps).
+SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)

@@ -16,7 +16,13 @@ epoch writes records of that epoch (ElectionSafety), at offsets it assigns once.
 Snapshots (KIP-630): a replica whose log starts after a snapshot holds the snapshot's history
 below its log start. Its `epochs` cover both (the snapshot's epoch cache below the log start,
 then the log's), so every checker compares histories from offset 0 as before: a snapshot is
-taken to hold the committed prefix, and SnapshotMatchesLog checks that it does.
+taken to hold the committed prefix, and SnapshotMatchesLog checks that it does. The snapshot
+checkers, after spec/KRaftSnapshot.tla: LogStartAtSnapshot and SnapshotMatchesLog (with the
+ghost `committed`, the longest prefix any leader exposed as committed, for its clause "a
+snapshot holds committed records only"); SnapshotIntact (a held snapshot is a whole, valid
+snapshot of its id: the spec's TypeOK says its content is exactly its end offset long); and
+LogStartBelowLiveReplicas, KIP-630's rule for a leader's AdvanceLogStartOffset, which the spec
+leaves out (it only saves transfers) and the simulator checks on every such step.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from kraft.core import quorum_math as qm
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.storage.memory_snapshots import snapshot_problem
 
 EpochCache = tuple[tuple[Epoch, Offset], ...]
 
@@ -41,8 +48,12 @@ LOG_MATCHING = "LogMatching"
 COMMITTED_NEVER_LOST = "CommittedNeverLost"
 LOG_MIRROR = "LogMirror"
 SNAPSHOT_MATCHES_LOG = "SnapshotMatchesLog"
+LOG_START_AT_SNAPSHOT = "LogStartAtSnapshot"
+SNAPSHOT_INTACT = "SnapshotIntact"
+LOG_START_BELOW_LIVE_REPLICAS = "LogStartBelowLiveReplicas"
 EVENTUALLY_LEADER_ELECTED = "EventuallyLeaderElected"
 EVENTUALLY_COMMITTED = "EventuallyCommitted"
+EVENTUALLY_CAUGHT_UP = "EventuallyCaughtUp"
 
 
 _ZERO = Offset(0)
@@ -84,6 +95,8 @@ class NodeState:
     # The complete snapshots the replica holds: each id with the epoch cache of the history
     # it holds (every offset below the id's end offset).
     snapshots: tuple[tuple[OffsetAndEpoch, EpochCache], ...] = ()
+    # How many times the node lost its whole data directory: its persisted epoch starts over.
+    wiped: int = 0
 
     @property
     def up(self) -> bool:
@@ -108,6 +121,9 @@ class ClusterState:
     # History variable: every node that was ever Leader in each epoch.
     leaders: Mapping[Epoch, frozenset[NodeId]] = field(default_factory=dict)
     acknowledged: tuple[AckedRange, ...] = ()
+    # Ghost (KIP-630): the longest history any leader exposed as committed (its epoch cache
+    # below its HWM, and that HWM); None where it is not tracked.
+    committed: tuple[EpochCache, Offset] | None = None
 
 
 # --------------------------------------------------------------------------- log helpers
@@ -218,7 +234,7 @@ def epoch_monotonic(
     it)."""
     for new in _focus_nodes(after, focus):
         old = before.nodes.get(new.node_id)
-        if old is not None and new.epoch < old.epoch:
+        if old is not None and new.epoch < old.epoch and new.wiped == old.wiped:
             return Violation(
                 EPOCH_MONOTONIC,
                 f"node {new.node_id} epoch went from {old.epoch} to {new.epoch}"
@@ -404,13 +420,26 @@ def snapshot_matches_log(state: ClusterState, focus: NodeId | None = None) -> Vi
     """KIP-630: a snapshot holds the committed history below its end offset. Its history ends
     at its end offset in its epoch; two snapshots with the same id hold the same history; and
     below a running replica's HWM (its committed records), its history agrees with every
-    snapshot's. Focused: the node's snapshots against every replica,
-    and every snapshot against the node."""
+    snapshot's; where the committed history is known (the ghost `committed`), a snapshot
+    holds committed records only (the spec's clause; a snapshot past the HWM breaks it).
+    Focused: the node's snapshots against every replica, and every snapshot against the
+    node."""
     nodes = list(state.nodes.values())
     seen: dict[OffsetAndEpoch, tuple[NodeId, EpochCache]] = {}
+    committed = state.committed
     for a in nodes:
         for sid, cache in a.snapshots:
             end = Offset(sid.offset)
+            if committed is not None and (focus is None or focus == a.node_id):
+                done, done_end = committed
+                agreed = common_prefix(cache, end, done, done_end)
+                if agreed < end:
+                    return Violation(
+                        SNAPSHOT_MATCHES_LOG,
+                        f"node {a.node_id} snapshot {sid} ({cache}) holds records up to {end}"
+                        f" but only those below {agreed} are committed as it holds them"
+                        f" (committed: {done}/{done_end})",
+                    )
             if end > 0 and epoch_at(cache, end, Offset(end - 1)) != sid.epoch:
                 return Violation(
                     SNAPSHOT_MATCHES_LOG,
@@ -447,6 +476,68 @@ def snapshot_matches_log(state: ClusterState, focus: NodeId | None = None) -> Vi
     return None
 
 
+def log_start_at_snapshot(state: ClusterState, focus: NodeId | None = None) -> Violation | None:
+    """A replica's stored log starts at 0 or at the end offset of a snapshot it holds
+    (KIP-630: the log start only moves to a snapshot, and what lies below it is that
+    snapshot)."""
+    for node in _focus_nodes(state, focus):
+        start = node.log_start_offset
+        if start != 0 and not any(sid.offset == start for sid, _ in node.snapshots):
+            return Violation(
+                LOG_START_AT_SNAPSHOT,
+                f"node {node.node_id} log starts at {start} but it holds snapshots"
+                f" {[sid for sid, _ in node.snapshots]}",
+            )
+    return None
+
+
+def snapshot_intact(node: NodeId, snapshot_id: OffsetAndEpoch, data: bytes) -> Violation | None:
+    """A snapshot a replica holds (written, or fetched and installed) is a whole, valid
+    snapshot of its id: every batch's CRC, in its epoch, header first, footer last, nothing
+    trailing. A transfer that installs before every chunk is validated breaks it."""
+    problem = snapshot_problem(snapshot_id, data)
+    if problem is not None:
+        return Violation(SNAPSHOT_INTACT, f"node {node} holds snapshot {snapshot_id}: {problem}")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class LogStartMove:
+    """A leader's AdvanceLogStartOffset as it happens: `leader` (in `epoch`) moves its log start
+    to `new_start` at `now`; its log start last moved (or it started) at `since`;
+    `fetched` holds, per replica, the last Fetch the leader accepted from it in this epoch
+    (time, fetch offset)."""
+
+    leader: NodeId
+    epoch: Epoch
+    new_start: Offset
+    now: int
+    since: int
+    lag_ms: int
+    fetch_timeout_ms: int
+    fetched: Mapping[NodeId, tuple[int, Offset]]
+
+
+def log_start_below_live_replicas(move: LogStartMove) -> Violation | None:
+    """KIP-630 ("When to Increase the LogStartOffset"): a leader moves its log start past
+    a replica's fetch offset only once that replica is not live (no accepted Fetch within
+    the fetch timeout), or once its log start is older than
+    metadata.start.offset.lag.time.max.ms."""
+    if move.now - move.since >= move.lag_ms:
+        return None
+    for rid in sorted(move.fetched):
+        at, offset = move.fetched[rid]
+        if move.now - at <= move.fetch_timeout_ms and offset < move.new_start:
+            return Violation(
+                LOG_START_BELOW_LIVE_REPLICAS,
+                f"leader {move.leader} (epoch {move.epoch}) moved its log start to"
+                f" {move.new_start} while replica {rid} fetched from {offset}"
+                f" {move.now - at}ms ago, {move.now - move.since}ms after its log start last"
+                f" moved (lag time {move.lag_ms}ms)",
+            )
+    return None
+
+
 STATE_INVARIANTS = (
     election_safety,
     majority_reached_high_watermark,
@@ -454,6 +545,7 @@ STATE_INVARIANTS = (
     committed_never_lost,
     log_mirror,
     snapshot_matches_log,
+    log_start_at_snapshot,
 )
 ACTION_INVARIANTS = (epoch_monotonic, high_watermark_monotonic)
 

@@ -8,10 +8,14 @@ generator derived from (seed, node, incarnation). Same seed, same run, same trac
 
 A run has two phases. The fault phase lasts `events` events: messages are lost, duplicated
 and reordered, links partitioned, nodes crashed (losing what their log did not flush; the
-quorum-state survives) or shut down gracefully, as the fault profile says. The liveness phase
-then heals everything, restarts stopped nodes, and requires within a bound a leader that every
-voter follows (EventuallyLeaderElected) and every client append answered and decided, plus a
-fresh probe append acknowledged (EventuallyCommitted).
+quorum-state survives) or shut down gracefully, as the fault profile says; under a profile that
+takes snapshots (refinement.faults: "snapshots", "NAME+snapshots", "disk-loss") replicas also
+snapshot, move their log start and fetch snapshots in chunks (refinement.sim_snapshots), which
+may be corrupted, and crash mid-transfer; under disk-loss, observers lose their whole disk.
+The liveness phase then heals everything, restarts stopped nodes, and requires within a bound
+a leader that every voter follows (EventuallyLeaderElected) and every client append answered
+and decided, plus a fresh probe append acknowledged (EventuallyCommitted), and under
+disk-loss every observer caught up (EventuallyCaughtUp).
 
 The client hears the core's commit rule (kraft.core.commits), as the node's clients do: an
 accepted append is acknowledged when the accepting replica emits AppendCommitted, counted lost
@@ -40,10 +44,12 @@ from refinement.sim_base import (
     _CLIENT_SEND,
     _CRASH,
     _DELIVER,
+    _DISK_LOSS,
     _FAULT,
     _FORCE_STOP,
     _HEAL,
     _LOCAL,
+    _NODE_CRASH,
     _PARTITION,
     _RESTART,
     _SEND_FAILED,
@@ -113,6 +119,7 @@ class Simulator(SimLiveness):
             (_PARTITION, p.partition_rate),
             (_CRASH, p.crash_rate),
             (_SHUTDOWN, p.shutdown_rate),
+            (_DISK_LOSS, p.disk_loss_rate),
         ):
             if rate > 0:
                 self._push(self._exp_ms(rate), _FAULT, fault)
@@ -162,6 +169,9 @@ class Simulator(SimLiveness):
             elif kind == _LOCAL:
                 assert isinstance(a, _Node) and isinstance(b, tuple)
                 self._local(a, b)
+            elif kind == _NODE_CRASH:
+                assert isinstance(a, _Node)
+                self._crash_aimed(a, b)
             elif kind == _FORCE_STOP:
                 assert isinstance(a, _Node)
                 if a.replica is not None and a.shutting_down and a.inc == b:

@@ -43,6 +43,7 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kraft.core.timing import QuorumTiming
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
@@ -64,6 +65,7 @@ _RESTART = 6
 _SEND_FAILED = 7
 _FORCE_STOP = 8
 _LOCAL = 9  # a driver's answer to an effect (KIP-630: SnapshotWritten, SnapshotValidated)
+_NODE_CRASH = 10  # a crash aimed at one incarnation (KIP-630: mid-transfer)
 
 # (virtual time, sequence number, kind, two payload slots whose meaning depends on kind)
 _HeapEntry = tuple[int, int, int, object, object]
@@ -72,6 +74,7 @@ _PARTITION = "partition"
 _CRASH = "crash"
 _SHUTDOWN = "shutdown"
 _SNAPSHOT = "snapshot"
+_DISK_LOSS = "disk-loss"
 
 _REQUEST_OF: dict[type, type] = {
     VoteResponse: VoteRequest,
@@ -105,9 +108,11 @@ class _Node:
         "shutting_down",
         "snap",
         "snaps",
+        "start_since",
         "stop_requested",
         "tick_at",
         "view",
+        "wiped",
     )
 
     def __init__(self, node_id: NodeId, is_voter: bool) -> None:
@@ -125,6 +130,11 @@ class _Node:
         self.view: object = None  # the replica view `snap` was made from
         # KIP-630: the node's snapshots (None unless the profile takes snapshots).
         self.snaps: MemorySnapshots | None = None
+        # Ghost (KIP-630): when this incarnation started or last moved its log start, the
+        # clock of the lag-time rule (LogStartBelowLiveReplicas).
+        self.start_since = 0
+        # How many times the node lost its whole data directory (the disk-loss profile).
+        self.wiped = 0
         self.snap = NodeState(
             node_id=node_id,
             incarnation=0,
@@ -187,7 +197,7 @@ class SimBase:
         self._seq = 0
         self.now = 0
         self.result = result
-        n_total = config.voters + config.observers
+        n_total = config.voters + max(config.observers, config.profile.observers)
         self._nodes: dict[NodeId, _Node] = {
             NodeId(i): _Node(NodeId(i), i <= config.voters) for i in range(1, n_total + 1)
         }
@@ -356,6 +366,7 @@ class SimBase:
                 log_start_offset=log.start_offset,
                 start_offset=log.start_offset,
                 snapshots=held,
+                wiped=node.wiped,
             )
         v = replica.view()
         if (
@@ -391,6 +402,7 @@ class SimBase:
             log.start_offset,
             v.log_start_offset,
             held,
+            node.wiped,
         )
 
     def _violation(self, name: str, detail: str) -> NoReturn:
@@ -434,4 +446,8 @@ class SimBase:
 
     def _liveness_progress(self) -> None:
         """After every step of the liveness phase: refinement.sim_liveness."""
+        raise NotImplementedError
+
+    def _timing_of(self) -> QuorumTiming:
+        """The timing the replicas run with: refinement.sim_faults."""
         raise NotImplementedError

@@ -156,6 +156,18 @@ class SimResult:
     # installed after a FetchSnapshot transfer.
     snapshots_written: int = 0
     snapshots_installed: int = 0
+    # ... of which by a node that had lost its disk; disk losses (observers); chunks
+    # (FetchSnapshotResponse) corrupted, lost, or delivered stale (a duplicate, or an answer
+    # to a request that was asked again: reordered); crashes aimed right after a step of a
+    # transfer, by the step's effect (WriteSnapshotChunk, ValidateSnapshot, InstallSnapshot).
+    installed_after_disk_loss: int = 0
+    disk_losses: int = 0
+    chunks_corrupted: int = 0
+    chunks_lost: int = 0
+    chunks_stale: int = 0
+    transfer_crashes: dict[str, int] = field(default_factory=dict)
+    # Transfers abandoned because the leader or epoch changed while they ran.
+    transfers_leader_changed: int = 0
     recovery_ms: int | None = None
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
@@ -182,6 +194,17 @@ class SimResult:
         )
         if c.profile.snapshots:
             line += f" snapshots={self.snapshots_written} installed={self.snapshots_installed}"
+            for name, value in (
+                ("chunks_lost", self.chunks_lost),
+                ("chunks_stale", self.chunks_stale),
+                ("chunks_corrupted", self.chunks_corrupted),
+                ("transfer_crashes", sum(self.transfer_crashes.values())),
+                ("transfers_leader_changed", self.transfers_leader_changed),
+                ("disk_losses", self.disk_losses),
+                ("installed_after_disk_loss", self.installed_after_disk_loss),
+            ):
+                if value:
+                    line += f" {name}={value}"
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -1,6 +1,9 @@
 """The simulator's node lifecycle and fault layer (see refinement.sim_base for the layers): a
 node starts from its persisted election state and its log, crashes (losing what its log did
-not flush) or stops cleanly; partitions heal after a while.
+not flush) or stops cleanly; partitions heal after a while. Under the disk-loss profile an
+observer crashes and loses its whole data directory (log, snapshots, quorum-state) and
+restarts empty; never a voter (a voter that forgets its vote may vote twice in one epoch:
+KIP-853's directory ids prevent that, issue #15).
 """
 
 from __future__ import annotations
@@ -9,9 +12,13 @@ import random
 from dataclasses import replace
 
 from kraft.core.events import Shutdown
+from kraft.core.timing import QuorumTiming
 from kraft.ids import ClusterId, NodeId
+from kraft.storage.memory_log import MemoryLog
+from kraft.storage.memory_snapshots import MemorySnapshots
 from refinement.sim_base import (
     _CRASH,
+    _DISK_LOSS,
     _FAULT,
     _FORCE_STOP,
     _HEAL,
@@ -38,12 +45,8 @@ class SimFaults(SimSnapshots):
 
         cfg = self.config
         rng = random.Random(f"{cfg.seed}/{node.id}/{node.inc}")
-        timing = cfg.timing
-        lag = self._profile.start_offset_lag_ms
-        if lag is not None:
-            timing = replace(timing, start_offset_lag_time_max_ms=lag)
-        if self._profile.fetch_max_bytes is not None:
-            timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
+        timing = self._timing_of()
+        node.start_since = self.now
         if node.snaps is not None:
             node.snaps.parts.clear()  # leftover .part files are removed at start
         setup = NodeSetup(
@@ -74,6 +77,17 @@ class SimFaults(SimSnapshots):
         self._schedule_tick(node, replica.next_deadline_ms())
         self._after_step(node, None, None, None)
 
+    def _timing_of(self) -> QuorumTiming:
+        """The timing every replica runs with: the configuration's, with the profile's
+        KIP-630 overrides."""
+        timing = self.config.timing
+        lag = self._profile.start_offset_lag_ms
+        if lag is not None:
+            timing = replace(timing, start_offset_lag_time_max_ms=lag)
+        if self._profile.fetch_max_bytes is not None:
+            timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
+        return timing
+
     def _crash(self, node: _Node) -> None:
         node.replica = None
         node.log.simulate_crash()
@@ -82,6 +96,29 @@ class SimFaults(SimSnapshots):
         node.log_dirty = True
         self.result.crashes += 1
         self._node_stopped(node, "Crash")
+
+    def _crash_aimed(self, node: _Node, payload: object) -> None:
+        """A crash aimed at one incarnation right after a step of a snapshot transfer (named
+        by its effect), if it still runs and may stop."""
+        assert isinstance(payload, tuple)
+        inc, step = payload
+        if self._liveness or node.replica is None or node.inc != inc or node.shutting_down:
+            return
+        if self._may_stop(node):
+            steps = self.result.transfer_crashes
+            steps[step] = steps.get(step, 0) + 1
+            self._crash(node)
+
+    def _lose_disk(self, node: _Node) -> None:
+        """The node crashes and its data directory is gone: it restarts empty."""
+        node.replica = None
+        node.log = MemoryLog()
+        node.snaps = MemorySnapshots()
+        node.persisted = None
+        node.wiped += 1
+        node.log_dirty = True
+        self.result.disk_losses += 1
+        self._node_stopped(node, "LoseDisk")
 
     def _node_stopped(self, node: _Node, action: str) -> None:
         # A new incarnation: messages and timers aimed at the old one die with it (its
@@ -120,24 +157,36 @@ class SimFaults(SimSnapshots):
             self._push(self.now + self._exp_ms(p.shutdown_rate), _FAULT, kind)
         elif kind == _SNAPSHOT:
             self._snapshot_fault()
+        elif kind == _DISK_LOSS:
+            up = [
+                n
+                for n in self._nodes.values()
+                if not n.is_voter and n.replica is not None and not n.shutting_down
+            ]
+            if up:
+                self._lose_disk(up[int(self._rng.random() * len(up))])
+            self._push(self.now + self._exp_ms(p.disk_loss_rate), _FAULT, kind)
 
     def _pick_victim(self) -> _Node | None:
         up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]
         if not up:
             return None
         victim = up[int(self._rng.random() * len(up))]
-        if victim.is_voter:
-            cap = self._profile.max_down
-            if cap is None:
-                cap = (len(self._voter_ids) - 1) // 2
-            down = sum(
-                1
-                for i in self._voter_ids
-                if self._nodes[i].replica is None or self._nodes[i].shutting_down
-            )
-            if down >= cap:
-                return None
-        return victim
+        return victim if self._may_stop(victim) else None
+
+    def _may_stop(self, node: _Node) -> bool:
+        """An observer may always stop; a voter while fewer than the profile's cap are down."""
+        if not node.is_voter:
+            return True
+        cap = self._profile.max_down
+        if cap is None:
+            cap = (len(self._voter_ids) - 1) // 2
+        down = sum(
+            1
+            for i in self._voter_ids
+            if self._nodes[i].replica is None or self._nodes[i].shutting_down
+        )
+        return down < cap
 
     def _shutdown(self, node: _Node) -> None:
         self.result.shutdowns += 1

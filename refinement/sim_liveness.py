@@ -1,7 +1,9 @@
 """The simulator's liveness phase (see refinement.sim_base for the layers). It heals every
 partition, restarts stopped nodes, stops losing and duplicating messages, then requires within
 a bound a leader that every voter follows (EventuallyLeaderElected), a fresh probe append
-acknowledged, and every client append answered and decided (EventuallyCommitted).
+acknowledged, and every client append answered and decided (EventuallyCommitted). Under a
+profile where observers lose their disk, every observer must then also catch up: hold the
+settled leader's log up to its HWM, and know that HWM (EventuallyCaughtUp).
 
 An append accepted by an incarnation that crashed is decided here, from the settled leader's
 log: the core that would have decided it died with that incarnation. So is one a live replica
@@ -75,6 +77,8 @@ class SimLiveness(SimClients):
             return
         if self._probe is not None or self._pending:
             return
+        if self._profile.disk_loss_rate and self._lagging_observers(leader):
+            return  # before deciding leftovers: a live replica may still decide them itself
         snap = self._snaps[leader]
         # What is still undecided was accepted by an incarnation that died with it (or by a
         # live replica that has not caught up yet: its core would decide the same).
@@ -87,6 +91,21 @@ class SimLiveness(SimClients):
                 self.result.lost += 1
             del self._accepted[rid]
         raise _StopRun
+
+    def _lagging_observers(self, leader: NodeId) -> list[NodeId]:
+        """Observers that do not hold the settled leader's log up to its HWM, or do not know
+        that HWM yet."""
+        lead = self._snaps[leader]
+        hwm = lead.high_watermark or 0
+        out = []
+        for nid, node in self._nodes.items():
+            if node.is_voter:
+                continue
+            s = self._snaps[nid]
+            agreed = inv.common_prefix(s.epochs, s.log_end_offset, lead.epochs, lead.log_end_offset)
+            if not s.up or s.high_watermark is None or s.high_watermark < hwm or agreed < hwm:
+                out.append(nid)
+        return out
 
     def _find_stable_leader(self) -> NodeId | None:
         leaders = [s for s in self._snaps.values() if s.state is ReplicaState.LEADER]
@@ -114,6 +133,20 @@ class SimLiveness(SimClients):
                 f"no leader followed by every voter within {bound}ms of healing ({states})",
             )
         leader = self._snaps[self._stable_leader]
+        if self._probe is None and not self._pending and self._profile.disk_loss_rate:
+            lagging = self._lagging_observers(leader.node_id)
+            if lagging:
+                self._violation(
+                    inv.EVENTUALLY_CAUGHT_UP,
+                    f"within {bound}ms of healing, observers {lagging} did not catch up with"
+                    f" leader {leader.node_id} (epoch {leader.epoch}, HWM"
+                    f" {leader.high_watermark}): "
+                    + ", ".join(
+                        f"{i}: log {self._snaps[i].log_start_offset}.."
+                        f"{self._snaps[i].log_end_offset} HWM {self._snaps[i].high_watermark}"
+                        for i in lagging
+                    ),
+                )
         current = sorted(r for r, a in self._accepted.items() if a[3] >= leader.epoch)
         self._violation(
             inv.EVENTUALLY_COMMITTED,

@@ -5,6 +5,7 @@ to the in-memory logs, and the focused invariant checks after every step.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_left
 from typing import IO, TYPE_CHECKING, cast
 
@@ -24,13 +25,21 @@ from kraft.core.effects import (
     TruncateLog,
 )
 from kraft.core.events import Event, Receive, SendFailed, Tick
-from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
+from kraft.core.messages import (
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Request,
+)
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId
+from kraft.ids import Epoch, NodeId, Offset
+from kraft.records import iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
-from refinement.invariants import AckedRange, ClusterState, NodeState, Violation
+from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.sim_base import (
     _DELIVER,
     _REQUEST_MESSAGES,
@@ -79,6 +88,19 @@ class SimNetwork(SimBase):
         self._any_snapshots = False
         self._loss = self._profile.loss
         self._duplicate = self._profile.duplicate
+        self._corrupt = self._profile.corrupt
+        # KIP-630 ghosts, kept only under a profile that takes snapshots. The longest history
+        # any leader exposed as committed (SnapshotMatchesLog); per leader, the last Fetch it
+        # accepted from each replica: (its incarnation, epoch, time, fetch offset)
+        # (LogStartBelowLiveReplicas); the Fetch being handled in this step (leader, fetcher,
+        # offset), and whether its answer refused it (an error, a divergence, a snapshot id).
+        snapshots = self._profile.snapshots
+        self._committed: tuple[EpochCache, Offset] | None = ((), Offset(0)) if snapshots else None
+        self._fetched: dict[NodeId, dict[NodeId, tuple[int, Epoch, int, Offset]]] = {}
+        self._fetch_in_step: tuple[NodeId, NodeId, Offset] | None = None
+        self._fetch_refused = False
+        # The FetchSnapshot each (fetcher, leader) pair awaits an answer to (chunks_stale).
+        self._chunk_awaited: dict[tuple[NodeId, NodeId], Request] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -126,7 +148,38 @@ class SimNetwork(SimBase):
             if found is not None:
                 self._violation(found.name, found.detail)
         event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to))
+        if mtype is FetchSnapshotResponse:
+            key = (dst.id, NodeId(src_id))
+            if in_reply_to is not None and self._chunk_awaited.get(key) is in_reply_to:
+                del self._chunk_awaited[key]
+            else:
+                self.result.chunks_stale += 1
+        if mtype is FetchRequest and self._committed is not None:
+            assert isinstance(msg, FetchRequest)
+            self._step_fetch(dst, event, msg, NodeId(src_id))
+            return
         self._step(dst, event, answering, src_id, message)
+
+    def _step_fetch(self, dst: _Node, event: Receive, req: FetchRequest, src: NodeId) -> None:
+        """A Fetch stepped, remembered as accepted by a leader if its answer did not refuse it
+        (LogStartBelowLiveReplicas: the leader counts the fetch offsets of live replicas)."""
+        self._fetch_in_step = (dst.id, src, req.fetch_offset)
+        self._fetch_refused = False
+        try:
+            self._step(dst, event, req, int(src), req)
+        finally:
+            self._fetch_in_step = None
+        replica = dst.replica
+        if replica is None or self._fetch_refused:
+            return
+        v = replica.view()
+        if v.state is ReplicaState.LEADER and v.epoch == req.replica_epoch:
+            self._fetched.setdefault(dst.id, {})[src] = (
+                dst.inc,
+                v.epoch,
+                self.now,
+                req.fetch_offset,
+            )
 
     def _tick(self, node: _Node, inc: object) -> None:
         replica = node.replica
@@ -261,6 +314,17 @@ class SimNetwork(SimBase):
         if mtype is FetchRequest:
             assert isinstance(msg, FetchRequest)
             self._fetch_awaited[(src.id, dst_id)] = msg
+        elif mtype is FetchSnapshotRequest:
+            assert isinstance(msg, FetchSnapshotRequest)
+            self._chunk_awaited[(src.id, dst_id)] = msg
+        elif mtype is FetchResponse and self._fetch_in_step is not None:
+            assert isinstance(msg, FetchResponse)
+            if answering_src == dst_id and (
+                msg.error is not ErrorCode.NONE
+                or msg.diverging_epoch is not None
+                or msg.snapshot_id is not None
+            ):
+                self._fetch_refused = True
         in_reply_to: Request | None = None
         req_type = _REQUEST_OF.get(mtype)
         if req_type is not None:
@@ -272,6 +336,9 @@ class SimNetwork(SimBase):
         if self._loss and rng.random() < self._loss:
             self._drop(src.id, dst_id, msg, "loss")
             return
+        if self._corrupt and mtype is FetchSnapshotResponse and rng.random() < self._corrupt:
+            assert isinstance(msg, FetchSnapshotResponse)
+            msg = self._corrupted(src, msg)
         payload = (src.id, msg, in_reply_to, dst.inc)
         self._push(self.now + self._delay(), _DELIVER, dst, payload)
         if self._duplicate and rng.random() < self._duplicate:
@@ -280,8 +347,39 @@ class SimNetwork(SimBase):
                 "DuplicateMessage", dst_id, lambda: message_json(msg, int(src.id), int(dst_id))
             )
 
+    def _corrupted(self, src: _Node, msg: FetchSnapshotResponse) -> FetchSnapshotResponse:
+        """The chunk with one byte flipped where validation must notice: inside a batch of
+        the snapshot, past its base offset (a CRC, an epoch, a length or the checksummed
+        bytes). A chunk with no such byte goes through intact."""
+        snaps = src.snaps
+        chunk = msg.chunk
+        data = snaps.complete.get(msg.snapshot_id) if snaps is not None else None
+        if not chunk or data is None:
+            return msg
+        lo, hi = msg.position, msg.position + len(chunk)
+        spans = [
+            (max(lo, pos + 8), min(hi, pos + h.size_in_bytes))
+            for pos, h in iter_batches(data, verify=False)
+        ]
+        spans = [(a, b) for a, b in spans if a < b]
+        if not spans:
+            return msg
+        total = sum(b - a for a, b in spans)
+        pick = int(self._rng.random() * total)
+        for a, b in spans:
+            if pick < b - a:
+                at = a + pick - lo
+                break
+            pick -= b - a
+        flipped = bytearray(chunk)
+        flipped[at] ^= 1 + int(self._rng.random() * 255)
+        self.result.chunks_corrupted += 1
+        return dataclasses.replace(msg, chunk=bytes(flipped))
+
     def _drop(self, src: int, dst: NodeId, msg: object, reason: str) -> None:
         self.result.dropped += 1
+        if type(msg) is FetchSnapshotResponse:
+            self.result.chunks_lost += 1
 
         def describe() -> JsonObject:
             out = message_json(cast(Message, msg), src, int(dst))
@@ -317,10 +415,34 @@ class SimNetwork(SimBase):
         # The snapshot and leader maps are updated in place; only a new acknowledgement
         # tuple needs a new ClusterState.
         cluster = self._cluster_cache
-        if cluster is None or cluster.acknowledged is not self._acked_t:
-            cluster = ClusterState(self._snaps, self._voter_set, self._leaders, self._acked_t)
+        if (
+            cluster is None
+            or cluster.acknowledged is not self._acked_t
+            or cluster.committed is not self._committed
+        ):
+            cluster = ClusterState(
+                self._snaps, self._voter_set, self._leaders, self._acked_t, self._committed
+            )
             self._cluster_cache = cluster
         return cluster
+
+    def _commit_ghost(self, leader: NodeState) -> Violation | None:
+        """The committed history grows with a leader's HWM; what was committed never
+        changes (CommittedNeverLost)."""
+        done = self._committed
+        hwm = leader.high_watermark
+        if done is None or hwm is None or hwm <= done[1]:
+            return None
+        cache, end = done
+        if inv.common_prefix(cache, end, leader.epochs, leader.log_end_offset) < end:
+            return Violation(
+                inv.COMMITTED_NEVER_LOST,
+                f"leader {leader.node_id} (epoch {leader.epoch}) exposes HWM {hwm} over"
+                f" {leader.epochs}/{leader.log_end_offset}, which differs from the committed"
+                f" {cache}/{end}",
+            )
+        self._committed = (tuple((e, o) for e, o in leader.epochs if o < hwm), hwm)
+        return None
 
     def _check_node(self, old: NodeState, new: NodeState) -> None:
         """Run, focused on the node, each invariant whose inputs about it changed in a way
@@ -342,9 +464,13 @@ class SimNetwork(SimBase):
             extended = kept >= old.log_end_offset
             durable_lost = min(kept, new.flushed_offset) < old.flushed_offset
         hwm_changed = new.high_watermark != old.high_watermark
-        after = self._cluster()
         found: Violation | None = None
-        if state_changed and new.state is ReplicaState.LEADER:
+        if new.log_start_offset != old.log_start_offset or new.snapshots is not old.snapshots:
+            found = inv.log_start_at_snapshot(ClusterState({nid: new}, self._voter_set))
+        if found is None and new.state is ReplicaState.LEADER and hwm_changed:
+            found = self._commit_ghost(new)
+        after = self._cluster()
+        if found is None and state_changed and new.state is ReplicaState.LEADER:
             found = inv.election_safety(after, nid)
         if found is None and (
             state_changed

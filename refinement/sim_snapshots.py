@@ -1,11 +1,19 @@
 """The simulator's KIP-630 layer (see refinement.sim_base for the layers), active only under a
-fault profile with a `snapshot_rate` (the "snapshots" profile): every other profile draws
-nothing here and runs as before.
+fault profile with a `snapshot_rate` ("snapshots", every "NAME+snapshots", "disk-loss"):
+every other profile draws nothing here and runs as before.
 
 Each node keeps a `MemorySnapshots` (kraft.storage.memory_snapshots) in Kafka's byte layout. A
 complete snapshot survives crashes; a `.part` being fetched does not. Now and then a random
 running replica asks `CreateSnapshot` at its HWM; the effects are performed at once and the
 answering events (SnapshotWritten, SnapshotValidated) come back as the node's next events.
+Under a profile with `transfer_crash`, a node may crash right after a step of a transfer (a
+chunk written, validated, installed): the crash comes before the driver's answer.
+
+Checked here, on the bytes and on the steps only this layer sees: SnapshotIntact (every held
+snapshot, once per distinct bytes) and LogStartBelowLiveReplicas (every leader's
+AdvanceLogStartOffset, against the Fetches it accepted, ghost records kept by
+refinement.sim_network). The committed history SnapshotMatchesLog compares snapshots with is
+kept by refinement.sim_network too.
 
 The simulated state machine's state is the replicated history itself: a snapshot's records are
 the epoch cache, (epoch, start offset) pairs, of every record below its end offset, as the node
@@ -18,23 +26,43 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING
 
-from kraft.core.effects import Effect, InstallSnapshot, ValidateSnapshot, WriteSnapshot
+from kraft.core.effects import (
+    AdvanceLogStartOffset,
+    DiscardSnapshotFetch,
+    Effect,
+    InstallSnapshot,
+    ValidateSnapshot,
+    WriteSnapshot,
+    WriteSnapshotChunk,
+)
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
-from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
+from refinement import invariants as inv
 from refinement.invariants import EpochCache
-from refinement.sim_base import _FAULT, _LOCAL, _SNAPSHOT, _Node
+from refinement.sim_base import _FAULT, _LOCAL, _NODE_CRASH, _SNAPSHOT, _Node
 from refinement.sim_network import SimNetwork
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 
-def encode_history(snapshot_id: OffsetAndEpoch, epochs: EpochCache) -> bytes:
-    """A snapshot whose records are the epoch cache of the history below its end offset."""
-    return encode_snapshot(snapshot_id, [(b"epoch", f"{e}:{o}".encode()) for e, o in epochs])
+_FILL = b"fill:"
+
+
+def encode_history(snapshot_id: OffsetAndEpoch, epochs: EpochCache, padding: int = 0) -> bytes:
+    """A snapshot whose records are the epoch cache of the history below its end offset (and,
+    with `padding`, one filler record of that many bytes: the rest of a state machine's
+    state, so that the snapshot moves in several chunks)."""
+    records: list[tuple[bytes | None, bytes | None]] = [
+        (b"epoch", f"{e}:{o}".encode()) for e, o in epochs
+    ]
+    if padding:
+        records.append((b"fill", _FILL + bytes(padding)))
+    return encode_snapshot(snapshot_id, records)
 
 
 def decode_history(data: bytes) -> EpochCache:
@@ -46,6 +74,8 @@ def decode_history(data: bytes) -> EpochCache:
         raw = data[pos : pos + h.size_in_bytes]
         for _, value in iter_values(raw, 0, h):
             assert value is not None
+            if bytes(value[: len(_FILL)]) == _FILL:
+                continue
             e, o = bytes(value).decode().split(":")
             out.append((Epoch(int(e)), Offset(int(o))))
     return tuple(out)
@@ -76,14 +106,20 @@ class SimSnapshots(SimNetwork):
         # What each snapshot holds, decoded from its bytes (never taken from the writer's
         # memory: a transfer must carry it), once per distinct bytes.
         self._histories: dict[tuple[OffsetAndEpoch, bytes], EpochCache] = {}
+        # The (epoch, leader) each node's transfer began under (counts transfers a leader
+        # change abandoned).
+        self._transfer_under: dict[NodeId, tuple[Epoch, NodeId | None]] = {}
         if self._profile.snapshots:
             for node in self._nodes.values():
                 node.snaps = MemorySnapshots()
 
-    def _history_of(self, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
+    def _history_of(self, node: _Node, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
         k = (snapshot_id, data)
         found = self._histories.get(k)
         if found is None:
+            broken = inv.snapshot_intact(node.id, snapshot_id, data)
+            if broken is not None:
+                self._violation(broken.name, broken.detail)
             found = self._histories[k] = decode_history(data)
         return found
 
@@ -94,18 +130,11 @@ class SimSnapshots(SimNetwork):
         snaps = node.snaps
         assert snaps is not None
         held = tuple(
-            (sid, self._history_of(sid, data)) for sid, data in sorted(snaps.complete.items())
+            (sid, self._history_of(node, sid, data)) for sid, data in sorted(snaps.complete.items())
         )
         start = node.log.start_offset
-        below: EpochCache = ()
-        if start > 0:
-            at = [h for sid, h in held if sid.offset == start]
-            if not at:
-                self._violation(
-                    "SnapshotMatchesLog",
-                    f"node {node.id} log starts at {start} without a snapshot there",
-                )
-            below = at[0]
+        # No snapshot at the log start: LogStartAtSnapshot fires on this state.
+        below = next((h for sid, h in held if sid.offset == start), ()) if start > 0 else ()
         return combined_epochs(node.log, below), held
 
     def _log_histories(
@@ -155,18 +184,74 @@ class SimSnapshots(SimNetwork):
             sid = e.snapshot_id
             epochs, _ = self._node_histories(node)
             upto = tuple((ep, o) for ep, o in epochs if o < sid.offset)
-            data = encode_history(sid, upto)
+            data = encode_history(sid, upto, self._profile.snapshot_padding)
             snaps.put(sid, data)
             self.result.snapshots_written += 1
             self._push(self.now, _LOCAL, node, (SnapshotWritten(self.now, sid), node.inc))
             return
+        if isinstance(e, AdvanceLogStartOffset):
+            self._check_log_start_move(node, e.snapshot_id.offset)
+        elif isinstance(e, WriteSnapshotChunk | DiscardSnapshotFetch) and node.replica:
+            v = node.replica.view()
+            if isinstance(e, WriteSnapshotChunk):
+                if e.position == 0:
+                    self._transfer_under[node.id] = (v.epoch, v.leader_id)
+            elif self._transfer_under.pop(node.id, None) not in (None, (v.epoch, v.leader_id)):
+                self.result.transfers_leader_changed += 1
         try:
             perform_snapshot_effect(node.log, snaps, e)
         except Exception as exc:
             self._violation("EffectRejected", f"node {node.id} {e}: {exc}")
+        if isinstance(e, WriteSnapshotChunk | ValidateSnapshot | InstallSnapshot):
+            self._maybe_crash_mid_transfer(node, type(e).__name__)
         if isinstance(e, ValidateSnapshot):
             problem = snaps.validate(e.snapshot_id, e.size)
             ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
             self._push(self.now, _LOCAL, node, (ev, node.inc))
         elif isinstance(e, InstallSnapshot):
             self.result.snapshots_installed += 1
+            if node.wiped:
+                self.result.installed_after_disk_loss += 1
+
+    def _maybe_crash_mid_transfer(self, node: _Node, step: str) -> None:
+        """A crash aimed at this incarnation right after a step of a transfer (a chunk
+        written, validation asked, installed); queued before any answer of the driver, so it
+        strikes first."""
+        rate = self._profile.transfer_crash
+        if rate and not self._liveness and self._rng.random() < rate:
+            self._push(self.now, _NODE_CRASH, node, (node.inc, step))
+
+    def _check_log_start_move(self, node: _Node, new_start: Offset) -> None:
+        """LogStartBelowLiveReplicas on a leader's AdvanceLogStartOffset (the core performs
+        one per step at most); the lag-time clock restarts on every move."""
+        since = node.start_since
+        node.start_since = self.now
+        replica = node.replica
+        if not self._check or replica is None:
+            return
+        v = replica.view()
+        if v.state is not ReplicaState.LEADER:
+            return
+        timing = self._timing_of()
+        fetched = {
+            rid: (at, offset)
+            for rid, (inc, epoch, at, offset) in self._fetched.get(node.id, {}).items()
+            if inc == node.inc and epoch == v.epoch
+        }
+        current = self._fetch_in_step
+        if current is not None and current[0] == node.id:
+            fetched[current[1]] = (self.now, current[2])
+        found = inv.log_start_below_live_replicas(
+            inv.LogStartMove(
+                node.id,
+                v.epoch,
+                new_start,
+                self.now,
+                since,
+                timing.start_offset_lag_time_max_ms,
+                timing.fetch_timeout_ms,
+                fetched,
+            )
+        )
+        if found is not None:
+            self._violation(found.name, found.detail)

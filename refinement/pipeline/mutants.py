@@ -1,16 +1,39 @@
 """Seeded bugs for campaigns: replica factories that break one protocol rule, so a campaign
 can show that it finds, groups and reports a violation (`kraft campaign --mutant NAME`).
 
+Each mutant wraps the core replica or swaps one of its roles for a subclass that breaks the
+rule; the core itself is unchanged. The simulator's checkers catch each one (tests in
+tests/simulation/test_sim_mutants.py):
+
+- eager-hwm: a leader exposes its whole log as committed (MajorityReachedHighWatermark);
+- snapshot-past-hwm: CreateSnapshot at the log end, past the HWM (SnapshotMatchesLog, as the
+  spec's SnapshotBeyondHwm mutant);
+- eager-log-start: a leader moves its log start to its latest snapshot at once, ignoring
+  KIP-630's rule that every live replica has fetched past it or the lag time passed
+  (LogStartBelowLiveReplicas);
+- install-unvalidated: a fetched snapshot is installed once its last chunk is written, before
+  the driver validated it (SnapshotIntact, when a corrupted chunk came in).
+
 Mutants are looked up by name on the executors, so only the name crosses the wire.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
-from kraft.core.effects import Effect
-from kraft.core.events import Event
+from kraft.core.effects import Effect, ValidateSnapshot
+from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.messages import (
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Request,
+)
+from kraft.core.replica import Replica
+from kraft.core.snapshot_transfer import SnapshotFetcher
+from kraft.core.snapshots import NO_SNAPSHOTS, SnapshotRole, SnapshotSource
 from kraft.core.vocabulary import ReplicaState
+from kraft.ids import NodeId, Offset, OffsetAndEpoch
 from refinement.sim import (
     NodeSetup,
     ReplicaFactory,
@@ -52,6 +75,104 @@ def eager_high_watermark(setup: NodeSetup) -> SimReplica:
     return _EagerHighWatermark(core_replica_factory(setup))
 
 
+# --------------------------------------------------------------------------- KIP-630
+
+
+class _SnapshotPastHighWatermark(SnapshotRole):
+    """CreateSnapshot at the log end, as if the whole log were committed (KIP-630: a snapshot
+    holds only committed records, never past the high watermark)."""
+
+    __slots__ = ()
+
+    def on_create_snapshot(self, ev: CreateSnapshot) -> None:
+        super().on_create_snapshot(CreateSnapshot(ev.now_ms, self._r._log.end_offset))
+
+    def refusal(self, offset: Offset) -> str | None:
+        r = self._r
+        kept = r._hwm
+        r._hwm = r._log.end_offset
+        try:
+            return super().refusal(offset)
+        finally:
+            r._hwm = kept
+
+
+class _EagerLogStart(SnapshotRole):
+    """A leader moves its log start to its latest snapshot at once (KIP-630: only past a
+    snapshot every live replica has fetched, or once metadata.start.offset.lag.time.max.ms
+    passed)."""
+
+    __slots__ = ()
+
+    def _leader_target(self, latest: OffsetAndEpoch) -> OffsetAndEpoch | None:
+        return latest
+
+
+class _InstallUnvalidated(SnapshotFetcher):
+    """Installs a fetched snapshot as soon as its last chunk is written, without waiting for
+    the driver's validation (KIP-630: validate every chunk, size, CRCs, header and footer
+    before the snapshot replaces anything)."""
+
+    __slots__ = ()
+
+    def handle_response(
+        self, src: NodeId, resp: FetchSnapshotResponse, in_reply_to: Request | None
+    ) -> None:
+        super().handle_response(src, resp, in_reply_to)
+        r = self._r
+        t = self.transfer
+        if t is not None and t.validating and r._out and isinstance(r._out[-1], ValidateSnapshot):
+            r._out.pop()
+            self.on_validated(SnapshotValidated(r._now, t.snapshot_id, True))
+
+
+def _with_roles(
+    setup: NodeSetup,
+    *,
+    role: Callable[[Replica, SnapshotSource], SnapshotRole] | None = None,
+    fetcher: Callable[[Replica], SnapshotFetcher] | None = None,
+) -> SimReplica:
+    """The core replica with its holding role and/or its fetching role swapped for a
+    subclass, and the dispatch tables pointed at the new ones."""
+    replica = core_replica_factory(setup)
+    assert isinstance(replica, Replica)
+    if role is not None:
+        snaps = role(replica, setup.snapshots or NO_SNAPSHOTS)
+        replica._snaps = snaps
+        replica._on_event[CreateSnapshot] = snaps.on_create_snapshot
+        replica._on_event[SnapshotWritten] = snaps.on_snapshot_written
+        replica._on_message[FetchSnapshotRequest] = snaps.handle_fetch_snapshot_request
+        replica._refusals[FetchSnapshotRequest] = snaps.fetch_snapshot_refusal
+    if fetcher is not None and replica._fetcher is not None:
+        fetch = fetcher(replica)
+        replica._fetcher = fetch
+        replica._on_message[FetchSnapshotResponse] = fetch.handle_response
+        replica._on_failed[FetchSnapshotRequest] = fetch.fetch_snapshot_failed
+    return replica
+
+
+def snapshot_past_high_watermark(setup: NodeSetup) -> SimReplica:
+    return _with_roles(setup, role=_SnapshotPastHighWatermark)
+
+
+def eager_log_start(setup: NodeSetup) -> SimReplica:
+    return _with_roles(setup, role=_EagerLogStart)
+
+
+def install_unvalidated(setup: NodeSetup) -> SimReplica:
+    return _with_roles(setup, fetcher=_InstallUnvalidated)
+
+
 MUTANTS: dict[str, ReplicaFactory] = {
     "eager-hwm": eager_high_watermark,
+    "snapshot-past-hwm": snapshot_past_high_watermark,
+    "eager-log-start": eager_log_start,
+    "install-unvalidated": install_unvalidated,
+}
+# The fault profile a campaign or a test runs each mutant under, where one is needed: the
+# KIP-630 mutants need snapshots (and install-unvalidated corrupted chunks) to show.
+MUTANT_PROFILES: dict[str, str] = {
+    "snapshot-past-hwm": "lossy+snapshots",
+    "eager-log-start": "partitions+snapshots",
+    "install-unvalidated": "lossy+snapshots",
 }

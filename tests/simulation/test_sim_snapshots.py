@@ -1,6 +1,9 @@
 """KIP-630 in the simulator: the "snapshots" profile runs seeds 0-49 with every checker on and
-no violation, and replicas catch up by FetchSnapshot; SnapshotMatchesLog fires on hand-built
-violations; the history a snapshot carries and a log starting after it read back as one."""
+no violation, and replicas catch up by FetchSnapshot; every snapshot checker (SnapshotMatchesLog
+with its committed clause, LogStartAtSnapshot, SnapshotIntact, LogStartBelowLiveReplicas) fires
+on hand-built violations and passes correct states; the history a snapshot carries and a log
+starting after it read back as one. (The other snapshot profiles: test_sim_snapshot_profiles;
+the mutants: test_sim_mutants.)"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 from memory_logs import build_log
 from test_invariants import cache, cluster, node
 
-from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import snapshot_problem
 from refinement import invariants as inv
@@ -114,12 +117,128 @@ def test_a_transfer_that_corrupts_the_history_is_caught(monkeypatch: pytest.Monk
 
     real = sim_snapshots.encode_history
 
-    def shifted(sid: OffsetAndEpoch, epochs: inv.EpochCache) -> bytes:
+    def shifted(sid: OffsetAndEpoch, epochs: inv.EpochCache, padding: int = 0) -> bytes:
         if len(epochs) > 1:
             last, start = epochs[-1]
             epochs = (*epochs[:-1], (last, Offset(start + 1)))
-        return real(sid, epochs)
+        return real(sid, epochs, padding)
 
     monkeypatch.setattr(sim_snapshots, "encode_history", shifted)
     names = {v.name for seed in range(10) for v in run(seed).violations}
     assert inv.SNAPSHOT_MATCHES_LOG in names
+
+
+# --------------------------------------------------------------------------- LogStartAtSnapshot
+
+
+def test_log_start_at_snapshot_fires_on_a_log_start_without_a_snapshot() -> None:
+    history = cache((1, 0), (2, 4))
+    ok = with_snapshots(
+        dataclasses.replace(node(1, epochs=history, end=9), log_start_offset=Offset(6)),
+        (SID, history),
+    )
+    assert inv.log_start_at_snapshot(cluster(ok)) is None
+    assert inv.log_start_at_snapshot(cluster(node(2))) is None  # a log from 0 needs none
+    broken = dataclasses.replace(ok, log_start_offset=Offset(7))
+    found = inv.log_start_at_snapshot(cluster(broken))
+    assert found is not None and found.name == inv.LOG_START_AT_SNAPSHOT
+    gone = dataclasses.replace(ok, snapshots=())
+    found = inv.log_start_at_snapshot(cluster(gone))
+    assert found is not None and found.name == inv.LOG_START_AT_SNAPSHOT
+
+
+def test_the_simulator_reports_a_log_start_left_without_its_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mutant driver that deletes every snapshot when it advances the log start."""
+    from kraft.storage.memory_snapshots import MemorySnapshots
+
+    def delete_all(self: MemorySnapshots, _sid: OffsetAndEpoch) -> None:
+        self.complete = {}
+
+    monkeypatch.setattr(MemorySnapshots, "delete_before", delete_all)
+    names = {v.name for seed in range(5) for v in run(seed).violations}
+    assert names == {inv.LOG_START_AT_SNAPSHOT}
+
+
+# --------------------------------------------------------------------------- committed clause
+
+
+def test_snapshot_matches_log_fires_on_a_snapshot_past_the_committed_history() -> None:
+    history = cache((1, 0), (2, 4))
+    a = with_snapshots(node(1, epochs=history, end=9), (SID, history))
+    committed = (history, Offset(6))
+    assert inv.snapshot_matches_log(cluster(a, committed=committed)) is None
+    # Committed only up to 5: the snapshot holds offset 5, which is not committed.
+    found = inv.snapshot_matches_log(cluster(a, committed=(history, Offset(5))))
+    assert found is not None and found.name == inv.SNAPSHOT_MATCHES_LOG
+    # Committed up to 6, but offset 4 committed in epoch 1: the snapshot holds another record.
+    found = inv.snapshot_matches_log(cluster(a, committed=(cache((1, 0)), Offset(6))))
+    assert found is not None and found.name == inv.SNAPSHOT_MATCHES_LOG
+
+
+def test_a_leader_exposing_a_hwm_over_another_committed_history_is_caught() -> None:
+    """The simulator's committed history only grows: a leader whose log below its HWM differs
+    from what was committed breaks CommittedNeverLost."""
+    from refinement.sim import Simulator
+
+    sim = Simulator(SimConfig(seed=0, profile=PROFILES["lossy+snapshots"]))
+    lead = node(1, state=inv.ReplicaState.LEADER, epochs=cache((1, 0)), end=9, hwm=5)
+    assert sim._commit_ghost(lead) is None
+    assert sim._committed == (cache((1, 0)), Offset(5))
+    other = node(2, state=inv.ReplicaState.LEADER, epoch=2, epochs=cache((1, 0), (2, 3)), hwm=7)
+    found = sim._commit_ghost(other)
+    assert found is not None and found.name == inv.COMMITTED_NEVER_LOST
+
+
+# --------------------------------------------------------------------------- SnapshotIntact
+
+
+def test_snapshot_intact_fires_on_a_corrupt_or_partial_snapshot() -> None:
+    data = encode_history(SID, cache((1, 0), (2, 4)), padding=50)
+    assert inv.snapshot_intact(NodeId(1), SID, data) is None
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF
+    for broken in (bytes(flipped), data[: len(data) - 10], data + b"\0"):
+        found = inv.snapshot_intact(NodeId(1), SID, broken)
+        assert found is not None and found.name == inv.SNAPSHOT_INTACT
+    other_epoch = OffsetAndEpoch(offset=SID.offset, epoch=Epoch(3))
+    found = inv.snapshot_intact(NodeId(1), other_epoch, data)
+    assert found is not None and found.name == inv.SNAPSHOT_INTACT
+
+
+def test_padding_is_not_part_of_the_history() -> None:
+    history = cache((1, 0), (2, 4))
+    assert decode_history(encode_history(SID, history, padding=1000)) == history
+
+
+# --------------------------------------------------------------------------- LogStartBelowLive...
+
+
+def move(**kw: object) -> inv.LogStartMove:
+    """Leader 1 moves its log start to 20 at 10 s, 500 ms after it last moved (lag 1 s);
+    replica 2 fetched from 15 at 9 s (fetch timeout 2 s)."""
+    fetched = {NodeId(2): (9_000, Offset(15))}
+    m = inv.LogStartMove(NodeId(1), Epoch(1), Offset(20), 10_000, 9_500, 1000, 2000, fetched)
+    return dataclasses.replace(m, **kw)  # type: ignore[arg-type]
+
+
+def test_log_start_below_live_replicas_fires_past_a_live_replica() -> None:
+    found = inv.log_start_below_live_replicas(move())
+    assert found is not None and found.name == inv.LOG_START_BELOW_LIVE_REPLICAS
+    # Allowed: the replica fetched past it, or is not live, or the lag time passed.
+    assert inv.log_start_below_live_replicas(move(fetched={NodeId(2): (9_000, Offset(20))})) is None
+    assert inv.log_start_below_live_replicas(move(fetched={NodeId(2): (7_999, Offset(15))})) is None
+    assert inv.log_start_below_live_replicas(move(since=9_000)) is None
+
+
+# --------------------------------------------------------------------------- disk loss
+
+
+def test_epoch_monotonic_allows_a_fresh_epoch_after_disk_loss_only() -> None:
+    before = node(4, epoch=5)
+    after = dataclasses.replace(node(4, epoch=0), incarnation=1)
+    found = inv.epoch_monotonic(cluster(before), cluster(after))
+    assert found is not None and found.name == inv.EPOCH_MONOTONIC
+    wiped = dataclasses.replace(after, wiped=1)
+    assert inv.epoch_monotonic(cluster(before), cluster(wiped)) is None
