@@ -26,7 +26,7 @@ from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
@@ -49,13 +49,15 @@ class Harness:
         now: int = 0,
         snapshots: MemorySnapshots | None = None,
         snapshot_ids: tuple[OffsetAndEpoch, ...] = (),
+        node_key: ReplicaKey | None = None,
         **cfg: int,
     ) -> None:
+        """`node_key`: the replica's own key when it is not `key(node)` (another directory)."""
         self.now = now
         self.log = log or MemoryLog()
         self.snapshots = snapshots
         self.config = ReplicaConfig(
-            key(node),
+            node_key or key(node),
             CLUSTER,
             tuple(key(v) for v in voters),
             QuorumTiming(**cfg),

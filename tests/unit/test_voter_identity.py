@@ -1,0 +1,154 @@
+"""KIP-853 identity: a voter is (replica id, directory id). A replica whose directory id is not
+the voter's (its disk was wiped and reformatted) is an observer, never that voter: it grants no
+vote as that voter, and the leader counts its Fetches neither toward the high watermark nor
+toward check-quorum. Voter sets come from Voters records in the log, take effect when appended
+and are undone when truncated (KIP-856). Kafka's rules: VoterSet.VoterNode.isVoter,
+KafkaRaftClient.isValidVoterKey, LeaderState.getOrCreateReplicaState."""
+
+from __future__ import annotations
+
+import uuid
+
+from replica_harness import CLUSTER, Harness, build_log, key, sent, stand
+
+from kraft.control_records import Endpoint, VoterEntry, VotersRecord, encode_control_batch
+from kraft.core.effects import ElectionState
+from kraft.core.log_metadata import LogMetadata, LogState
+from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
+from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
+from kraft.errors import ErrorCode
+from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+
+S = ReplicaState
+# Node 2 after its disk was wiped and reformatted: same id, a new directory id.
+WIPED = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=0xD15C)))
+
+
+def test_a_voter_known_with_a_directory_id_is_only_that_directory() -> None:
+    dynamic = VoterSet((key(1), key(2), key(3)))
+    assert dynamic.contains(key(2))
+    assert not dynamic.contains(WIPED)
+    # A replica naming no directory id is not a voter known with one (Kafka's isVoter).
+    assert not dynamic.contains(ReplicaKey(NodeId(2)))
+    static = VoterSet((ReplicaKey(NodeId(1)), ReplicaKey(NodeId(2)), ReplicaKey(NodeId(3))))
+    assert static.contains(WIPED) and static.contains(key(2))
+    assert not static.contains(ReplicaKey(NodeId(4)))
+
+
+def test_a_wiped_replica_is_an_observer_and_refuses_votes_meant_for_the_voter() -> None:
+    h = Harness(node=2, voters=(1, 2, 3), node_key=WIPED)
+    assert not h.replica.is_voter
+    # Node 3 stands and asks voter 2 (as it knows it: key(2)) for its vote.
+    request = VoteRequest(CLUSTER, key(3), Epoch(2), Epoch(0), Offset(0), voter=key(2))
+    [(dst, answer)] = sent(h.recv(3, request), VoteResponse)
+    assert dst == 3
+    assert answer.error is ErrorCode.INVALID_VOTER_KEY and not answer.vote_granted
+    assert h.view.voted_for is None
+
+
+def test_the_voter_itself_grants_the_same_request() -> None:
+    h = _replica(key(2))
+    request = VoteRequest(CLUSTER, key(3), Epoch(2), Epoch(0), Offset(0), voter=key(2))
+    [(_, answer)] = sent(h.recv(3, request), VoteResponse)
+    assert answer.error is ErrorCode.NONE and answer.vote_granted
+
+
+def test_the_leader_counts_a_wiped_replica_neither_for_the_hwm_nor_as_the_voter() -> None:
+    h = Harness(node=1, voters=(1, 2, 3), log=build_log([(1, 3)]))
+    _elect(h)
+    end = int(h.view.end_offset)
+    epoch = int(h.view.epoch)
+    # The wiped replica claims to have everything: the HWM must not move on its word.
+    h.recv(2, _fetch(WIPED, epoch, end, epoch))
+    assert h.view.high_watermark is None or h.view.high_watermark < end
+    description = h.replica.describe_quorum()
+    assert description is not None
+    assert WIPED in [o.replica for o in description.observers]
+    assert [v.replica for v in description.voters if v.replica.id == 2] == [key(2)]
+    # A Fetch naming no directory id is no voter's either.
+    h.recv(2, _fetch(ReplicaKey(NodeId(2)), epoch, end, epoch))
+    assert h.view.high_watermark is None or h.view.high_watermark < end
+    # The real voter 3 makes a majority with the leader.
+    h.recv(3, _fetch(key(3), epoch, end, epoch))
+    assert h.view.high_watermark == end
+
+
+def test_voters_records_set_the_voter_set_when_appended_and_truncation_reverts_it() -> None:
+    h = Harness(node=3, voters=(1, 2, 3), election=ElectionState(Epoch(1), leader_id=NodeId(1)))
+    assert h.view.state is S.FOLLOWER
+    record = _voters_record((1, key(1).directory_id), (3, key(3).directory_id), (4, _dir(4)))
+    batch = encode_control_batch(0, 1, record, timestamp_ms=0)
+    h.recv(
+        1, FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(1), Offset(-1), Offset(0), records=batch)
+    )
+    assert h.view.end_offset == 1
+    assert h.replica._voters.ids == (NodeId(1), NodeId(3), NodeId(4))
+    assert h.replica.is_voter
+    # The leader's log does not have that record (it diverges at 0): truncated, and undone.
+    h.recv(
+        1,
+        FetchResponse(
+            ErrorCode.NONE,
+            NodeId(1),
+            Epoch(1),
+            Offset(-1),
+            Offset(0),
+            diverging_epoch=_oe(0, 0),
+        ),
+    )
+    assert h.view.end_offset == 0
+    assert h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(3))
+
+
+def test_log_state_voter_history_replaces_the_static_set_and_keeps_order() -> None:
+    static = VoterSet((ReplicaKey(NodeId(1)),))
+    boot = (key(1), key(2), key(3))
+    later = (key(1), key(2))
+    meta = LogMetadata(
+        LogState(Offset(0), Offset(10), voter_history=((Offset(-1), boot), (Offset(5), later))),
+        static,
+    )
+    assert meta.voters_at(Offset(0)) == VoterSet(boot)
+    assert meta.voters == VoterSet(later)
+    meta.truncate(Offset(5))
+    assert meta.voters == VoterSet(boot)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _dir(n: int) -> DirectoryId:
+    return DirectoryId(uuid.UUID(int=0xABC0 + n))
+
+
+def _oe(epoch: int, offset: int) -> OffsetAndEpoch:
+    return OffsetAndEpoch(Epoch(epoch), Offset(offset))
+
+
+def _voters_record(*voters: tuple[int, DirectoryId]) -> VotersRecord:
+    return VotersRecord(
+        0,
+        tuple(
+            VoterEntry(n, d, (Endpoint("CONTROLLER", "127.0.0.1", 9000 + n),), 0, 1)
+            for n, d in voters
+        ),
+    )
+
+
+def _replica(me: ReplicaKey) -> Harness:
+    return Harness(node=int(me.id), voters=(1, 2, 3), node_key=me)
+
+
+def _fetch(replica: ReplicaKey, epoch: int, offset: int, last_epoch: int) -> FetchRequest:
+    return FetchRequest(
+        CLUSTER, replica, Epoch(epoch), Offset(offset), Epoch(last_epoch), Offset(0)
+    )
+
+
+def _elect(h: Harness) -> None:
+    stand(h)
+    for v in (2, 3):
+        if h.view.state is S.CANDIDATE:
+            h.recv(v, VoteResponse(ErrorCode.NONE, NodeId(-1), h.view.epoch, True))
+    assert h.view.state is S.LEADER
