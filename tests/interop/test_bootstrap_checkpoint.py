@@ -1,0 +1,130 @@
+"""`kraft format --initial-controllers` / `--standalone` against Apache Kafka's own
+`kafka-storage format` (kafka.tools.StorageTool) with the same arguments: the bootstrap
+checkpoint `00000000000000000000-0000000000.checkpoint` is the same file except what is
+legitimately different (the time of writing: batch timestamps, the SnapshotHeader's last
+contained log timestamp, and so the CRCs), and meta.properties carries the same directory id.
+Two JVM runs of the storage tool."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from kafka_harness import METADATA_DIR, STORAGE_TOOL, ports_for, run_tool
+
+from kraft.control_records import SnapshotHeaderRecord, decode_control_record
+from kraft.ids import DirectoryId, NodeId
+from kraft.protocol import uuid_to_base64
+from kraft.records import BatchHeader, Record, decode_batch, iter_batches
+from kraft.storage.bootstrap import DynamicVoter
+from kraft.storage.meta_properties import generate_cluster_id, read_meta_properties
+
+pytestmark = pytest.mark.interop
+
+BOOTSTRAP = "00000000000000000000-0000000000.checkpoint"
+
+
+def _kafka_format(tmp: Path, node: int, port: int, cluster_id: str, extra: list[str]) -> Path:
+    data = tmp / f"kafka-{node}"
+    config = tmp / f"kafka-{node}.properties"
+    config.write_text(
+        f"node.id={node}\nprocess.roles=controller\ncontroller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\n"
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT\n"
+        f"controller.quorum.bootstrap.servers=127.0.0.1:{port}\nlog.dirs={data}\n",
+        encoding="utf-8",
+    )
+    done = run_tool(tmp, STORAGE_TOOL, ["format", "-t", cluster_id, "-c", str(config), *extra])
+    assert done.returncode == 0, f"StorageTool format failed:\n{done.stdout}\n{done.stderr}"
+    return data
+
+
+def _kraft_format(data: Path, node: int, cluster_id: str, extra: list[str]) -> None:
+    args = ["format", "--data-dir", str(data), "--node-id", str(node), "--cluster-id", cluster_id]
+    done = subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *args, *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+Batches = list[tuple[BatchHeader, list[Record]]]
+
+
+def _batches(path: Path) -> Batches:
+    data = path.read_bytes()
+    return [decode_batch(data, pos) for pos, _ in iter_batches(data)]
+
+
+def _timeless(batches: Batches) -> list[object]:
+    """Everything of the file but the time it was written at: the batch headers without
+    timestamps and CRC, every record's offset, key and value (the SnapshotHeader's value
+    without its timestamp), timestamps relative to their batch."""
+    out: list[object] = []
+    for header, records in batches:
+        out.append(header._replace(crc=0, base_timestamp=0, max_timestamp=0))
+        for r in records:
+            value = r.value
+            control = decode_control_record(r)
+            if isinstance(control, SnapshotHeaderRecord):
+                value = repr(control.version).encode()
+            out.append((r.offset, r.timestamp - header.base_timestamp, r.key, value, r.headers))
+    return out
+
+
+def _compare(kafka: Path, ours: Path) -> None:
+    theirs, mine = _batches(kafka), _batches(ours)
+    assert _timeless(mine) == _timeless(theirs)
+    # Byte for byte, the records that carry no time (KRaftVersion, Voters, SnapshotFooter).
+    for (_, a), (_, b) in zip(theirs, mine, strict=True):
+        for x, y in zip(a, b, strict=True):
+            if not isinstance(decode_control_record(x), SnapshotHeaderRecord):
+                assert (x.key, x.value) == (y.key, y.value)
+    assert ours.stat().st_size == kafka.stat().st_size
+
+
+def test_initial_controllers_writes_the_bootstrap_checkpoint_kafka_writes(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    ports = ports_for([1, 2, 3, 17])
+    voters = [
+        DynamicVoter(
+            NodeId(n), "127.0.0.1", ports[n], DirectoryId(uuid.UUID(int=rng.getrandbits(128)))
+        )
+        for n in (17, 3, 1, 2)  # Java's HashMap order: 1, 17, 2, 3
+    ]
+    text = ",".join(str(v) for v in voters)
+    cluster_id = generate_cluster_id(rng)
+    kafka = _kafka_format(tmp_path, 2, ports[2], cluster_id, ["--initial-controllers", text])
+    ours = tmp_path / "kraft-2"
+    _kraft_format(ours, 2, cluster_id, ["--initial-controllers", text])
+    _compare(kafka / METADATA_DIR / BOOTSTRAP, ours / METADATA_DIR / BOOTSTRAP)
+    node2 = next(v for v in voters if v.node_id == 2)
+    assert read_meta_properties(kafka).directory_id == node2.directory_id
+    assert read_meta_properties(ours).directory_id == node2.directory_id
+
+
+def test_standalone_writes_the_bootstrap_checkpoint_kafka_writes(tmp_path: Path) -> None:
+    port = ports_for([1])[1]
+    cluster_id = generate_cluster_id(random.Random(12))
+    kafka = _kafka_format(tmp_path, 1, port, cluster_id, ["--standalone"])
+    directory = read_meta_properties(kafka).directory_id
+    ours = tmp_path / "kraft-1"
+    _kraft_format(
+        ours,
+        1,
+        cluster_id,
+        [
+            "--standalone",
+            "--listener",
+            f"127.0.0.1:{port}",
+            "--directory-id",
+            uuid_to_base64(directory),
+        ],
+    )
+    _compare(kafka / METADATA_DIR / BOOTSTRAP, ours / METADATA_DIR / BOOTSTRAP)
