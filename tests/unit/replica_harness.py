@@ -25,6 +25,7 @@ from kraft.core.messages import Message, Request, VoteResponse
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.log_adapter import BatchReader, log_state_of
@@ -50,22 +51,28 @@ class Harness:
         snapshots: MemorySnapshots | None = None,
         snapshot_ids: tuple[OffsetAndEpoch, ...] = (),
         node_key: ReplicaKey | None = None,
+        static_voters: tuple[ReplicaKey, ...] | None = None,
+        voter_history: tuple[tuple[Offset, VoterSet], ...] = (),
         **cfg: int,
     ) -> None:
-        """`node_key`: the replica's own key when it is not `key(node)` (another directory)."""
+        """`node_key`: the replica's own key when it is not `key(node)` (another directory);
+        `static_voters`: the configured voters when they are not `voters`' keys;
+        `voter_history`: the voter sets its storage states (LogState.voter_history)."""
         self.now = now
         self.log = log or MemoryLog()
         self.snapshots = snapshots
         self.config = ReplicaConfig(
             node_key or key(node),
             CLUSTER,
-            tuple(key(v) for v in voters),
+            static_voters if static_voters is not None else tuple(key(v) for v in voters),
             QuorumTiming(**cfg),
         )
         self.replica = Replica(
             self.config,
             election_state=election,
-            log_state=replace(log_state_of(self.log), snapshots=snapshot_ids),
+            log_state=replace(
+                log_state_of(self.log), snapshots=snapshot_ids, voter_history=voter_history
+            ),
             reader=BatchReader(self.log),
             rng=random.Random(seed),
             now_ms=now,
@@ -117,11 +124,11 @@ def stand(h: Harness) -> list[Effect]:
         effects = h.tick()
     epoch = int(h.view.epoch)
     me = int(h.view.node_id)
-    for v in h.config.voters:
+    for v in h.view.voters:  # the replica's voter set (the configured one or its log's)
         if h.view.state is not ReplicaState.PROSPECTIVE:
             break
-        if int(v.id) != me:
-            effects = h.recv(int(v.id), grant(epoch))
+        if int(v) != me:
+            effects = h.recv(int(v), grant(epoch))
     assert h.view.state in (ReplicaState.CANDIDATE, ReplicaState.LEADER), h.view
     return effects
 

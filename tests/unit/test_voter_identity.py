@@ -11,14 +11,23 @@ import uuid
 
 from replica_harness import CLUSTER, Harness, build_log, key, sent, stand
 
-from kraft.control_records import Endpoint, VoterEntry, VotersRecord, encode_control_batch
+from kraft.control_records import (
+    Endpoint,
+    KRaftVersionRecord,
+    VoterEntry,
+    VotersRecord,
+    decode_control_batch,
+    encode_control_batch,
+)
 from kraft.core.effects import ElectionState
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_records import voter_set_of
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.storage.bootstrap import stated_voters
 
 S = ReplicaState
 # Node 2 after its disk was wiped and reformatted: same id, a new directory id.
@@ -106,7 +115,11 @@ def test_log_state_voter_history_replaces_the_static_set_and_keeps_order() -> No
     boot = (key(1), key(2), key(3))
     later = (key(1), key(2))
     meta = LogMetadata(
-        LogState(Offset(0), Offset(10), voter_history=((Offset(-1), boot), (Offset(5), later))),
+        LogState(
+            Offset(0),
+            Offset(10),
+            voter_history=((Offset(-1), VoterSet(boot)), (Offset(5), VoterSet(later))),
+        ),
         static,
     )
     assert meta.voters_at(Offset(0)) == VoterSet(boot)
@@ -152,3 +165,54 @@ def _elect(h: Harness) -> None:
         if h.view.state is S.CANDIDATE:
             h.recv(v, VoteResponse(ErrorCode.NONE, NodeId(-1), h.view.epoch, True))
     assert h.view.state is S.LEADER
+
+
+def _bootstrapped(node: int, node_key: ReplicaKey | None = None) -> Harness:
+    """A replica of a dynamic quorum: its voter set {1, 2, 3} (with directory ids) comes from
+    the bootstrap checkpoint, at offset -1; the static configuration names no voter."""
+    record = _voters_record(*((n, key(n).directory_id) for n in (1, 2, 3)))
+    stated = ((Offset(-1), voter_set_of(record)),)
+    return Harness(node=node, voters=(), node_key=node_key, voter_history=stated)
+
+
+def test_a_leader_writes_the_bootstrap_voter_set_into_the_log_at_its_epoch_start() -> None:
+    h = _bootstrapped(1)
+    assert h.replica.is_voter
+    _elect(h)
+    _, records = decode_control_batch(h.log.read(Offset(0), 1 << 20).data)
+    kinds = [type(r).__name__ for r in records]
+    assert kinds == ["LeaderChangeMessage", "KRaftVersionRecord", "VotersRecord"]
+    assert records[1] == KRaftVersionRecord(0, 1)
+    assert records[2] == h.replica._voters.record
+    assert h.replica._log.voters_offset == 2
+    # The next leader finds the voter set in the log: LeaderChange alone.
+    history = tuple((o, voter_set_of(v)) for o, v in stated_voters(None, h.log).history)
+    h2 = Harness(
+        node=1, voters=(), log=h.log, election=ElectionState(Epoch(2)), voter_history=history
+    )
+    end = int(h.log.end_offset)
+    _elect(h2)
+    _, again = decode_control_batch(h2.log.read(Offset(end), 1 << 20).data)
+    assert h2.replica._log.voters_offset == 2
+    assert [type(r).__name__ for r in again] == ["LeaderChangeMessage"]
+
+
+def test_a_wiped_replica_learns_from_the_leaders_log_that_it_is_not_the_voter() -> None:
+    """Reformatted without a bootstrap checkpoint, with the static voters {1, 2, 3} (ids only)
+    configured, it believes it is voter 2 until it fetches the voter set the leader wrote."""
+    h = Harness(
+        node=2,
+        voters=(),
+        node_key=WIPED,
+        election=ElectionState(Epoch(1), leader_id=NodeId(1)),
+        static_voters=(ReplicaKey(NodeId(1)), ReplicaKey(NodeId(2)), ReplicaKey(NodeId(3))),
+    )
+    assert h.replica.is_voter
+    leader = _bootstrapped(1)
+    _elect(leader)
+    batch = bytes(leader.log.read(Offset(0), 1 << 20).data)
+    epoch = leader.view.epoch
+    h.recv(1, FetchResponse(ErrorCode.NONE, NodeId(1), epoch, Offset(-1), Offset(0), records=batch))
+    assert h.view.end_offset == 1 + 2
+    assert not h.replica.is_voter
+    assert h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(3))

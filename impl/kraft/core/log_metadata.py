@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kraft.core.producers import ProducerBatch
 from kraft.core.voter_set import VoterSet
-from kraft.ids import Epoch, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.ids import Epoch, Offset, OffsetAndEpoch
 
 # Where the static voter set sits in the history: before any record.
 STATIC_VOTERS_OFFSET = Offset(-1)
@@ -48,7 +48,7 @@ class LogState:
     # The voter sets the log and its snapshots state (KIP-853), as (offset of the Voters
     # record, the voters), offsets increasing; -1 (the bootstrap checkpoint's) replaces the
     # static set. Empty: the static voter set alone (kraft.version 0).
-    voter_history: tuple[tuple[Offset, tuple[ReplicaKey, ...]], ...] = ()
+    voter_history: tuple[tuple[Offset, VoterSet], ...] = ()
 
 
 class LogMetadata:
@@ -81,12 +81,12 @@ class LogMetadata:
         # The voter-set history: parallel lists, offsets increasing, never empty.
         self._voter_offsets: list[Offset] = [STATIC_VOTERS_OFFSET]
         self._voter_sets: list[VoterSet] = [voters]
-        for offset, keys in state.voter_history:
+        for offset, stated in state.voter_history:
             if offset <= STATIC_VOTERS_OFFSET and len(self._voter_offsets) == 1:
-                self._voter_sets[0] = VoterSet(keys)
+                self._voter_sets[0] = stated
             elif self._voter_offsets[-1] < offset < state.end_offset:
                 self._voter_offsets.append(offset)
-                self._voter_sets.append(VoterSet(keys))
+                self._voter_sets.append(stated)
             else:
                 raise ValueError(f"voter set at {offset} out of order or past the log end")
         # Bumped by every change, so that a reader can tell cheaply that nothing changed.
@@ -174,6 +174,11 @@ class LogMetadata:
         return OffsetAndEpoch(self._epochs[i - 1], self._starts[i])
 
     # ------------------------------------------------------------------ voter-set history
+
+    @property
+    def voters_offset(self) -> Offset:
+        """The offset of the record that set the latest voter set (-1: none of the log's)."""
+        return self._voter_offsets[-1]
 
     @property
     def voters(self) -> VoterSet:

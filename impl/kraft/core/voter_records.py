@@ -35,7 +35,7 @@ def voter_keys_of(record: VotersRecord) -> tuple[ReplicaKey, ...]:
 
 
 def voter_set_of(record: VotersRecord) -> VoterSet:
-    return VoterSet(voter_keys_of(record))
+    return VoterSet(voter_keys_of(record), record)
 
 
 def voter_sets_in(records: Records) -> list[tuple[Offset, VoterSet]]:

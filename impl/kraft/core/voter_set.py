@@ -16,14 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kraft.control_records import VotersRecord
 from kraft.core import quorum_math as qm
 from kraft.core.quorum_math import PY
 from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, ReplicaKey
+
+# kraft.version 1 (KIP-853): the voter set lives in the log; 0: the static configuration's.
+KRAFT_VERSION_DYNAMIC = 1
 
 
 @dataclass(frozen=True, slots=True)
 class VoterSet:
     voters: tuple[ReplicaKey, ...]
+    # The Voters record this set was read from (with the voters' endpoints), if any: what a
+    # leader writes again at the start of its epoch (Kafka's LeaderState). Opaque to the rules.
+    record: VotersRecord | None = field(default=None, compare=False, repr=False)
     # Derived once: membership is asked on every message, on the hot path.
     _by_id: dict[NodeId, DirectoryId] = field(init=False, repr=False, compare=False)
     ids: tuple[NodeId, ...] = field(init=False, repr=False, compare=False)

@@ -26,6 +26,7 @@ from kraft.control_records import (
     VotersRecord,
     decode_control_record,
 )
+from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, Offset
 from kraft.protocol.topic_ids import uuid_from_base64
@@ -34,7 +35,6 @@ from kraft.storage.replicated_log import ReplicatedLog
 from kraft.storage.snapshot_files import BOOTSTRAP_SNAPSHOT_ID, CheckpointWriter, SnapshotSummary
 
 __all__ = [
-    "KRAFT_VERSION_DYNAMIC",
     "BootstrapError",
     "DynamicVoter",
     "StatedVoters",
@@ -44,8 +44,6 @@ __all__ = [
     "write_bootstrap_checkpoint",
 ]
 
-# kraft.version 1: voters from the log (KIP-853); 0 is the static `controller.quorum.voters`.
-KRAFT_VERSION_DYNAMIC = 1
 _BASE64_UUID = re.compile(r"[A-Za-z0-9_-]{22}(==)?")
 _SCAN_BYTES = 8 << 20
 
