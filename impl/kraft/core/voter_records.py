@@ -7,6 +7,8 @@ replica's view of its voter set kept in step with its log.
 - `voter_sets_in` finds the Voters records in record batches (only control batches are
   decoded), as (offset, voter set) pairs for LogMetadata.append: a voter set takes effect when
   appended, not when committed, and is undone when truncated away (KIP-856).
+- `voters_record_at` is what a snapshot ending at an offset must carry (KIP-853: the Voters
+  record of the voter set in force there; None for a static voter set).
 - `refresh_voters` makes the replica (and its leader bookkeeping) use the latest voter set of
   its log after an append, a truncation or a snapshot install changed it.
 """
@@ -25,7 +27,7 @@ from kraft.records import decode_records, iter_batches
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
 
-__all__ = ["refresh_voters", "voter_keys_of", "voter_set_of", "voter_sets_in"]
+__all__ = ["refresh_voters", "voter_keys_of", "voter_set_of", "voter_sets_in", "voters_record_at"]
 
 
 def voter_keys_of(record: VotersRecord) -> tuple[ReplicaKey, ...]:
@@ -64,3 +66,9 @@ def refresh_voters(r: Replica) -> None:
     r._is_voter = voters.contains(r._me)
     if r._leader is not None:
         r._leader.set_voters(voters)
+
+
+def voters_record_at(r: Replica, end_offset: Offset) -> VotersRecord | None:
+    """The Voters record of the voter set in force before `end_offset` (a snapshot ending
+    there holds it, with KRaftVersion 1); None when that set is the static configuration's."""
+    return r._log.voters_at(Offset(end_offset - 1)).record

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import random
@@ -30,6 +31,7 @@ from kraft.app.kv import KeyValueStore
 from kraft.app.port import LeaderAndEpoch
 from kraft.core.effects import Send
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.voter_records import voters_record_at
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
 from kraft.protocol.rpc import Listener, is_request
@@ -235,6 +237,7 @@ class Node:
             submit=driver.submit,
             loaded=None if loaded is None else loaded.snapshot_id,
         )
+        snapshotter.voters_at = functools.partial(voters_record_at, replica)
         driver.on_high_watermark = snapshotter.on_high_watermark
         driver.snapshot_hooks = snapshotter
         node = cls(config, driver, server, transport, trace, lock=lock, snapshotter=snapshotter)
