@@ -26,7 +26,10 @@ from kraft.client import Address, AppendAck, ClientError, append, describe_quoru
 from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
+from kraft.storage.bootstrap import stated_voters
 from kraft.storage.meta_properties import read_meta_properties
+from kraft.storage.segmented_log import LOG_DIR_NAME, SegmentedLog
+from kraft.storage.snapshot_directory import latest_snapshot
 
 # Node n's directory id as --initial-controllers gives it.
 DIRECTORIES = {n: uuid.UUID(int=(0xD1 << 64) | n, version=4) for n in (1, 2, 3)}
@@ -155,3 +158,48 @@ def test_a_wiped_and_reformatted_voter_cannot_help_a_stale_voter_lose_records(
     assert wiped in {r.replica.id for r in report.description.voters}  # its old identity
     codes = cluster.stop_all()
     assert codes == dict.fromkeys(nodes, 0)
+
+
+def test_snapshots_of_a_dynamic_quorum_carry_its_voter_set(tmp_path: Path) -> None:
+    """Once snapshots and the log start move past the bootstrap checkpoint and the leader's
+    Voters record, the voter set (with directory ids) is still stated by the storage: every
+    snapshot carries it (KRaftVersion 1 and Voters in its header batch)."""
+    small = {
+        **FAST,
+        "metadata.log.max.record.bytes.between.snapshots": "4096",
+        "metadata.log.segment.bytes": "8192",
+    }
+    c = LocalCluster(tmp_path, free_ports(3), overrides=small)
+    controllers = ",".join(
+        f"{n}@{a.host}:{a.port}:{uuid_to_base64(DIRECTORIES[n])}" for n, a in c.addresses.items()
+    )
+    for n in c.node_ids:
+        _format(c, n, "--initial-controllers", controllers)
+    c.format()
+    c.start()
+    try:
+        lead = wait_for("a leader", lambda: leader_of(c, c.node_ids))
+        acked: dict[int, bytes] = {}
+        _append(list(c.addresses.values()), "x" * 200, 150, acked)
+        wait_for(
+            "the leader's log start to advance",
+            lambda: (
+                (i := kraft_info(c.addresses[lead.node_id])) is not None and i.log_start_offset > 0
+            ),
+        )
+        assert c.stop(lead.node_id) == 0
+        partition = c.data_dir(lead.node_id) / LOG_DIR_NAME
+        snapshot = latest_snapshot(partition)
+        assert snapshot is not None and snapshot.snapshot_id.offset > 0
+        assert snapshot.kraft_version == 1 and snapshot.voters is not None
+        keys = {(v.voter_id, v.voter_directory_id) for v in snapshot.voters.voters}
+        assert keys == {(n, DIRECTORIES[n]) for n in c.node_ids}
+        with SegmentedLog.open(c.data_dir(lead.node_id)) as log_:
+            stated = stated_voters(snapshot, log_)
+            assert log_.start_offset > 0
+        assert stated.latest is not None and stated.kraft_version == 1
+        # It starts again from that storage and rejoins the quorum.
+        c.start(lead.node_id)
+        wait_for("the quorum whole again", lambda: leader_of(c, c.node_ids), timeout_s=30)
+    finally:
+        c.stop_all()
