@@ -155,7 +155,9 @@ def test_a_wiped_and_reformatted_voter_cannot_help_a_stale_voter_lose_records(
     report = asyncio.run(describe_quorum([cluster.addresses[holder]]))
     observers = {(r.replica.id, r.replica.directory_id) for r in report.description.observers}
     assert (wiped, new_directory) in observers
-    assert wiped in {r.replica.id for r in report.description.voters}  # its old identity
+    # The voters, named with the directory ids of the log's voter set (KIP-853).
+    voter_keys = {(r.replica.id, r.replica.directory_id) for r in report.description.voters}
+    assert voter_keys == {(n, DIRECTORIES[n]) for n in nodes}
     codes = cluster.stop_all()
     assert codes == dict.fromkeys(nodes, 0)
 

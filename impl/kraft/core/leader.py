@@ -15,7 +15,7 @@ answers, Resign, client appends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kraft.control_records import (
@@ -222,15 +222,22 @@ class LeaderState:
         return tuple(p.key.id for p in ranked)
 
     def describe(self, epoch: Epoch, own_end: Offset, now: int) -> QuorumDescription:
-        """DescribeQuorum's answer: every voter (us included) and every observer."""
-        me = ReplicaDescription(self.me, own_end, now, now)
+        """DescribeQuorum's answer: every voter (us included), named by its key in the voter
+        set as Kafka's leader names them (a static voter set's have the zero directory id,
+        whatever directory their Fetches carried), and every observer by the key it fetched
+        with."""
+        voters = []
+        for v in self.voter_set:
+            if v.id == self.me.id:
+                voters.append(ReplicaDescription(v, own_end, now, now))
+            else:
+                p = self.voters[v.id]
+                voters.append(p.describe() if p.key == v else replace(p.describe(), replica=v))
         return QuorumDescription(
             leader_id=self.me.id,
             leader_epoch=epoch,
             high_watermark=self.hwm,
-            voters=tuple(
-                me if v.id == self.me.id else self.voters[v.id].describe() for v in self.voter_set
-            ),
+            voters=tuple(voters),
             observers=tuple(p.describe() for p in self.observers.values()),
         )
 
