@@ -10,6 +10,7 @@ is lost."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
@@ -191,6 +192,9 @@ def test_snapshots_of_a_dynamic_quorum_carry_its_voter_set(tmp_path: Path) -> No
         )
         assert c.stop(lead.node_id) == 0
         partition = c.data_dir(lead.node_id) / LOG_DIR_NAME
+        # quorum-state as Kafka writes it for kraft.version 1 (the voted directory id).
+        state = json.loads((partition / "quorum-state").read_text(encoding="utf-8"))
+        assert state["data_version"] == 1 and "votedDirectoryId" in state
         snapshot = latest_snapshot(partition)
         assert snapshot is not None and snapshot.snapshot_id.offset > 0
         assert snapshot.kraft_version == 1 and snapshot.voters is not None

@@ -208,6 +208,7 @@ class Node:
             append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
             snapshot_files=files,
+            quorum_state_version=1 if voter_history else 0,
         )
         me = config.voter(config.node_id)
         listeners = () if me is None else (Listener(config.listener_name, me.host, me.port),)
