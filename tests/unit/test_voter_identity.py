@@ -20,10 +20,11 @@ from kraft.control_records import (
     encode_control_batch,
 )
 from kraft.core.effects import ElectionState
+from kraft.core.events import SnapshotValidated
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
 from kraft.core.vocabulary import ReplicaState
-from kraft.core.voter_records import voter_set_of
+from kraft.core.voter_records import voter_set_of, voters_record_at
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
@@ -216,3 +217,18 @@ def test_a_wiped_replica_learns_from_the_leaders_log_that_it_is_not_the_voter() 
     assert h.view.end_offset == 1 + 2
     assert not h.replica.is_voter
     assert h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(3))
+
+
+def test_an_installed_snapshot_brings_its_voter_set_and_record() -> None:
+    """A follower that installs the leader's snapshot takes the voter set of its Voters
+    record (KIP-853), with the record, so that its own later snapshots carry it too."""
+    from test_snapshots_follower import SNAP, fetch_all, follower, start_transfer
+
+    h = follower()
+    fetch_all(h, start_transfer(h))
+    record = _voters_record((1, key(1).directory_id), (2, key(2).directory_id), (5, _dir(5)))
+    keys = tuple(ReplicaKey(NodeId(v.voter_id), v.voter_directory_id) for v in record.voters)
+    h.step(SnapshotValidated(h.now, SNAP, True, keys, voters_record=record))
+    assert h.view.log_start_offset == SNAP.offset
+    assert h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(5))
+    assert voters_record_at(h.replica, SNAP.offset) == record

@@ -421,7 +421,11 @@ class Driver:
                 log.warning(
                     "fetched snapshot %d-%d fails validation: %s", sid.offset, sid.epoch, v.reason
                 )
-            self.submit(SnapshotValidated(self._clock(), sid, v.valid, v.voters, v.reason))
+            self.submit(
+                SnapshotValidated(
+                    self._clock(), sid, v.valid, v.voters, v.reason, voters_record=v.record
+                )
+            )
         elif isinstance(e, InstallSnapshot):
             path = files.install(sid)
             self.log.truncate_fully_and_start_at(sid.offset)
