@@ -3,19 +3,25 @@
 checkpoint `00000000000000000000-0000000000.checkpoint` is the same file except what is
 legitimately different (the time of writing: batch timestamps, the SnapshotHeader's last
 contained log timestamp, and so the CRCs), and meta.properties carries the same directory id.
-Two JVM runs of the storage tool."""
+Three JVM runs of the storage tool, one of DumpLogSegments."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import shutil
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+from dump_compare import header_lines, kafka_dump, record_lines
 from kafka_harness import METADATA_DIR, STORAGE_TOOL, ports_for, run_tool
+from polling import kraft_info, wait_for
 
+from kraft.client import append, describe_quorum
+from kraft.cluster import LocalCluster
 from kraft.control_records import SnapshotHeaderRecord, decode_control_record
 from kraft.ids import DirectoryId, NodeId
 from kraft.protocol import uuid_to_base64
@@ -128,3 +134,42 @@ def test_standalone_writes_the_bootstrap_checkpoint_kafka_writes(tmp_path: Path)
         ],
     )
     _compare(kafka / METADATA_DIR / BOOTSTRAP, ours / METADATA_DIR / BOOTSTRAP)
+
+
+def test_a_kraft_node_leads_a_quorum_kafka_formatted_and_kafka_reads_its_voters_record(
+    tmp_path: Path,
+) -> None:
+    """Kafka's `format --standalone` directory, started as a kraft node: the node takes its
+    voter set (with the directory id Kafka drew) from Kafka's bootstrap checkpoint, leads,
+    and writes KRaftVersion and Voters after its LeaderChange record, which Kafka's
+    DumpLogSegments decodes."""
+    cluster = LocalCluster(tmp_path / "cluster", [ports_for([1])[1]])
+    port = cluster.addresses[1].port
+    kafka = _kafka_format(tmp_path, 1, port, cluster.cluster_id, ["--standalone"])
+    shutil.copytree(kafka, cluster.data_dir(1))
+    directory = read_meta_properties(cluster.data_dir(1)).directory_id
+    cluster.format()  # the configuration file only: the directory is formatted
+    cluster.start()
+    try:
+        lead = wait_for(
+            "the node to lead",
+            lambda: (i := kraft_info(cluster.addresses[1])) is not None and i.state == "Leader",
+            60.0,
+        )
+        assert lead
+        info = kraft_info(cluster.addresses[1])
+        assert info is not None and info.directory_id == directory
+        ack = asyncio.run(append([cluster.addresses[1]], [b"v"], timeout_ms=10_000))
+        assert ack.base_offset >= 3  # after LeaderChange, KRaftVersion and Voters
+        report = asyncio.run(describe_quorum([cluster.addresses[1]]))
+        [voter] = report.description.voters
+        assert (voter.replica.id, voter.replica.directory_id) == (1, directory)
+    finally:
+        assert cluster.stop_all() == {1: 0}
+    segment = cluster.data_dir(1) / METADATA_DIR / "00000000000000000000.log"
+    out = kafka_dump(tmp_path, [segment])
+    headers = header_lines(out)
+    assert headers[0]["isControl"] == "true" and headers[0]["isvalid"] == "true"
+    records = record_lines(out)
+    assert "LeaderChange" in records[0] and "KRaftVersion" in records[1]
+    assert "Voters" in records[2] and uuid_to_base64(directory) in records[2], records[2]
