@@ -55,6 +55,8 @@ def _format(cluster: LocalCluster, node: int, *extra: str) -> None:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    """Formatted through `kraft format --initial-controllers` (the command line), configured
+    with static voters' addresses too: the storage's voter set must win over them."""
     c = LocalCluster(tmp_path, free_ports(3), overrides=FAST)
     controllers = ",".join(
         f"{n}@{a.host}:{a.port}:{uuid_to_base64(DIRECTORIES[n])}" for n, a in c.addresses.items()
@@ -172,13 +174,9 @@ def test_snapshots_of_a_dynamic_quorum_carry_its_voter_set(tmp_path: Path) -> No
         "metadata.log.max.record.bytes.between.snapshots": "4096",
         "metadata.log.segment.bytes": "8192",
     }
-    c = LocalCluster(tmp_path, free_ports(3), overrides=small)
-    controllers = ",".join(
-        f"{n}@{a.host}:{a.port}:{uuid_to_base64(DIRECTORIES[n])}" for n, a in c.addresses.items()
-    )
-    for n in c.node_ids:
-        _format(c, n, "--initial-controllers", controllers)
-    c.format()
+    c = LocalCluster(tmp_path, free_ports(3), overrides=small, dynamic=True)
+    c.format()  # bootstrap checkpoints; controller.quorum.bootstrap.servers only
+    assert "controller.quorum.voters" not in c.config_path(1).read_text(encoding="utf-8")
     c.start()
     try:
         lead = wait_for("a leader", lambda: leader_of(c, c.node_ids))
@@ -199,7 +197,7 @@ def test_snapshots_of_a_dynamic_quorum_carry_its_voter_set(tmp_path: Path) -> No
         assert snapshot is not None and snapshot.snapshot_id.offset > 0
         assert snapshot.kraft_version == 1 and snapshot.voters is not None
         keys = {(v.voter_id, v.voter_directory_id) for v in snapshot.voters.voters}
-        assert keys == {(n, DIRECTORIES[n]) for n in c.node_ids}
+        assert keys == {(n, c.directory_ids[n]) for n in c.node_ids}
         with SegmentedLog.open(c.data_dir(lead.node_id)) as log_:
             stated = stated_voters(snapshot, log_)
             assert log_.start_offset > 0

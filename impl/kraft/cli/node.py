@@ -108,6 +108,12 @@ def add_commands(sub: SubParsers) -> None:
         "--election-timeout-ms", type=int, default=1000, help="quorum.election.timeout.ms"
     )
     up.add_argument("--trace", action="store_true", help="each node writes an ndjson trace")
+    up.add_argument(
+        "--dynamic",
+        action="store_true",
+        help="a dynamic quorum (KIP-853): formatted with --initial-controllers, the nodes "
+        "configured with controller.quorum.bootstrap.servers",
+    )
     up.set_defaults(handler=_cmd_cluster)
 
 
@@ -259,7 +265,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     )
     root = args.data_root or Path(tempfile.mkdtemp(prefix="kraft-cluster-"))
     overrides = {"controller.quorum.election.timeout.ms": str(args.election_timeout_ms)}
-    cluster = LocalCluster(root, ports, overrides=overrides, trace=args.trace)
+    cluster = LocalCluster(root, ports, overrides=overrides, trace=args.trace, dynamic=args.dynamic)
     cluster.format()
     cluster.start()
     print(f"cluster {cluster.cluster_id}: {args.nodes} node(s), data under {root}")

@@ -29,7 +29,7 @@ from kraft.control_records import (
 from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, Offset
-from kraft.protocol.topic_ids import uuid_from_base64
+from kraft.protocol.topic_ids import uuid_from_base64, uuid_to_base64
 from kraft.records import decode_records, iter_batches
 from kraft.storage.replicated_log import ReplicatedLog
 from kraft.storage.snapshot_files import BOOTSTRAP_SNAPSHOT_ID, CheckpointWriter, SnapshotSummary
@@ -60,8 +60,6 @@ class DynamicVoter:
     directory_id: DirectoryId
 
     def __str__(self) -> str:
-        from kraft.protocol.topic_ids import uuid_to_base64
-
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.node_id}@{host}:{self.port}:{uuid_to_base64(self.directory_id)}"
 
