@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from replica_harness import CLUSTER, Harness, build_log, key, sent, stand
 
 from kraft.control_records import (
@@ -232,3 +233,33 @@ def test_an_installed_snapshot_brings_its_voter_set_and_record() -> None:
     assert h.view.log_start_offset == SNAP.offset
     assert h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(5))
     assert voters_record_at(h.replica, SNAP.offset) == record
+
+
+def test_a_corrupt_voters_record_is_refused_and_unknown_control_records_are_skipped() -> None:
+    import struct
+
+    from kraft.control_records import LeaderChangeMessage
+    from kraft.core.voter_records import voter_sets_in
+    from kraft.encoding import varint_bytes
+    from kraft.records import CorruptRecordError, assemble_batch, record_body
+
+    def control_batch(kind: int, value: bytes) -> bytes:
+        body = record_body(0, struct.pack(">hh", 0, kind), value, ())
+        return assemble_batch(
+            0, 1, [b"", varint_bytes(len(body)), body], attributes=0x20, count=1, timestamp_ms=0
+        )
+
+    assert voter_sets_in(control_batch(42, b"\x00\x00\x00")) == []  # an unknown type
+    leader_change = encode_control_batch(
+        0, 1, LeaderChangeMessage(0, 1, (1,), (1,)), timestamp_ms=0
+    )
+    assert voter_sets_in(leader_change) == []
+    with pytest.raises(CorruptRecordError):
+        voter_sets_in(control_batch(6, b"\x00\x00\x05"))  # a Voters record cut short
+    # A follower refuses such a batch: nothing appended, its voter set unchanged.
+    h = Harness(node=3, voters=(1, 2, 3), election=ElectionState(Epoch(1), leader_id=NodeId(1)))
+    bad = control_batch(6, b"\x00\x00\x05")
+    h.recv(
+        1, FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(1), Offset(-1), Offset(0), records=bad)
+    )
+    assert h.view.end_offset == 0 and h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(3))

@@ -22,7 +22,7 @@ from kraft.control_records import VotersRecord, control_record_type, decode_cont
 from kraft.core.messages import Records
 from kraft.core.voter_set import VoterSet
 from kraft.ids import DirectoryId, NodeId, Offset, ReplicaKey
-from kraft.records import decode_records, iter_batches
+from kraft.records import CorruptRecordError, decode_records, iter_batches
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -42,14 +42,19 @@ def voter_set_of(record: VotersRecord) -> VoterSet:
 
 def voter_sets_in(records: Records) -> list[tuple[Offset, VoterSet]]:
     """The voter sets the Voters records of these whole batches set, by record offset.
-    Raises CorruptRecordError (or ValueError for a voter set naming an id twice) on a control
-    batch that cannot be decoded: the caller refuses such batches."""
+    Raises CorruptRecordError (or ValueError for a voter set naming an id twice) on a Voters
+    record that cannot be decoded: the caller refuses such batches. Control records of other
+    or unknown types are skipped."""
     found: list[tuple[Offset, VoterSet]] = []
     for position, header in iter_batches(records, verify=False):
         if not header.is_control:
             continue
         for record in decode_records(records, position, header):
-            if control_record_type(record) is not Kind.VOTERS:
+            try:
+                kind = control_record_type(record)
+            except CorruptRecordError:
+                continue  # a control record of a type KRaft does not know: not ours to judge
+            if kind is not Kind.VOTERS:
                 continue
             control = decode_control_record(record)
             assert isinstance(control, VotersRecord)

@@ -20,17 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraft.control_records import (
+    ControlRecordType,
     Endpoint,
     KRaftVersionRecord,
     VoterEntry,
     VotersRecord,
+    control_record_type,
     decode_control_record,
 )
 from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC
 from kraft.errors import KraftError
 from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, Offset
 from kraft.protocol.topic_ids import uuid_from_base64, uuid_to_base64
-from kraft.records import decode_records, iter_batches
+from kraft.records import CorruptRecordError, decode_records, iter_batches
 from kraft.storage.replicated_log import ReplicatedLog
 from kraft.storage.snapshot_files import BOOTSTRAP_SNAPSHOT_ID, CheckpointWriter, SnapshotSummary
 
@@ -46,6 +48,7 @@ __all__ = [
 
 _BASE64_UUID = re.compile(r"[A-Za-z0-9_-]{22}(==)?")
 _SCAN_BYTES = 8 << 20
+_VOTER_KINDS = frozenset({ControlRecordType.KRAFT_VERSION, ControlRecordType.VOTERS})
 
 
 class BootstrapError(KraftError):
@@ -177,7 +180,8 @@ class StatedVoters:
 
 def stated_voters(snapshot: SnapshotSummary | None, log: ReplicatedLog) -> StatedVoters:
     """The voter sets of the latest valid snapshot (`snapshot`) and of the log's Voters
-    records from where that snapshot ends; the kraft.version the last of them implies."""
+    records from where that snapshot ends; the kraft.version the last of them implies.
+    A control record that cannot be decoded raises CorruptRecordError (a KraftError)."""
     history: list[tuple[Offset, VotersRecord]] = []
     kraft_version = 0
     start = log.start_offset
@@ -194,6 +198,12 @@ def stated_voters(snapshot: SnapshotSummary | None, log: ReplicatedLog) -> State
             if not header.is_control:
                 continue
             for record in decode_records(data, position, header):
+                try:
+                    kind = control_record_type(record)
+                except CorruptRecordError:
+                    continue  # a control record of a type KRaft does not know
+                if kind not in _VOTER_KINDS:
+                    continue  # LeaderChange and the rest say nothing of the voters
                 control = decode_control_record(record)
                 if isinstance(control, KRaftVersionRecord):
                     kraft_version = control.kraft_version
