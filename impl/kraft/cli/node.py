@@ -189,7 +189,7 @@ def _cmd_format(args: argparse.Namespace) -> int:
             )
     except KraftError as e:
         return fail("format", str(e), 2)
-    kind = "a static quorum (controller.quorum.voters)"
+    kind = "a static quorum, or a dynamic one it joins later (no bootstrap checkpoint)"
     if voters:
         kind = "a dynamic quorum of " + ",".join(str(v) for v in voters)
     print(
