@@ -263,3 +263,28 @@ def test_a_corrupt_voters_record_is_refused_and_unknown_control_records_are_skip
         1, FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(1), Offset(-1), Offset(0), records=bad)
     )
     assert h.view.end_offset == 0 and h.replica._voters.ids == (NodeId(1), NodeId(2), NodeId(3))
+
+
+def test_a_leader_counts_the_voters_of_its_log_not_of_its_configuration() -> None:
+    """The configuration names {1, 2, 3}; the log's Voters record (appended by an earlier
+    leader, perhaps uncommitted) says {1, 2}: in force once appended (KIP-856), so the new
+    leader needs voter 2 for its HWM and voter 3's Fetches count for nothing."""
+    from kraft.storage.memory_log import MemoryLog
+
+    log = MemoryLog()
+    record = _voters_record((1, key(1).directory_id), (2, key(2).directory_id))
+    log.append_as_follower(encode_control_batch(0, 1, record, timestamp_ms=0))
+    log.flush()
+    history = tuple((o, voter_set_of(v)) for o, v in stated_voters(None, log).history)
+    h = Harness(node=1, voters=(1, 2, 3), log=log, voter_history=history)
+    assert h.view.voters == (1, 2)
+    _elect(h)
+    end, epoch = int(h.view.end_offset), int(h.view.epoch)
+    h.recv(3, _fetch(key(3), epoch, end, epoch))
+    assert h.view.high_watermark is None
+    description = h.replica.describe_quorum()
+    assert description is not None
+    assert [v.replica for v in description.voters] == [key(1), key(2)]
+    assert key(3) in [o.replica for o in description.observers]
+    h.recv(2, _fetch(key(2), epoch, end, epoch))
+    assert h.view.high_watermark == end
