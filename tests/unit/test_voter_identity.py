@@ -288,3 +288,20 @@ def test_a_leader_counts_the_voters_of_its_log_not_of_its_configuration() -> Non
     assert key(3) in [o.replica for o in description.observers]
     h.recv(2, _fetch(key(2), epoch, end, epoch))
     assert h.view.high_watermark == end
+
+
+def test_a_wiped_replica_fetching_a_snapshot_does_not_count_for_check_quorum() -> None:
+    from kraft.core.messages import FetchSnapshotRequest
+
+    h = Harness(node=1, voters=(1, 2, 3), log=build_log([(1, 3)]))
+    _elect(h)
+    leader = h.replica._leader
+    assert leader is not None
+    epoch = h.view.epoch
+    snap = _oe(1, 3)
+    before = leader.check_quorum_at
+    h.now += 10
+    h.recv(2, FetchSnapshotRequest(CLUSTER, WIPED, epoch, snap, 0))
+    assert leader.check_quorum_at == before  # the timer did not restart
+    h.recv(2, FetchSnapshotRequest(CLUSTER, key(2), epoch, snap, 0))
+    assert leader.check_quorum_at == h.now + leader.check_quorum_ms
