@@ -3,11 +3,12 @@
 checkpoint `00000000000000000000-0000000000.checkpoint` is the same file except what is
 legitimately different (the time of writing: batch timestamps, the SnapshotHeader's last
 contained log timestamp, and so the CRCs), and meta.properties carries the same directory id.
-Three JVM runs of the storage tool, one of DumpLogSegments."""
+Three JVM runs of the storage tool, one of DumpLogSegments, one of kafka-metadata-quorum."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from dump_compare import header_lines, kafka_dump, record_lines
-from kafka_harness import METADATA_DIR, STORAGE_TOOL, ports_for, run_tool
+from kafka_harness import METADATA_DIR, METADATA_QUORUM, STORAGE_TOOL, ports_for, run_tool
 from polling import kraft_info, wait_for
 
 from kraft.client import append, describe_quorum
@@ -173,3 +174,39 @@ def test_a_kraft_node_leads_a_quorum_kafka_formatted_and_kafka_reads_its_voters_
     records = record_lines(out)
     assert "LeaderChange" in records[0] and "KRaftVersion" in records[1]
     assert "Voters" in records[2] and uuid_to_base64(directory) in records[2], records[2]
+
+
+def test_kafka_metadata_quorum_describes_a_dynamic_kraft_quorum_with_directory_ids(
+    tmp_path: Path,
+) -> None:
+    """kafka-metadata-quorum --bootstrap-controller describe --status on a kraft dynamic
+    quorum lists the voters with the directory ids they were formatted with."""
+    cluster = LocalCluster(
+        tmp_path / "cluster",
+        list(ports_for([1, 2, 3]).values()),
+        dynamic=True,
+        overrides={"controller.quorum.election.timeout.ms": "500"},
+    )
+    cluster.format()
+    cluster.start()
+    try:
+        wait_for(
+            "a leader",
+            lambda: any(
+                (i := kraft_info(a)) is not None and i.state == "Leader"
+                for a in cluster.addresses.values()
+            ),
+            60.0,
+        )
+        bootstrap = ",".join(str(a) for a in cluster.addresses.values())
+        done = run_tool(
+            tmp_path, METADATA_QUORUM, ["--bootstrap-controller", bootstrap, "describe", "--status"]
+        )
+        assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+        line = next(x for x in done.stdout.splitlines() if x.startswith("CurrentVoters:"))
+        voters = json.loads(line.split(":", 1)[1])
+        assert {(v["id"], v["directoryId"]) for v in voters} == {
+            (n, uuid_to_base64(d)) for n, d in cluster.directory_ids.items()
+        }
+    finally:
+        assert cluster.stop_all() == {1: 0, 2: 0, 3: 0}
