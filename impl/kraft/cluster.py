@@ -2,6 +2,11 @@
 
 Layout under the data root: `node-<id>/` (the formatted data directory),
 `node-<id>.properties` (its configuration) and `node-<id>.log` (its output).
+
+A static quorum (`controller.quorum.voters`, kraft.version 0) by default; with `dynamic=True`
+a dynamic one (KIP-853): each directory is formatted as `kraft format --initial-controllers`
+does, with the voters' directory ids drawn once, and the nodes are configured with
+`controller.quorum.bootstrap.servers`.
 """
 
 from __future__ import annotations
@@ -12,12 +17,26 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kraft.client import Address
+from kraft.ids import NodeId
 from kraft.server.config import render_properties
-from kraft.storage.meta_properties import META_PROPERTIES, format_storage, generate_cluster_id
+from kraft.storage.bootstrap import (
+    DynamicVoter,
+    parse_initial_controllers,
+    voters_record_of,
+    write_bootstrap_checkpoint,
+)
+from kraft.storage.meta_properties import (
+    META_PROPERTIES,
+    format_storage,
+    generate_cluster_id,
+    generate_directory_id,
+)
+from kraft.storage.segmented_log import LOG_DIR_NAME
 
 __all__ = ["LocalCluster", "free_ports"]
 
@@ -64,6 +83,7 @@ class LocalCluster(NodeFiles):
         cluster_id: str | None = None,
         overrides: Mapping[str, str] | None = None,
         trace: bool = False,
+        dynamic: bool = False,
     ) -> None:
         self.root = Path(data_root)
         self.host = host
@@ -72,22 +92,50 @@ class LocalCluster(NodeFiles):
         self.cluster_id = cluster_id or generate_cluster_id(random.Random())
         self.overrides = dict(overrides or {})
         self.trace = trace
+        self.dynamic = dynamic
+        rng = random.Random()
+        # The voters' directory ids (a dynamic quorum's --initial-controllers).
+        self.directory_ids = {n: generate_directory_id(rng) for n in self.node_ids}
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
     def voters(self) -> str:
         return ",".join(f"{n}@{a.host}:{a.port}" for n, a in self.addresses.items())
 
+    @property
+    def initial_controllers(self) -> str:
+        """`kraft format --initial-controllers` of this cluster (a dynamic quorum's voters)."""
+        return ",".join(
+            str(DynamicVoter(NodeId(n), a.host, a.port, self.directory_ids[n]))
+            for n, a in self.addresses.items()
+        )
+
     def format(self) -> None:
         """Format every data directory not formatted yet and (re)write the config files."""
         self.root.mkdir(parents=True, exist_ok=True)
+        voters = parse_initial_controllers(self.initial_controllers)
         for n, a in self.addresses.items():
             if not (self.data_dir(n) / META_PROPERTIES).exists():
-                format_storage(self.data_dir(n), self.cluster_id, n)
+                if self.dynamic:
+                    format_storage(
+                        self.data_dir(n), self.cluster_id, n, directory_id=self.directory_ids[n]
+                    )
+                    write_bootstrap_checkpoint(
+                        self.data_dir(n) / LOG_DIR_NAME,
+                        voters_record_of(voters, "CONTROLLER"),
+                        timestamp_ms=time.time_ns() // 1_000_000,
+                    )
+                else:
+                    format_storage(self.data_dir(n), self.cluster_id, n)
+            quorum = (
+                ("controller.quorum.bootstrap.servers", ",".join(map(str, self.addresses.values())))
+                if self.dynamic
+                else ("controller.quorum.voters", self.voters)
+            )
             props = {
                 "node.id": str(n),
                 "process.roles": "controller",
-                "controller.quorum.voters": self.voters,
+                quorum[0]: quorum[1],
                 "listeners": f"CONTROLLER://{a.host}:{a.port}",
                 "metadata.log.dir": str(self.data_dir(n)),
                 **self.overrides,

@@ -26,8 +26,9 @@ from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.snapshots import LogStartPolicy
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import NO_NODE, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
@@ -51,22 +52,30 @@ class Harness:
         snapshots: MemorySnapshots | None = None,
         snapshot_ids: tuple[OffsetAndEpoch, ...] = (),
         log_start_policy: LogStartPolicy = LogStartPolicy.KIP_630,
+        node_key: ReplicaKey | None = None,
+        static_voters: tuple[ReplicaKey, ...] | None = None,
+        voter_history: tuple[tuple[Offset, VoterSet], ...] = (),
         **cfg: int,
     ) -> None:
+        """`node_key`: the replica's own key when it is not `key(node)` (another directory);
+        `static_voters`: the configured voters when they are not `voters`' keys;
+        `voter_history`: the voter sets its storage states (LogState.voter_history)."""
         self.now = now
         self.log = log or MemoryLog()
         self.snapshots = snapshots
         self.config = ReplicaConfig(
-            key(node),
+            node_key or key(node),
             CLUSTER,
-            tuple(key(v) for v in voters),
+            static_voters if static_voters is not None else tuple(key(v) for v in voters),
             QuorumTiming(**cfg),
             log_start_policy,
         )
         self.replica = Replica(
             self.config,
             election_state=election,
-            log_state=replace(log_state_of(self.log), snapshots=snapshot_ids),
+            log_state=replace(
+                log_state_of(self.log), snapshots=snapshot_ids, voter_history=voter_history
+            ),
             reader=BatchReader(self.log),
             rng=random.Random(seed),
             now_ms=now,
@@ -118,11 +127,11 @@ def stand(h: Harness) -> list[Effect]:
         effects = h.tick()
     epoch = int(h.view.epoch)
     me = int(h.view.node_id)
-    for v in h.config.voters:
+    for v in h.view.voters:  # the replica's voter set (the configured one or its log's)
         if h.view.state is not ReplicaState.PROSPECTIVE:
             break
-        if int(v.id) != me:
-            effects = h.recv(int(v.id), grant(epoch))
+        if int(v) != me:
+            effects = h.recv(int(v), grant(epoch))
     assert h.view.state in (ReplicaState.CANDIDATE, ReplicaState.LEADER), h.view
     return effects
 

@@ -1,5 +1,6 @@
-"""The commands that run nodes: `kraft format` (meta.properties), `kraft start` (one node),
-`kraft cluster up` (a local cluster of node subprocesses)."""
+"""The commands that run nodes: `kraft format` (meta.properties, and a dynamic quorum's
+bootstrap checkpoint with --standalone or --initial-controllers, as `kafka-storage format`),
+`kraft start` (one node), `kraft cluster up` (a local cluster of node subprocesses)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ def add_commands(sub: SubParsers) -> None:
         "format",
         help="format a data directory (write meta.properties), like kafka-storage format",
         description="Write meta.properties (cluster id, node id, directory id) into a new "
-        "data directory. Alone, --random-cluster-id prints a new cluster id.",
+        "data directory. With --standalone or --initial-controllers, also bootstrap a dynamic "
+        "quorum (KIP-853, kraft.version 1): the checkpoint "
+        "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint holds the initial "
+        "voters with their directory ids, as kafka-storage format writes it. Without either, "
+        "the node uses controller.quorum.voters (a static quorum, kraft.version 0) or, "
+        "formatted for a dynamic quorum it joins later, starts as an observer. "
+        "Alone, --random-cluster-id prints a new cluster id.",
     )
     fmt.add_argument("--data-dir", type=Path, help="the node's data directory")
     fmt.add_argument("--cluster-id", help="the cluster id (22 characters of base64)")
@@ -23,6 +30,31 @@ def add_commands(sub: SubParsers) -> None:
     fmt.add_argument("--directory-id", help="the directory id (default: a random one)")
     fmt.add_argument(
         "--random-cluster-id", action="store_true", help="use (or just print) a new cluster id"
+    )
+    quorum = fmt.add_mutually_exclusive_group()
+    quorum.add_argument(
+        "--standalone",
+        action="store_true",
+        help="bootstrap a dynamic quorum with this node as its only voter (needs --listener)",
+    )
+    quorum.add_argument(
+        "--initial-controllers",
+        metavar="ID@HOST:PORT:DIRECTORY-ID,...",
+        help="bootstrap a dynamic quorum with these voters; this node's directory id is the "
+        "one given for its id",
+    )
+    quorum.add_argument(
+        "--no-initial-controllers",
+        action="store_true",
+        help="no bootstrap (a node that joins a dynamic quorum later; the default)",
+    )
+    fmt.add_argument(
+        "--listener", metavar="HOST:PORT", help="this node's controller endpoint (--standalone)"
+    )
+    fmt.add_argument(
+        "--listener-name",
+        default="CONTROLLER",
+        help="the controller listener's name in the voters' endpoints (default CONTROLLER)",
     )
     fmt.set_defaults(handler=_cmd_format)
 
@@ -80,17 +112,35 @@ def add_commands(sub: SubParsers) -> None:
         "--election-timeout-ms", type=int, default=1000, help="quorum.election.timeout.ms"
     )
     up.add_argument("--trace", action="store_true", help="each node writes an ndjson trace")
+    up.add_argument(
+        "--dynamic",
+        action="store_true",
+        help="a dynamic quorum (KIP-853): formatted with --initial-controllers, the nodes "
+        "configured with controller.quorum.bootstrap.servers",
+    )
     up.set_defaults(handler=_cmd_cluster)
 
 
 def _cmd_format(args: argparse.Namespace) -> int:
     import random
+    import time
     import uuid
 
     from kraft.errors import KraftError
-    from kraft.ids import DirectoryId
-    from kraft.protocol import uuid_from_base64
-    from kraft.storage.meta_properties import format_storage, generate_cluster_id
+    from kraft.ids import DirectoryId, NodeId
+    from kraft.protocol import uuid_from_base64, uuid_to_base64
+    from kraft.storage.bootstrap import (
+        DynamicVoter,
+        parse_initial_controllers,
+        voters_record_of,
+        write_bootstrap_checkpoint,
+    )
+    from kraft.storage.meta_properties import (
+        format_storage,
+        generate_cluster_id,
+        generate_directory_id,
+    )
+    from kraft.storage.segmented_log import LOG_DIR_NAME
 
     cluster_id = args.cluster_id
     if args.random_cluster_id:
@@ -111,15 +161,44 @@ def _cmd_format(args: argparse.Namespace) -> int:
                 directory_id = DirectoryId(uuid.UUID(args.directory_id))
             except ValueError:
                 return fail("format", f"--directory-id: not a UUID: {args.directory_id!r}", 2)
+    voters: tuple[DynamicVoter, ...] = ()
     try:
+        if args.standalone:
+            if args.listener is None:
+                return fail("format", "--standalone needs --listener HOST:PORT", 2)
+            from kraft.server.config import parse_listener
+
+            host, port = parse_listener(args.listener)
+            if directory_id is None:
+                directory_id = generate_directory_id(random.Random())
+            voters = (DynamicVoter(NodeId(args.node_id), host, port, directory_id),)
+        elif args.initial_controllers is not None:
+            voters = parse_initial_controllers(args.initial_controllers)
+            mine = next((v for v in voters if v.node_id == args.node_id), None)
+            if mine is not None:
+                # Kafka: a voter's directory id is the one --initial-controllers gives it.
+                if directory_id is not None and directory_id != mine.directory_id:
+                    return fail(
+                        "format",
+                        f"--directory-id differs from node {args.node_id}'s in "
+                        "--initial-controllers",
+                        2,
+                    )
+                directory_id = mine.directory_id
         props = format_storage(args.data_dir, cluster_id, args.node_id, directory_id=directory_id)
+        if voters:
+            record = voters_record_of(voters, args.listener_name)
+            write_bootstrap_checkpoint(
+                args.data_dir / LOG_DIR_NAME, record, timestamp_ms=time.time_ns() // 1_000_000
+            )
     except KraftError as e:
         return fail("format", str(e), 2)
-    from kraft.protocol import uuid_to_base64
-
+    kind = "a static quorum, or a dynamic one it joins later (no bootstrap checkpoint)"
+    if voters:
+        kind = "a dynamic quorum of " + ",".join(str(v) for v in voters)
     print(
         f"Formatted {args.data_dir}: cluster.id={props.cluster_id} node.id={props.node_id} "
-        f"directory.id={uuid_to_base64(props.directory_id)}"
+        f"directory.id={uuid_to_base64(props.directory_id)} for {kind}"
     )
     return 0
 
@@ -190,7 +269,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     )
     root = args.data_root or Path(tempfile.mkdtemp(prefix="kraft-cluster-"))
     overrides = {"controller.quorum.election.timeout.ms": str(args.election_timeout_ms)}
-    cluster = LocalCluster(root, ports, overrides=overrides, trace=args.trace)
+    cluster = LocalCluster(root, ports, overrides=overrides, trace=args.trace, dynamic=args.dynamic)
     cluster.format()
     cluster.start()
     print(f"cluster {cluster.cluster_id}: {args.nodes} node(s), data under {root}")

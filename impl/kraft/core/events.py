@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kraft.control_records import VotersRecord
 from kraft.core.messages import Message, Request
 from kraft.ids import NO_PRODUCER, NodeId, Offset, OffsetAndEpoch, ProducerId, ReplicaKey
 from kraft.records import KeyValue
@@ -83,13 +84,16 @@ class SnapshotWritten:
 class SnapshotValidated:
     """The driver's answer to ValidateSnapshot. `valid`: the `.part` file is a whole, intact
     snapshot with that id; `voters`: the voter set its Voters record holds (None: it holds
-    none, the static voters apply). Invalid: `reason` says why; the transfer starts over."""
+    none, the static voters apply), and `voters_record` that record itself (with the voters'
+    endpoints, KIP-853), when the driver has it. Invalid: `reason` says why; the transfer
+    starts over."""
 
     now_ms: int
     snapshot_id: OffsetAndEpoch
     valid: bool
     voters: tuple[ReplicaKey, ...] | None = None
     reason: str = ""
+    voters_record: VotersRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from kraft.core.messages import (
 from kraft.core.producers import ProducerBatch, producer_batch_of
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.voter_records import refresh_voters, voter_sets_in
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
@@ -179,6 +180,7 @@ class FollowerRole:
         if target < log.end_offset:
             r._out.append(TruncateLog(target))
             log.truncate(target)
+            refresh_voters(r)  # a voter set truncated away is undone (KIP-856)
             # Appends accepted at or after `target` are lost (kraft.core.commits).
             r._out.extend(r._commits.truncated(target))
             r._producers.truncate(target)
@@ -206,15 +208,19 @@ class FollowerRole:
         batches: list[tuple[Epoch, Offset]] = []
         idempotent: list[ProducerBatch] = []
         next_offset = end
+        control = False
         try:
             for _, h in iter_batches(records):
                 if h.base_offset != next_offset:
                     return False
                 batches.append((Epoch(h.partition_leader_epoch), Offset(h.base_offset)))
                 next_offset = Offset(h.next_offset)
+                control = control or h.is_control
                 if h.producer_id >= 0:
                     idempotent.append(producer_batch_of(h))
-        except CorruptRecordError:
+            # KIP-853: Voters records set the voter set as they are appended.
+            voter_sets = voter_sets_in(records) if control else []
+        except (CorruptRecordError, ValueError):
             return False
         epochs = [log.last_epoch] + [e for e, _ in batches]
         if not batches or epochs[-1] > r._epoch:
@@ -222,7 +228,9 @@ class FollowerRole:
         if any(a > b for a, b in itertools.pairwise(epochs)):
             return False  # epochs never decrease along a log
         r._out.append(AppendToLog(end, Offset(next_offset - 1), batches[-1][0], records))
-        log.append(batches, next_offset)
+        log.append(batches, next_offset, voter_sets)
+        if voter_sets:
+            refresh_voters(r)
         for b in idempotent:
             r._producers.record(b)
         r._out.append(FlushLog())

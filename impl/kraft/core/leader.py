@@ -15,10 +15,15 @@ answers, Resign, client appends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from kraft.control_records import LeaderChangeMessage, encode_control_batch
+from kraft.control_records import (
+    ControlRecord,
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    encode_control_records,
+)
 from kraft.core import quorum_math as qm
 from kraft.core.effects import ActionTaken, AppendResult, AppendToLog, FlushLog
 from kraft.core.events import ClientAppend, SendFailed
@@ -34,7 +39,7 @@ from kraft.core.messages import (
 from kraft.core.producers import MAX_SEQUENCE, ProducerBatch, Verdict
 from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
 from kraft.core.vocabulary import Action, ReplicaState
-from kraft.core.voter_set import VoterSet
+from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC, VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.records import KeyValue, encode_records
@@ -217,15 +222,22 @@ class LeaderState:
         return tuple(p.key.id for p in ranked)
 
     def describe(self, epoch: Epoch, own_end: Offset, now: int) -> QuorumDescription:
-        """DescribeQuorum's answer: every voter (us included) and every observer."""
-        me = ReplicaDescription(self.me, own_end, now, now)
+        """DescribeQuorum's answer: every voter (us included), named by its key in the voter
+        set as Kafka's leader names them (a static voter set's have the zero directory id,
+        whatever directory their Fetches carried), and every observer by the key it fetched
+        with."""
+        voters = []
+        for v in self.voter_set:
+            if v.id == self.me.id:
+                voters.append(ReplicaDescription(v, own_end, now, now))
+            else:
+                p = self.voters[v.id]
+                voters.append(p.describe() if p.key == v else replace(p.describe(), replica=v))
         return QuorumDescription(
             leader_id=self.me.id,
             leader_epoch=epoch,
             high_watermark=self.hwm,
-            voters=tuple(
-                me if v.id == self.me.id else self.voters[v.id].describe() for v in self.voter_set
-            ),
+            voters=tuple(voters),
             observers=tuple(p.describe() for p in self.observers.values()),
         )
 
@@ -248,15 +260,25 @@ class LeaderRole:
         r._transition(L, r._epoch)
         ld = r._leader
         assert ld is not None
-        record = LeaderChangeMessage(
-            LEADER_CHANGE_VERSION,
-            r._me.id,
-            voters=r._voters.ids,
-            granting_voters=ld.granting,
-        )
+        records: list[ControlRecord] = [
+            LeaderChangeMessage(
+                LEADER_CHANGE_VERSION,
+                r._me.id,
+                voters=r._voters.ids,
+                granting_voters=ld.granting,
+            )
+        ]
         offset = r._log.end_offset
-        data = encode_control_batch(offset, r._epoch, record, timestamp_ms=r._now)
-        self._append(offset, offset, data)
+        voter_sets: list[tuple[Offset, VoterSet]] = []
+        stated = r._voters.record
+        if stated is not None and r._log.voters_offset < 0:
+            # KIP-853 (Kafka's appendStartOfEpochControlRecords): a voter set known only from
+            # the bootstrap checkpoint is written into the log, so that every replica fetching
+            # it (observers without that checkpoint too) learns it from the log.
+            records += (KRaftVersionRecord(0, KRAFT_VERSION_DYNAMIC), stated)
+            voter_sets.append((Offset(offset + 2), r._voters))
+        data = encode_control_records(offset, r._epoch, records, timestamp_ms=r._now)
+        self._append(offset, Offset(offset + len(records) - 1), data, voter_sets)
         self._maybe_advance_hwm()
 
     def resign(self) -> tuple[NodeId, ...]:
@@ -475,11 +497,18 @@ class LeaderRole:
 
     # ------------------------------------------------------------------ client appends
 
-    def _append(self, first: Offset, last: Offset, data: bytes) -> None:
-        """Leader append of one batch in its epoch, made durable before later effects."""
+    def _append(
+        self,
+        first: Offset,
+        last: Offset,
+        data: bytes,
+        voter_sets: list[tuple[Offset, VoterSet]] | None = None,
+    ) -> None:
+        """Leader append of one batch in its epoch, made durable before later effects; the
+        voter sets its Voters records set take effect now (KIP-856)."""
         r = self._r
         r._out.append(AppendToLog(first, last, r._epoch, data, leader_encoded=True))
-        r._log.append([(r._epoch, first)], Offset(last + 1))
+        r._log.append([(r._epoch, first)], Offset(last + 1), voter_sets or ())
         r._out.append(FlushLog())
         if r._leader is not None and r._leader.parked:
             # Answer held fetches next tick, once the driver has applied this append.

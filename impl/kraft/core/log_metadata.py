@@ -8,9 +8,12 @@ own changes. `LogState` is what a driver tells the replica about its log (and it
 KIP-630) at start.
 
 The voter-set history maps the offset of the record that set a voter set to that set; the
-static configuration's set sits at offset -1, before the log's first record (KIP-853's
-bootstrap voters). Truncation rolls back every entry at or after the truncation offset
-(KIP-856: a voter change takes effect when appended and is undone when truncated).
+static configuration's set sits at offset -1, before the log's first record. A driver states
+what its storage holds in `LogState.voter_history` (KIP-853): the bootstrap checkpoint's
+Voters record at -1 (it replaces the static set), the latest snapshot's at its end offset - 1,
+and every Voters record of the log at its offset. Truncation rolls back every entry at or
+after the truncation offset (KIP-856: a voter change takes effect when appended and is undone
+when truncated).
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ class LogState:
     # start and end at that snapshot's end offset (KIP-630). Those below `start_offset` are
     # ignored (they are deleted when the log start moves past them).
     snapshots: tuple[OffsetAndEpoch, ...] = ()
+    # The voter sets the log and its snapshots state (KIP-853), as (offset of the Voters
+    # record, the voters), offsets increasing; -1 (the bootstrap checkpoint's) replaces the
+    # static set. Empty: the static voter set alone (kraft.version 0).
+    voter_history: tuple[tuple[Offset, VoterSet], ...] = ()
 
 
 class LogMetadata:
@@ -74,6 +81,14 @@ class LogMetadata:
         # The voter-set history: parallel lists, offsets increasing, never empty.
         self._voter_offsets: list[Offset] = [STATIC_VOTERS_OFFSET]
         self._voter_sets: list[VoterSet] = [voters]
+        for offset, stated in state.voter_history:
+            if offset <= STATIC_VOTERS_OFFSET and len(self._voter_offsets) == 1:
+                self._voter_sets[0] = stated
+            elif self._voter_offsets[-1] < offset < state.end_offset:
+                self._voter_offsets.append(offset)
+                self._voter_sets.append(stated)
+            else:
+                raise ValueError(f"voter set at {offset} out of order or past the log end")
         # Bumped by every change, so that a reader can tell cheaply that nothing changed.
         self.version = 0
         for epoch, start in state.epochs:
@@ -159,6 +174,11 @@ class LogMetadata:
         return OffsetAndEpoch(self._epochs[i - 1], self._starts[i])
 
     # ------------------------------------------------------------------ voter-set history
+
+    @property
+    def voters_offset(self) -> Offset:
+        """The offset of the record that set the latest voter set (-1: none of the log's)."""
+        return self._voter_offsets[-1]
 
     @property
     def voters(self) -> VoterSet:

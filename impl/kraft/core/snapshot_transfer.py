@@ -40,6 +40,7 @@ from kraft.core.effects import (
 from kraft.core.events import SendFailed, SnapshotValidated
 from kraft.core.messages import FetchSnapshotRequest, FetchSnapshotResponse, Request
 from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.voter_records import voter_set_of
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
@@ -225,7 +226,10 @@ class SnapshotFetcher:
         r = self._r
         r._out.append(ActionTaken(Action.INSTALL_SNAPSHOT))
         r._out.append(InstallSnapshot(snap))
-        voters = VoterSet(ev.voters if ev.voters is not None else r._cfg.voters)
+        if ev.voters_record is not None:
+            voters = voter_set_of(ev.voters_record)  # with the endpoints (KIP-853)
+        else:
+            voters = VoterSet(ev.voters if ev.voters is not None else r._cfg.voters)
         r._log.install_snapshot(snap, voters)
         r._voters = r._log.voters
         r._is_voter = r._voters.contains(r._me)

@@ -290,8 +290,9 @@ class SnapshotRole:
         if err is not None:
             r._send(src, self._answer(err))
             return
-        # A voter fetching a snapshot from us in our epoch counts for check-quorum.
-        if r._voters.contains_id(src):
+        # A voter fetching a snapshot from us in our epoch counts for check-quorum; a replica
+        # with the voter's id and another directory id is an observer (KIP-853).
+        if r._voters.contains(msg.replica):
             r._lead.heard_from_voter(src)
         snap = msg.snapshot_id
         size = None if snap == BOOTSTRAP_SNAPSHOT else self._source.size(snap)

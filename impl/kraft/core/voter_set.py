@@ -1,7 +1,14 @@
-"""The voter set: who may vote and what a majority is.
+"""The voter set: who may vote and what a majority is, and who is a voter (KIP-853 identity).
 
-Static (the bootstrap voters) for KIP-595; kept behind this one object so KIP-856 can derive it
-from the log (with rollback on truncation) without touching the replica's rules.
+A voter is a replica key: (replica id, directory id). The set comes from the static
+configuration (`controller.quorum.voters`: ids only, kraft.version 0) or from the log's Voters
+records (the bootstrap checkpoint, snapshots and the log itself, kraft.version 1: ids and
+directory ids); kraft.core.log_metadata keeps its history, with rollback on truncation.
+
+The identity rule is Kafka's (`VoterSet.VoterNode.isVoter`): a voter known with a directory id
+is only the replica with that same directory id; one known by its id alone (a static voter) is
+any replica with that id. So a replica whose disk was wiped and reformatted (a new directory
+id) is an observer, never the voter it was.
 """
 
 from __future__ import annotations
@@ -9,14 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kraft.control_records import VotersRecord
 from kraft.core import quorum_math as qm
 from kraft.core.quorum_math import PY
 from kraft.ids import NO_DIRECTORY, DirectoryId, NodeId, ReplicaKey
+
+# kraft.version 1 (KIP-853): the voter set lives in the log; 0: the static configuration's.
+KRAFT_VERSION_DYNAMIC = 1
 
 
 @dataclass(frozen=True, slots=True)
 class VoterSet:
     voters: tuple[ReplicaKey, ...]
+    # The Voters record this set was read from (with the voters' endpoints), if any: what a
+    # leader writes again at the start of its epoch (Kafka's LeaderState). Opaque to the rules.
+    record: VotersRecord | None = field(default=None, compare=False, repr=False)
     # Derived once: membership is asked on every message, on the hot path.
     _by_id: dict[NodeId, DirectoryId] = field(init=False, repr=False, compare=False)
     ids: tuple[NodeId, ...] = field(init=False, repr=False, compare=False)
@@ -32,13 +46,18 @@ class VoterSet:
         object.__setattr__(self, "majority", qm.majority_size(PY, len(self.voters)))
 
     def contains(self, key: ReplicaKey) -> bool:
-        """True if `key` is a voter. A directory id on either side that is unknown (all-zero)
-        matches any: KIP-595 replicas carry only an id."""
+        """True if `key` is a voter (Kafka's isVoter): the ids match, and the directory ids
+        too unless the voter has none (a static voter). A replica that names no directory id
+        is not a voter known with one."""
         mine = self._by_id.get(key.id)
         if mine is None:
             return False
-        theirs = key.directory_id
-        return mine is theirs or NO_DIRECTORY in (mine, theirs) or mine == theirs
+        return mine is key.directory_id or mine in (NO_DIRECTORY, key.directory_id)
+
+    def key_of(self, node: NodeId) -> ReplicaKey | None:
+        """The voter with id `node` (its directory id as the set knows it), if any."""
+        directory = self._by_id.get(node)
+        return None if directory is None else ReplicaKey(node, directory)
 
     def contains_id(self, node: NodeId) -> bool:
         return node in self._by_id

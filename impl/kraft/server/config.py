@@ -4,6 +4,12 @@ The keys are Apache Kafka's where Kafka has one (`node.id`, `controller.quorum.v
 `listeners`, `metadata.log.dir` / `log.dirs`, `controller.quorum.*.ms`, ...); the
 `controller.` prefix of the quorum keys may be left out. Flags of `kraft start` are overrides
 of the same keys, so a file and a command line mean the same thing.
+
+The voters: `controller.quorum.voters` names a static quorum (kraft.version 0). A dynamic
+quorum (KIP-853, formatted with `kraft format --standalone` or `--initial-controllers`) states
+its voters, with their directory ids and endpoints, in its log; such a node may be configured
+with `controller.quorum.bootstrap.servers` instead, and the voters of its log replace the
+configured ones at start (kraft.server.voters).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ __all__ = [
     "VoterAddress",
     "listener_name_of",
     "load_config",
+    "parse_bootstrap_servers",
     "parse_listener",
     "parse_properties",
     "parse_voters",
@@ -63,6 +70,7 @@ class VoterAddress:
 class NodeConfig:
     node_id: NodeId
     data_dir: Path
+    # `controller.quorum.voters`; at start, the voters the log states if it states any.
     voters: tuple[VoterAddress, ...]
     listener_host: str
     listener_port: int
@@ -97,6 +105,9 @@ class NodeConfig:
     # `kraft.state.machine`: the key-value store (kv) or, in a quorum shared with Kafka
     # controllers, the metadata state machine (metadata): kraft.app.machines.
     state_machine: StateMachineKind = StateMachineKind.KV
+    # `controller.quorum.bootstrap.servers` (host, port): where a node of a dynamic quorum
+    # may find it (KIP-853).
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
 
     def voter(self, node_id: int) -> VoterAddress | None:
         for v in self.voters:
@@ -157,6 +168,18 @@ def parse_voters(text: str) -> tuple[VoterAddress, ...]:
     if len(set(ids)) != len(ids):
         raise ConfigError(f"controller.quorum.voters names a node twice: {text!r}")
     return tuple(voters)
+
+
+def parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """Kafka's controller.quorum.bootstrap.servers: `host:port` separated by commas."""
+    servers = tuple(
+        _host_port(item, "controller.quorum.bootstrap.servers")
+        for item in (s.strip() for s in text.split(","))
+        if item
+    )
+    if not servers:
+        raise ConfigError("controller.quorum.bootstrap.servers is empty")
+    return servers
 
 
 def parse_listener(text: str) -> tuple[str, int]:
@@ -232,11 +255,14 @@ def _int(props: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
     return n
 
 
+_VOTER_KEYS: Final = frozenset({"controller.quorum.voters", "controller.quorum.bootstrap.servers"})
+
+
 def _normalise(props: Mapping[str, str]) -> dict[str, str]:
     """Drop the optional `controller.` prefix of the quorum keys."""
     out: dict[str, str] = {}
     for k, v in props.items():
-        if k.startswith("controller.quorum.") and k != "controller.quorum.voters":
+        if k.startswith("controller.quorum.") and k not in _VOTER_KEYS:
             k = k[len("controller.") :]
         out[k] = v
     return out
@@ -255,9 +281,17 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
     node_id = _int(props, "node.id")
     if node_id is None:
         raise ConfigError("node.id is required")
-    if "controller.quorum.voters" not in props:
-        raise ConfigError("controller.quorum.voters is required")
-    voters = parse_voters(props["controller.quorum.voters"])
+    bootstrap: tuple[tuple[str, int], ...] = ()
+    if "controller.quorum.bootstrap.servers" in props:
+        bootstrap = parse_bootstrap_servers(props["controller.quorum.bootstrap.servers"])
+    elif "controller.quorum.voters" not in props:
+        raise ConfigError(
+            "controller.quorum.voters (a static quorum) or controller.quorum.bootstrap.servers "
+            "(a dynamic quorum) is required"
+        )
+    voters: tuple[VoterAddress, ...] = ()
+    if "controller.quorum.voters" in props:
+        voters = parse_voters(props["controller.quorum.voters"])
     data_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
     if not data_dir:
         raise ConfigError("metadata.log.dir (or log.dirs) is required")
@@ -298,5 +332,6 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
         listener_name=listener_name_of(props),
         timing=replace(_DEFAULT_TIMING, **timing),
         state_machine=state_machine,
+        bootstrap_servers=bootstrap,
         **ints,
     )

@@ -168,9 +168,12 @@ class Driver:
         append_linger_ms: int = 0,
         trace: TraceFile | None = None,
         snapshot_files: FileSnapshots | None = None,
+        quorum_state_version: int = 0,
     ) -> None:
         """`snapshot_files`: where the snapshot effects act (required when the replica was
-        built with a SnapshotSource); the state machine's side is `snapshot_hooks`."""
+        built with a SnapshotSource); the state machine's side is `snapshot_hooks`.
+        `quorum_state_version`: 0 for a static voter set (with `voter_ids`), 1 for a dynamic
+        one (KIP-853: the voted directory id, no voters), as Kafka writes `quorum-state`."""
         self.replica = replica
         self.snapshot_files = snapshot_files
         self.snapshot_hooks: SnapshotHooks | None = None
@@ -179,6 +182,7 @@ class Driver:
         self._out = outbound
         self._clock = clock
         self._voter_ids = voter_ids
+        self._qs_version = quorum_state_version
         self._linger_ms = append_linger_ms
         self._trace = trace
         self._queue: deque[Event] = deque()
@@ -343,11 +347,12 @@ class Driver:
             elif isinstance(e, FlushLog):
                 self._flush_pending = True
             elif isinstance(e, PersistElectionState):
-                # Version 0 as Kafka writes it for a static voter set (controller.quorum.voters).
+                # Version 0 as Kafka writes it for a static voter set (controller.quorum.voters),
+                # 1 for a dynamic one (kraft.version 1).
                 write_quorum_state(
                     self._qs_path,
                     e.state,
-                    version=0,
+                    version=self._qs_version,
                     voters=self._voter_ids,
                 )
             elif isinstance(e, Send):
@@ -432,7 +437,11 @@ class Driver:
             log.warning(
                 "fetched snapshot %d-%d fails validation: %s", sid.offset, sid.epoch, v.reason
             )
-        self.submit(SnapshotValidated(self._clock(), sid, v.valid, v.voters, v.reason))
+        self.submit(
+            SnapshotValidated(
+                self._clock(), sid, v.valid, v.voters, v.reason, voters_record=v.record
+            )
+        )
 
     # ------------------------------------------------------------------ client appends
 

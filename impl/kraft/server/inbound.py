@@ -57,7 +57,6 @@ from kraft.ids import (
     NodeId,
     Offset,
     ProducerId,
-    ReplicaKey,
 )
 from kraft.protocol import (
     NODE_APIS,
@@ -94,7 +93,6 @@ from kraft.protocol.rpc import (
     request_from_wire,
     response_to_wire,
     sender_of,
-    with_voter_set_keys,
 )
 from kraft.protocol.rpc.fetch_snapshot import ResponseFrame, fetch_snapshot_frame
 from kraft.records import LOG_OVERHEAD
@@ -411,8 +409,7 @@ class RequestServer:
         if desc is None:
             answer = describe_quorum_error_response(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         else:
-            voter_set = [ReplicaKey(v.node_id) for v in self._cfg.voters]  # static: no dirs
-            desc = with_voter_set_keys(desc, voter_set)
+            # Voters come named by their key in the voter set (the core's description).
             answer = describe_quorum_response(desc, version, self._controllers())
         self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
 

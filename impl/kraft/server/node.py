@@ -3,7 +3,8 @@
 Startup reads meta.properties (the node id must match the configuration), opens and recovers
 the log, loads the latest valid snapshot into the state machine (kraft.server.snapshots: the
 applier replays the log from its end offset; a snapshot past the log end makes the log start
-there), reads the quorum-state file, builds the replica with the partition directory's
+there), takes the voter set from the storage when it states one (a dynamic quorum, KIP-853:
+kraft.server.voters), reads the quorum-state file, builds the replica with the partition directory's
 checkpoint files as its snapshots (kraft.server.snapshot_store: KIP-630, the core decides
 when to snapshot, advance the log start as far as Kafka's retention asks (kraft.server.retention)
 and fetch a snapshot; the driver performs it), a randomness source seeded from the OS and a
@@ -19,17 +20,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import random
 import signal
 import time
+from dataclasses import replace
 
 from kraft.app.machines import new_state_machine
 from kraft.app.port import LeaderAndEpoch, ReadableStateMachine
 from kraft.core.effects import Send
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.snapshots import LogStartPolicy
+from kraft.core.voter_records import voters_record_at
 from kraft.errors import KraftError
 from kraft.ids import NodeId, ReplicaKey
 from kraft.protocol.rpc import Listener, is_request
@@ -41,6 +45,7 @@ from kraft.server.peers import PeerLink
 from kraft.server.retention import Retention, RetentionLimits
 from kraft.server.snapshot_store import FileSnapshots
 from kraft.server.snapshots import SnapshotPolicy, Snapshotter, recover_state
+from kraft.server.voters import voters_at_start
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.meta_properties import MetaProperties, read_meta_properties
 from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
@@ -169,6 +174,12 @@ class Node:
                 "the state below it is lost here; wipe and re-format the data directory so "
                 "that the node fetches a snapshot from the leader"
             )
+        static_voters = tuple(ReplicaKey(v.node_id) for v in config.voters)
+        try:
+            config, voter_history = voters_at_start(config, loaded, log_)
+        except KraftError:
+            log_.close()
+            raise
         files = FileSnapshots(log_.dir)
         qs_path = config.data_dir / LOG_DIR_NAME / QUORUM_STATE_FILE
         election = read_quorum_state(qs_path)
@@ -178,12 +189,12 @@ class Node:
             ReplicaConfig(
                 node=ReplicaKey(config.node_id, meta.directory_id),
                 cluster_id=meta.cluster_id,
-                voters=tuple(ReplicaKey(v.node_id) for v in config.voters),
+                voters=static_voters,
                 timing=config.timing,
                 log_start_policy=LogStartPolicy.RETENTION,
             ),
             election_state=election,
-            log_state=log_state_of(log_, files.ids()),
+            log_state=replace(log_state_of(log_, files.ids()), voter_history=voter_history),
             reader=BatchReader(log_, verify=True),
             rng=random.Random(os.urandom(16)),
             now_ms=now,
@@ -201,6 +212,7 @@ class Node:
             append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
             snapshot_files=files,
+            quorum_state_version=1 if voter_history else 0,
         )
         me = config.voter(config.node_id)
         listeners = () if me is None else (Listener(config.listener_name, me.host, me.port),)
@@ -238,6 +250,7 @@ class Node:
             loaded=None if loaded is None else loaded.snapshot_id,
             retention=retention,
         )
+        snapshotter.voters_at = functools.partial(voters_record_at, replica)
         driver.on_high_watermark = snapshotter.on_high_watermark
         driver.snapshot_hooks = snapshotter
         node = cls(config, driver, server, transport, trace, lock=lock, snapshotter=snapshotter)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraft.control_records import VotersRecord
 from kraft.ids import DirectoryId, NodeId, OffsetAndEpoch, ReplicaKey
 from kraft.storage.durable import fsync_dir
 from kraft.storage.snapshot_directory import delete_snapshot, snapshot_files
@@ -53,6 +54,8 @@ class Validation:
     valid: bool
     voters: tuple[ReplicaKey, ...] | None = None
     reason: str = ""
+    # The snapshot's Voters record (its voters with their endpoints), if it holds one.
+    record: VotersRecord | None = None
 
 
 class FileSnapshots:
@@ -175,7 +178,7 @@ class FileSnapshots:
                 ReplicaKey(NodeId(v.voter_id), DirectoryId(v.voter_directory_id))
                 for v in summary.voters.voters
             )
-        return Validation(True, voters)
+        return Validation(True, voters, record=summary.voters)
 
     def validate_later(
         self, snapshot_id: OffsetAndEpoch, size: int, done: Callable[[Validation], None]

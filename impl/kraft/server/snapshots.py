@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Final, Generic, Protocol, TypeVar
 
 from kraft.app.port import CapturingStateMachine, StateMachine, StateMachineError
+from kraft.control_records import VotersRecord
 from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
 from kraft.core.log_metadata import LogMetadata, LogState
-from kraft.core.voter_set import VoterSet
+from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC, VoterSet
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
@@ -219,6 +220,9 @@ class Snapshotter(Generic[C]):
         self._task: asyncio.Task[None] | None = None
         # The copy captured for the CreateSnapshot asked, until the core answers.
         self._pending: tuple[StateMachine, int, int, str] | None = None
+        # The Voters record a snapshot ending at an offset carries (KIP-853, kraft.version 1;
+        # None: a static voter set, kraft.version 0). Set by the node from its replica.
+        self.voters_at: Callable[[Offset], VotersRecord | None] = lambda _end: None
 
     @property
     def running(self) -> bool:
@@ -306,8 +310,9 @@ class Snapshotter(Generic[C]):
                 "WriteSnapshot %s, but the state captured is at %s: not written", snapshot_id, have
             )
             return
+        voters = self.voters_at(snapshot_id.offset)
         self._task = asyncio.get_running_loop().create_task(
-            self._write(snapshot_id, copy, now, stamp, reason)
+            self._write(snapshot_id, copy, now, stamp, reason, voters=voters)
         )
 
     def snapshot_refused(self, end_offset: Offset, reason: str) -> None:
@@ -364,13 +369,25 @@ class Snapshotter(Generic[C]):
             return None
 
     async def _write(
-        self, sid: OffsetAndEpoch, copy: StateMachine, now: int, stamp: int, reason: str
+        self,
+        sid: OffsetAndEpoch,
+        copy: StateMachine,
+        now: int,
+        stamp: int,
+        reason: str,
+        *,
+        voters: VotersRecord | None = None,
     ) -> None:
         try:
             path = await asyncio.get_running_loop().run_in_executor(
                 None,
                 lambda: write_state_snapshot(
-                    copy, self.directory, timestamp_ms=now, last_contained_log_timestamp=stamp
+                    copy,
+                    self.directory,
+                    timestamp_ms=now,
+                    last_contained_log_timestamp=stamp,
+                    kraft_version=0 if voters is None else KRAFT_VERSION_DYNAMIC,
+                    voters=voters,
                 ),
             )
             self.latest = sid

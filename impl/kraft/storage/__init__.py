@@ -9,6 +9,8 @@
 - `epoch_cache`: the leader-epoch cache and Kafka's `leader-epoch-checkpoint` file.
 - `quorum_state`: the `quorum-state` file (the election state that must survive a restart).
 - `meta_properties`: `meta.properties`, a formatted data directory's identity.
+- `bootstrap`: a dynamic quorum's bootstrap checkpoint (`kraft format --initial-controllers`,
+  KIP-853) and the voter sets a partition directory states at start.
 - `durable`: crash-safe file replacement (every small metadata file goes through it).
 - `log_adapter`: how a driver hands a log to the pure core (its state, a batch reader).
 - `snapshot_files`: KIP-630 snapshots as Kafka stores them beside the log
