@@ -173,6 +173,8 @@ def test_snapshots_of_a_dynamic_quorum_carry_its_voter_set(tmp_path: Path) -> No
         **FAST,
         "metadata.log.max.record.bytes.between.snapshots": "4096",
         "metadata.log.segment.bytes": "8192",
+        # Retention moves the log start to the newest snapshot at once.
+        "metadata.max.retention.bytes": "0",
     }
     c = LocalCluster(tmp_path, free_ports(3), overrides=small, dynamic=True)
     c.format()  # bootstrap checkpoints; controller.quorum.bootstrap.servers only
