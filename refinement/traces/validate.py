@@ -37,7 +37,7 @@ def trace_module(mapped: MappedTrace, *, target: int = 0, check_safety: bool = T
     lines += [
         ">>",
         "",
-        "\\* The size in bytes of each snapshot a leader served: <<leader, <<end, epoch>>>> -> size.",
+        "\\* Bytes of each snapshot a leader served: <<leader, <<end, epoch>>>> -> size.",
         "SnapSizes == " + (" @@ ".join(sizes) if sizes else "[x \\in {} |-> 0]"),
         "",
         f"Target == {target}",
