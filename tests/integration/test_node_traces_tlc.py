@@ -116,15 +116,19 @@ def test_merged_traces_of_a_snapshot_catch_up_are_accepted_by_tlc(tmp_path: Path
         _append_all([cluster.addresses[n] for n in survivors], "x" * 200, 60)
         wait_for(
             "the leader's log start to pass the stopped follower's end",
-            lambda: (i := kraft_info(cluster.addresses[lead])) is not None
-            and i.log_start_offset > behind.end_offset,
+            lambda: (
+                (i := kraft_info(cluster.addresses[lead])) is not None
+                and i.log_start_offset > behind.end_offset
+            ),
             timeout_s=15.0,
         )
         cluster.start(victim)
         wait_for(
             "the restarted follower to install a snapshot",
-            lambda: (i := kraft_info(cluster.addresses[victim])) is not None
-            and i.log_start_offset > behind.end_offset,
+            lambda: (
+                (i := kraft_info(cluster.addresses[victim])) is not None
+                and i.log_start_offset > behind.end_offset
+            ),
             timeout_s=15.0,
         )
     finally:
