@@ -162,9 +162,6 @@ AbandonSnapFetch(s) ==
 \* bytes), substituted for KRaft's abstract SnapshotSize.
 TraceSnapshotSize(s, id) == IF <<s, id>> \in DOMAIN SnapSizes THEN SnapSizes[<<s, id>>] ELSE 1
 
-\* The implementation's fetch size limit is far above any simulated log: a response carries
-\* every record after the fetch offset (KRaft allows any non-empty prefix).
-
 \* The implementation's fetch size limit (1 MiB) is far above any simulated log: a response
 \* carries every record after the fetch offset (KRaft allows any non-empty prefix).
 \* Where the trace shows answers cut by a smaller limit (the snapshots profile's 160 bytes),
