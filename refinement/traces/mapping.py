@@ -2,7 +2,9 @@
 (kraft.trace_format) becomes a fixed sequence of spec steps ("ops") with parameters fixed by
 the event, plus the acting node's logged state to compare after the last one. Owns the TLA+
 value syntax of those records and the bookkeeping the mapping needs across events (the fetches
-a leader holds). The mapping is documented in spec/README.md ("Trace validation").
+a leader holds; what later answers show of an answer the leader's step did not log: a
+FetchSnapshot chunk's length, a snapshot's size, a size-limited Fetch answer's record count).
+The mapping is documented in spec/README.md ("Trace validation").
 """
 
 from __future__ import annotations
