@@ -47,7 +47,14 @@ from kraft.core.timing import QuorumTiming
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
-from kraft.trace_format import JsonObject, JsonValue, TraceEvent, TraceWriter, message_json
+from kraft.trace_format import (
+    JsonObject,
+    JsonValue,
+    TraceEvent,
+    TraceWriter,
+    local_event_json,
+    message_json,
+)
 from refinement.invariants import EpochCache, NodeState, Violation
 
 if TYPE_CHECKING:
@@ -270,6 +277,8 @@ class SimBase:
                        "records": len(event.records)}  # fmt: skip
         elif isinstance(event, SendFailed):
             message = message_json(event.request, int(node.id), int(event.dst))
+        else:
+            message = local_event_json(event)  # the snapshot events trace validation reads
         action = actions[0] if actions else _EVENT_NAMES.get(type(event), type(event).__name__)
         self._write_line(node.id, action, actions, message, self._state_json(node))
         self._flush_side_lines()

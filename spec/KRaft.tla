@@ -17,6 +17,14 @@
 (* metadata log are fsynced before they are acknowledged); the role, the  *)
 (* high watermark and all leader/candidate bookkeeping are lost.          *)
 (*                                                                         *)
+(* Snapshots (KIP-630): a replica snapshots a committed prefix of its log *)
+(* (CreateSnapshot), moves its log start up to a snapshot it holds        *)
+(* (AdvanceLogStartOffset); a leader answers a Fetch it cannot serve from *)
+(* its log with its latest snapshot's id, and the follower fetches that   *)
+(* snapshot by chunk positions (SendFetchSnapshotRequest,                 *)
+(* HandleFetchSnapshotRequest/Response) and installs it (InstallSnapshot).*)
+(* MaxSnapshots = 0 disables all of it: no snapshot is ever taken.        *)
+(*                                                                         *)
 (* Action names are the trace event names of the implementation.          *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
@@ -29,13 +37,16 @@ CONSTANTS
     MaxLogLen,    \* ClientAppend only while the leader's log is shorter
     MaxMessages,  \* a send is enabled only while the bag holds fewer messages
     MaxRestarts,  \* total number of crashes
+    MaxSnapshots, \* CreateSnapshot only while a replica holds fewer (0: no snapshots)
     Nil,          \* "none" for votedFor / leader
     Mutant        \* "none" in every real model; see spec/mutants/
 
 ASSUME /\ Voters \subseteq Server /\ Voters # {}
        /\ Nil \notin Server
        /\ MaxEpoch \in Nat /\ MaxLogLen \in Nat /\ MaxMessages \in Nat /\ MaxRestarts \in Nat
-       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted", "LeaderKeepsStaleHwm"}
+       /\ MaxSnapshots \in Nat
+       /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted", "LeaderKeepsStaleHwm",
+                      "SnapshotBeyondHwm"}
 
 Observers == Server \ Voters
 
@@ -59,6 +70,9 @@ VARIABLES
                     \* became Follower (Kafka's hasFetchedFromLeader; FALSE otherwise)
     endorsed,       \* leader: voters that acknowledged this epoch (BeginQuorumEpoch / Fetch)
     messages,       \* the network: message -> number of copies
+    logStart,       \* persisted: records 1..logStart are held only in the snapshot ending there
+    snapshots,      \* persisted: ids <<end offset, epoch>> of the snapshots a replica holds
+    snapFetch,      \* volatile: the snapshot a follower is fetching (NoSnapFetch: none)
     restarts,       \* crashes so far
     elected,        \* history: <<epoch, server>> of every BecomeLeader
     committed       \* history: <<offset, record, epoch>> of every record exposed by a HWM,
@@ -68,7 +82,8 @@ serverVars == <<state, currentEpoch, votedFor, leader, alive>>
 logVars == <<log, highWatermark>>
 leaderVars == <<endOffset, votesGranted, votesRejected, endorsed>>
 ghostVars == <<restarts, elected, committed>>
-vars == <<serverVars, logVars, leaderVars, fetched, messages, ghostVars>>
+snapVars == <<logStart, snapshots>>
+vars == <<serverVars, logVars, leaderVars, fetched, messages, ghostVars, snapVars, snapFetch>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -131,10 +146,46 @@ VoteRequests(c, e, pre) ==
 \* The orderings of a set, for the preferred-successor list of EndQuorumEpoch.
 Orderings(S) == {f \in [1..Cardinality(S) -> S] : \A i, j \in DOMAIN f : i # j => f[i] # f[j]}
 
+\* The snapshot id of an answer that names none (Kafka's -1s).
+NoSnapshot == <<-1, -1>>
+
 FetchResponse(src, dst, e, ldr, kind, req, entries, hwm, divEpoch, divEnd) ==
     [type |-> "FetchResponse", src |-> src, dst |-> dst, epoch |-> e, leader |-> ldr,
      kind |-> kind, fetchOffset |-> req.fetchOffset, lastFetchedEpoch |-> req.lastFetchedEpoch,
-     entries |-> entries, hwm |-> hwm, divEpoch |-> divEpoch, divEnd |-> divEnd]
+     entries |-> entries, hwm |-> hwm, divEpoch |-> divEpoch, divEnd |-> divEnd,
+     snapshot |-> NoSnapshot]
+
+-----------------------------------------------------------------------------
+(* Snapshot helpers (KIP-630).  log[s] stays the replica's whole history: records           *)
+(* 1..logStart[s] are the content of the snapshot that ends at logStart[s] (Kafka keeps them *)
+(* only there), the rest is the log.  A snapshot <<o, e>> holds records 1..o of that history; *)
+(* its last record has epoch e.  So Len(log[s]) and LastEpoch(log[s]) are the latest of the  *)
+(* snapshot and the log, which is what elections and Fetch compare (KIP-630).                 *)
+
+\* The size of a snapshot in abstract bytes: a transfer is a sequence of chunks by position
+\* over 0..size-1.  Trace validation substitutes the sizes the implementation logged.
+SnapshotSize(s, id) == 2
+
+\* Not fetching a snapshot.  A transfer: the snapshot, from which leader in which epoch, the
+\* position of the next byte, the size (-1 until the first chunk), the content received.
+NoSnapFetch == [snapshot |-> NoSnapshot, leader |-> Nil, epoch |-> 0, position |-> 0,
+                size |-> -1, content |-> <<>>]
+
+Fetching(s) == snapFetch[s] # NoSnapFetch
+
+LatestSnapshot(s) == CHOOSE x \in snapshots[s] : \A y \in snapshots[s] : y[1] <= x[1]
+EarliestSnapshot(s) == CHOOSE x \in snapshots[s] : \A y \in snapshots[s] : x[1] <= y[1]
+LatestSnapshotEnd(s) == IF snapshots[s] = {} THEN 0 ELSE LatestSnapshot(s)[1]
+
+\* Whether leader l answers a Fetch from (fo, fe) with its latest snapshot's id (Kafka: an
+\* empty fetcher gets the latest snapshot; else ReplicatedLog.validateOffsetAndEpoch: below
+\* the log start, at it with another epoch, or with an epoch older than every snapshot).
+SnapshotForFetch(l, fo, fe) ==
+    /\ snapshots[l] # {}
+    /\ \/ fo = 0
+       \/ fo < logStart[l]
+       \/ fo = logStart[l] /\ fe # EarliestSnapshot(l)[2]
+       \/ fe < EarliestSnapshot(l)[2]
 
 \* Records 1..n of log l become committed in epoch e (first exposure only).
 Commit(l, n, e) ==
@@ -169,6 +220,9 @@ Init ==
     /\ restarts = 0
     /\ elected = {}
     /\ committed = {}
+    /\ logStart = [s \in Server |-> 0]
+    /\ snapshots = [s \in Server |-> {}]
+    /\ snapFetch = [s \in Server |-> NoSnapFetch]
 
 -----------------------------------------------------------------------------
 (* Election, with KIP-996 pre-vote as Apache Kafka 4.x ships it *)
@@ -440,10 +494,12 @@ ClientAppend(l, v) ==
 
 \* A voter fetches from its leader; an observer from its leader if known, else from any voter
 \* (bootstrap).  One fetch in flight per replica, as Kafka keeps one request per connection.
+\* Fetch pauses while a snapshot is fetched.
 SendFetchRequest(s) ==
     /\ alive[s]
     /\ \/ s \in Voters /\ state[s] = "Follower"
        \/ s \in Observers
+    /\ ~Fetching(s)
     /\ ~\E m \in DOMAIN messages :
           \/ m.type = "FetchRequest" /\ m.src = s
           \/ m.type = "FetchResponse" /\ m.dst = s
@@ -457,7 +513,8 @@ SendFetchRequest(s) ==
 \* The leader checks (fetch offset, last fetched epoch) against its log: on a match it
 \* records the follower's end offset and sends records (any non-empty prefix of what follows,
 \* as a size limit would) with its HWM; otherwise it answers with the largest epoch <= the
-\* fetch epoch and that epoch's end offset.  A non-leader answers with what it knows.
+\* fetch epoch and that epoch's end offset.  A non-leader answers with what it knows.  A fetch
+\* the log cannot serve (SnapshotForFetch) is answered with the latest snapshot's id.
 HandleFetchRequest(m) ==
     LET l == m.dst
         f == m.src
@@ -471,6 +528,10 @@ HandleFetchRequest(m) ==
     /\ IF state[l] # "Leader" \/ m.epoch # currentEpoch[l]
        THEN /\ Reply(FetchResponse(l, f, currentEpoch[l], leader[l], "error", m, <<>>,
                                   UnknownHwm, 0, 0), m)
+            /\ UNCHANGED leaderVars
+       ELSE IF SnapshotForFetch(l, m.fetchOffset, m.lastFetchedEpoch)
+       THEN /\ Reply([FetchResponse(l, f, currentEpoch[l], l, "snapshot", m, <<>>, LeaderHwm(l),
+                                    0, 0) EXCEPT !.snapshot = LatestSnapshot(l)], m)
             /\ UNCHANGED leaderVars
        ELSE IF valid
        THEN /\ \E k \in (IF remaining = 0 THEN {0} ELSE 1..remaining) :
@@ -492,7 +553,9 @@ HandleFetchResponse(m) ==
         current == /\ m.epoch = currentEpoch[f]
                    /\ state[f] = "Follower" /\ leader[f] = m.src
                    /\ m.fetchOffset = Len(log[f]) /\ m.lastFetchedEpoch = LastEpoch(log[f])
-        truncTo == Min(m.divEnd, EndOffsetForEpoch(log[f], m.divEpoch))
+                   /\ ~Fetching(f)  \* Fetch is paused while a snapshot is fetched
+        \* Never below the log start: what lies there is a snapshot's, committed.
+        truncTo == Max(logStart[f], Min(m.divEnd, EndOffsetForEpoch(log[f], m.divEpoch)))
     IN
     /\ m.type = "FetchResponse"
     /\ alive[f]
@@ -522,6 +585,7 @@ HandleFetchResponse(m) ==
               /\ log' = [log EXCEPT ![f] = SubSeq(@, 1, truncTo)]
               /\ UNCHANGED <<state, currentEpoch, votedFor, leader, leaderVars, highWatermark,
                              committed>>
+         \* kind "snapshot": the transfer starts (SnapFetchAfter); nothing else changes.
          [] OTHER -> UNCHANGED <<state, currentEpoch, votedFor, leader, leaderVars, logVars,
                                  committed>>
     /\ Discard(m)
@@ -548,6 +612,149 @@ AdvanceHighWatermark(l) ==
     /\ highWatermark' = [highWatermark EXCEPT ![l] = n]
     /\ Commit(log[l], n, currentEpoch[l])
     /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
+
+-----------------------------------------------------------------------------
+(* Snapshots (KIP-630) *)
+
+\* The state machine snapshots what it applied: only a committed prefix (never past the
+\* replica's HWM; the SnapshotBeyondHwm mutant snapshots up to its log end), after its latest
+\* snapshot and its log start (Kafka's createNewSnapshot).  The replica holds the snapshot once
+\* it is durable (the implementation's SnapshotWritten).
+CreateSnapshot(s, o) ==
+    /\ alive[s]
+    /\ Cardinality(snapshots[s]) < MaxSnapshots
+    /\ o > LatestSnapshotEnd(s) /\ o > logStart[s]
+    /\ o <= IF Mutant = "SnapshotBeyondHwm" THEN Len(log[s]) ELSE highWatermark[s]
+    /\ snapshots' = [snapshots EXCEPT ![s] = @ \cup {<<o, log[s][o].epoch>>}]
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, messages, ghostVars, logStart, snapFetch>>
+
+\* The log start moves up to a snapshot the replica holds; records and older snapshots below
+\* it are gone.  Kafka's rule of when (a leader: every live replica has it, or the log start
+\* is older than metadata.start.offset.lag.time.max.ms; a follower: at or below the leader's
+\* log start) decides only when a follower must fetch a snapshot; the untimed model allows it
+\* at any time, to any snapshot held, for a leader or a follower.
+AdvanceLogStartOffset(s) ==
+    /\ alive[s]
+    /\ state[s] \in {"Leader", "Follower"}
+    /\ \E snap \in snapshots[s] :
+          /\ snap[1] > logStart[s]
+          /\ logStart' = [logStart EXCEPT ![s] = snap[1]]
+          /\ snapshots' = [snapshots EXCEPT ![s] = {x \in @ : x[1] >= snap[1]}]
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, messages, ghostVars, snapFetch>>
+
+\* A follower fetching a snapshot asks its leader for the bytes from its position; one request
+\* in flight, none once every byte arrived (waiting to install).
+SendFetchSnapshotRequest(s) ==
+    LET t == snapFetch[s] IN
+    /\ alive[s]
+    /\ state[s] = "Follower"
+    /\ Fetching(s)
+    /\ t.position < t.size \/ t.size < 0
+    /\ ~\E m \in DOMAIN messages :
+          \/ m.type = "FetchSnapshotRequest" /\ m.src = s
+          \/ m.type = "FetchSnapshotResponse" /\ m.dst = s
+    /\ Room(1)
+    /\ messages' = Add(messages,
+          [type |-> "FetchSnapshotRequest", src |-> s, dst |-> t.leader, epoch |-> currentEpoch[s],
+           snapshot |-> t.snapshot, position |-> t.position])
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars, snapVars, snapFetch>>
+
+FetchSnapshotResponse(m, src, e, ldr, kind, snap, size, len, content) ==
+    [type |-> "FetchSnapshotResponse", src |-> src, dst |-> m.src, epoch |-> e, leader |-> ldr,
+     kind |-> kind, snapshot |-> snap, position |-> IF kind = "ok" THEN m.position ELSE 0,
+     size |-> size, len |-> len, content |-> content]
+
+\* The leader serves a chunk of a snapshot it holds from the asked position: any non-empty
+\* part of the rest (a size limit).  Errors in Kafka's order: the epoch (fenced, unknown, not
+\* the leader: kind "error"), the snapshot ("notFound"), the position ("outOfRange").  A chunk
+\* carries the snapshot's content: the records it holds (the implementation's bytes).
+HandleFetchSnapshotRequest(m) ==
+    LET l == m.dst
+        size == SnapshotSize(l, m.snapshot)
+    IN
+    /\ m.type = "FetchSnapshotRequest"
+    /\ alive[l]
+    /\ IF state[l] # "Leader" \/ m.epoch # currentEpoch[l]
+       THEN Reply(FetchSnapshotResponse(m, l, currentEpoch[l], leader[l], "error", NoSnapshot,
+                                        0, 0, <<>>), m)
+       ELSE IF m.snapshot \notin snapshots[l]
+       THEN Reply(FetchSnapshotResponse(m, l, currentEpoch[l], l, "notFound", NoSnapshot,
+                                        0, 0, <<>>), m)
+       ELSE IF m.position >= size
+       THEN Reply(FetchSnapshotResponse(m, l, currentEpoch[l], l, "outOfRange", NoSnapshot,
+                                        0, 0, <<>>), m)
+       ELSE \E len \in 1..(size - m.position) :
+               Reply(FetchSnapshotResponse(m, l, currentEpoch[l], l, "ok", m.snapshot, size, len,
+                                           SubSeq(log[l], 1, m.snapshot[1])), m)
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars, snapVars, snapFetch>>
+
+\* The follower learns a newer epoch or this epoch's leader first (which ends a transfer).  A
+\* chunk at the transfer's position moves it past the chunk; a chunk of another position or
+\* snapshot (duplicate, stale) is ignored, as is an answer for a transfer that is over;
+\* notFound / outOfRange (the leader moved on) end the transfer, Fetch resumes; another error
+\* is retried.  An answer whose size differs from the transfer's ends it.
+HandleFetchSnapshotResponse(m) ==
+    LET f == m.dst
+        t == snapFetch[f]
+        active == /\ Fetching(f) /\ t.size # t.position
+                  /\ state[f] = "Follower" /\ m.src = t.leader /\ m.epoch = t.epoch
+                  /\ t.epoch = currentEpoch[f]
+        chunk == m.kind = "ok" /\ m.snapshot = t.snapshot /\ m.position = t.position
+        sizeOk == t.size < 0 \/ m.size = t.size
+    IN
+    /\ m.type = "FetchSnapshotResponse"
+    /\ alive[f]
+    /\ CASE m.epoch > currentEpoch[f] ->
+              /\ state' = [state EXCEPT ![f] = IF m.leader # Nil THEN "Follower" ELSE "Unattached"]
+              /\ currentEpoch' = [currentEpoch EXCEPT ![f] = m.epoch]
+              /\ votedFor' = [votedFor EXCEPT ![f] = Nil]
+              /\ leader' = [leader EXCEPT ![f] = m.leader]
+              /\ endOffset' = [endOffset EXCEPT ![f] = NoOffsets]
+              /\ votesGranted' = [votesGranted EXCEPT ![f] = {}]
+              /\ endorsed' = [endorsed EXCEPT ![f] = {}]
+              /\ snapFetch' = [snapFetch EXCEPT ![f] = NoSnapFetch]
+         [] m.epoch = currentEpoch[f] /\ leader[f] = Nil /\ m.leader \notin {Nil, f} ->
+              /\ state' = [state EXCEPT ![f] = "Follower"]
+              /\ leader' = [leader EXCEPT ![f] = m.leader]
+              /\ votesGranted' = [votesGranted EXCEPT ![f] = {}]
+              /\ snapFetch' = [snapFetch EXCEPT ![f] = NoSnapFetch]
+              /\ UNCHANGED <<currentEpoch, votedFor, endOffset, endorsed>>
+         [] active /\ m.kind \in {"notFound", "outOfRange"} ->
+              /\ snapFetch' = [snapFetch EXCEPT ![f] = NoSnapFetch]
+              /\ UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, votesGranted,
+                             endorsed>>
+         [] active /\ chunk /\ sizeOk ->
+              /\ snapFetch' = [snapFetch EXCEPT ![f] = [@ EXCEPT !.position = @ + m.len,
+                                                               !.size = m.size,
+                                                               !.content = m.content]]
+              /\ UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, votesGranted,
+                             endorsed>>
+         [] active /\ chunk /\ ~sizeOk ->
+              /\ snapFetch' = [snapFetch EXCEPT ![f] = NoSnapFetch]
+              /\ UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, votesGranted,
+                             endorsed>>
+         [] OTHER -> UNCHANGED <<state, currentEpoch, votedFor, leader, endOffset, votesGranted,
+                                 endorsed, snapFetch>>
+    /\ Discard(m)
+    /\ UNCHANGED <<alive, logVars, votesRejected, ghostVars, snapVars>>
+
+\* Every byte arrived (and the implementation validated them): the history becomes the
+\* snapshot's, the log starts and ends at its end offset, older snapshots are gone, the HWM
+\* rises to it; Fetch resumes from there.
+InstallSnapshot(s) ==
+    LET t == snapFetch[s]
+        o == t.snapshot[1]
+        hwm1 == Max(highWatermark[s], o)
+    IN
+    /\ alive[s]
+    /\ Fetching(s) /\ t.size = t.position
+    /\ log' = [log EXCEPT ![s] = t.content]
+    /\ logStart' = [logStart EXCEPT ![s] = o]
+    /\ snapshots' = [snapshots EXCEPT ![s] = {t.snapshot}]
+    /\ highWatermark' = [highWatermark EXCEPT ![s] = hwm1]
+    /\ Commit(t.content, o, currentEpoch[s])
+    /\ snapFetch' = [snapFetch EXCEPT ![s] = NoSnapFetch]
+    /\ UNCHANGED <<serverVars, leaderVars, messages, restarts, elected>>
 
 -----------------------------------------------------------------------------
 (* Failures *)
@@ -620,29 +827,65 @@ FetchedAfter(m) ==
                    /\ (fetched[s] \/ (s = m.dst /\ m.kind # "error" /\ m.src = leader[s]
                                       /\ m.epoch = currentEpoch[s]))]
 
+\* A snapshot transfer is abandoned by any change of the follower's role, epoch or leader, and
+\* by a crash (the chunks fetched so far are in a `.part` file, deleted at start).
+KeepSnapFetch == snapFetch' = [s \in Server |-> IF StillFollowing(s) THEN snapFetch[s] ELSE NoSnapFetch]
+
+\* Conjoined to every step that is not about snapshots.
+NoSnapStep == UNCHANGED snapVars /\ KeepSnapFetch
+
+\* The Fetch answer that starts a transfer: it answers the fetch the follower would send now,
+\* from its leader in its epoch, and names a snapshot a leader of this epoch may hold that
+\* is not older than the follower's log start (else the implementation backs off).
+TransferStarts(m) ==
+    LET f == m.dst IN
+    /\ m.kind = "snapshot"
+    /\ alive[f] /\ state[f] = "Follower" /\ leader[f] = m.src /\ m.epoch = currentEpoch[f]
+    /\ m.fetchOffset = Len(log[f]) /\ m.lastFetchedEpoch = LastEpoch(log[f])
+    /\ ~Fetching(f)
+    /\ m.snapshot[1] > 0 /\ m.snapshot[2] <= currentEpoch[f] /\ m.snapshot[1] >= logStart[f]
+
+SnapFetchAfter(m) ==
+    snapFetch' = [s \in Server |->
+                     IF s = m.dst /\ TransferStarts(m)
+                     THEN [snapshot |-> m.snapshot, leader |-> m.src, epoch |-> m.epoch,
+                           position |-> 0, size |-> -1, content |-> <<>>]
+                     ELSE IF StillFollowing(s) THEN snapFetch[s] ELSE NoSnapFetch]
+
+\* The KIP-630 steps (all disabled while MaxSnapshots = 0: nothing to transfer).
+SnapshotNext ==
+    \/ \E s \in Server, o \in 1..MaxLogLen + MaxEpoch : CreateSnapshot(s, o) /\ KeepFetched
+    \/ \E s \in Server : AdvanceLogStartOffset(s) /\ KeepFetched
+    \/ \E s \in Server : SendFetchSnapshotRequest(s) /\ KeepFetched
+    \/ \E s \in Server : InstallSnapshot(s) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleFetchSnapshotRequest(m) /\ KeepFetched
+    \/ \E m \in DOMAIN messages : HandleFetchSnapshotResponse(m) /\ FetchedAfter(m)
+
 \* Every step but HandleFetchResponse, each with its effect on `fetched`.
 NextExceptFetchResponse ==
-    \/ \E s \in Server : ElectionTimeout(s) /\ KeepFetched
-    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched
-    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched
-    \/ \E s \in Server : Resign(s) /\ KeepFetched
-    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched
-    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched
-    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched
-    \/ \E s \in Server : Crash(s) /\ KeepFetched
-    \/ \E s \in Server : Restart(s) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleEndQuorumEpochRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : DropMessage(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : DuplicateMessage(m) /\ KeepFetched
+    \/ \E s \in Server : ElectionTimeout(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : Resign(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : Crash(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : Restart(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleEndQuorumEpochRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : DropMessage(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : DuplicateMessage(m) /\ KeepFetched /\ NoSnapStep
 
 Next ==
     \/ NextExceptFetchResponse
-    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m)
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m) /\ UNCHANGED snapVars
+                                   /\ SnapFetchAfter(m)
+    \/ SnapshotNext
 
 Spec == Init /\ [][Next]_vars
 
@@ -667,6 +910,9 @@ TypeOK ==
     /\ endorsed \in [Server -> SUBSET Voters]
     /\ \A m \in DOMAIN messages : messages[m] \in Nat \ {0}
     /\ restarts \in 0..MaxRestarts
+    /\ \A s \in Server : logStart[s] \in 0..Len(log[s])
+    /\ \A s \in Server : snapshots[s] \subseteq (1..Len(log[s])) \X (0..MaxEpoch)
+    /\ \A s \in Server : Fetching(s) => state[s] = "Follower" /\ alive[s]
 
 \* At most one leader per epoch.
 ElectionSafety == \A a, b \in elected : a[1] = b[1] => a[2] = b[2]
@@ -706,6 +952,21 @@ FetchedHighWatermarkMonotonic ==
          /\ alive[r.dst] /\ r.epoch = currentEpoch[r.dst])
             => r.hwm >= highWatermark[r.dst]
 
+\* KIP-630: the log starts at a snapshot the replica holds (or at 0), and it holds none older.
+LogStartAtSnapshot ==
+    \A s \in Server :
+        /\ logStart[s] > 0 => \E x \in snapshots[s] : x[1] = logStart[s]
+        /\ \A x \in snapshots[s] : x[1] >= logStart[s]
+
+\* A snapshot holds committed records only, and it is the replica's history up to its end
+\* offset: <<o, e>> ends with a record of epoch e, and every record 1..o is committed at its
+\* offset (the SnapshotBeyondHwm mutant breaks this).
+SnapshotMatchesLog ==
+    \A s \in Server : \A x \in snapshots[s] :
+        /\ x[1] <= Len(log[s])
+        /\ log[s][x[1]].epoch = x[2]
+        /\ \A i \in 1..x[1] : \E c \in committed : c[1] = i /\ c[2] = log[s][i]
+
 \* Action properties (checked as PROPERTIES).
 EpochMonotonic == [][\A s \in Server : currentEpoch'[s] >= currentEpoch[s]]_vars
 
@@ -722,30 +983,30 @@ Quiet == \A t \in Server : state[t] \notin {"Prospective", "Candidate", "Leader"
 LiveElectionTimeout(s) == Quiet /\ ElectionTimeout(s)
 
 LiveNextExceptFetchResponse ==
-    \/ \E s \in Server : LiveElectionTimeout(s) /\ KeepFetched
-    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched
-    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched
-    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched
-    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched
-    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched
-    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched
+    \/ \E s \in Server : LiveElectionTimeout(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : BecomeCandidate(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : BecomeLeader(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochRequest(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleBeginQuorumEpochResponse(m) /\ KeepFetched /\ NoSnapStep
+    \/ \E m \in DOMAIN messages : HandleFetchRequest(m) /\ KeepFetched /\ NoSnapStep
 
 LiveNext ==
     \/ LiveNextExceptFetchResponse
-    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m)
+    \/ \E m \in DOMAIN messages : HandleFetchResponse(m) /\ FetchedAfter(m) /\ NoSnapStep
 
 LiveSpec ==
     /\ Init /\ [][LiveNext]_vars
     /\ \A s \in Server :
-          /\ WF_vars(LiveElectionTimeout(s) /\ KeepFetched)
-          /\ WF_vars(BecomeCandidate(s) /\ KeepFetched)
-          /\ WF_vars(BecomeLeader(s) /\ KeepFetched)
-    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched)
-    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched)
+          /\ WF_vars(LiveElectionTimeout(s) /\ KeepFetched /\ NoSnapStep)
+          /\ WF_vars(BecomeCandidate(s) /\ KeepFetched /\ NoSnapStep)
+          /\ WF_vars(BecomeLeader(s) /\ KeepFetched /\ NoSnapStep)
+    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched /\ NoSnapStep)
+    /\ WF_vars(\E m \in DOMAIN messages : HandleVoteResponse(m) /\ KeepFetched /\ NoSnapStep)
 
 EventuallyLeaderElected == <>(\E s \in Server : state[s] = "Leader")
 
@@ -775,7 +1036,7 @@ NoPreVoteLostToRejections ==
 ModelView == <<state, currentEpoch, votedFor, leader, log, highWatermark, alive, endOffset,
                votesGranted,
                [s \in Server |-> IF state[s] = "Prospective" THEN votesRejected[s] ELSE {}],
-               fetched, messages, restarts, elected, committed>>
+               fetched, messages, restarts, elected, committed, logStart, snapshots, snapFetch>>
 
 \* Symmetry: voters among themselves, observers among themselves, and values.
 Symmetry == Permutations(Voters) \cup Permutations(Observers) \cup Permutations(Values)

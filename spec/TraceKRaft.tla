@@ -54,16 +54,28 @@ FetchMatches(r, p) ==
     /\ p.kind # "error" => r.hwm = p.hwm
     \* At offset 0 the epoch names nothing; the implementation echoes the fetch epoch there.
     /\ p.kind = "diverging" => r.divEnd = p.divEnd /\ (p.divEnd > 0 => r.divEpoch = p.divEpoch)
+    /\ p.kind = "snapshot" => r.snapshot = p.snapshot
     /\ Len(r.entries) = p.count
     /\ p.count > 0 => r.fetchOffset = p.batches[1][1] - 1
     /\ \A b \in 1..Len(p.batches) :
           \A o \in p.batches[b][1]..p.batches[b][2] :
              r.entries[o - p.batches[1][1] + 1].epoch = p.batches[b][3]
 
+\* A FetchSnapshotResponse carries the snapshot's content in the spec (bytes in the
+\* implementation), so it is matched by its other fields; `len` is the chunk's length in bytes.
+SnapMatches(r, p) ==
+    /\ r.type = "FetchSnapshotResponse"
+    /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    /\ r.kind = p.kind
+    /\ p.kind = "ok" =>
+          /\ r.snapshot = p.snapshot /\ r.position = p.position
+          /\ r.size = p.size /\ r.len = p.len
+
 \* A VoteResponse does not say whether it answers a pre-vote (Kafka's wire format has no such
 \* field); unless the trace tells (`preVote` logged), either spec response matches (`anyPre`).
 Matches(r, op) ==
-    IF ~op.exact THEN FetchMatches(r, op.m)
+    IF ~op.exact /\ op.m.type = "FetchSnapshotResponse" THEN SnapMatches(r, op.m)
+    ELSE IF ~op.exact THEN FetchMatches(r, op.m)
     ELSE IF op.anyPre THEN r.type = op.m.type /\ [r EXCEPT !.preVote = op.m.preVote] = op.m
     ELSE r = op.m
 
@@ -110,21 +122,56 @@ TraceSendFetchRequest(s) ==
     /\ alive[s]
     /\ \/ s \in Voters /\ state[s] = "Follower"
        \/ s \in Observers
+    /\ ~Fetching(s)
     /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE Voters) \ {s} :
           messages' = Add(messages,
              [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
               fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])])
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
-\* The implementation's fetch size limit is far above any simulated log: a response carries
-\* every record after the fetch offset (KRaft allows any non-empty prefix).
 NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
 
-TraceHandleFetchRequest(m) ==
+\* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
+\* timeout, while the old one may still be in the network.
+TraceSendFetchSnapshotRequest(s) ==
+    LET t == snapFetch[s] IN
+    /\ alive[s]
+    /\ state[s] = "Follower"
+    /\ Fetching(s)
+    /\ t.position < t.size \/ t.size < 0
+    /\ messages' = Add(messages,
+          [type |-> "FetchSnapshotRequest", src |-> s, dst |-> t.leader, epoch |-> currentEpoch[s],
+           snapshot |-> t.snapshot, position |-> t.position])
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars, snapVars, snapFetch>>
+
+\* The leader's chunk has the length the implementation's answer had (`len`, from the trace;
+\* 0 when no answer was ever seen: then the rest of the snapshot).
+TraceHandleFetchSnapshotRequest(m, len) ==
+    /\ HandleFetchSnapshotRequest(m)
+    /\ \A r \in DOMAIN messages' :
+          (NewIn(r) /\ r.type = "FetchSnapshotResponse" /\ r.kind = "ok")
+             => r.len = IF len > 0 THEN len ELSE r.size - r.position
+
+\* The driver found the fetched snapshot invalid: the transfer starts over from Fetch.
+AbandonSnapFetch(s) ==
+    /\ Fetching(s) /\ snapFetch[s].size = snapFetch[s].position
+    /\ snapFetch' = [snapFetch EXCEPT ![s] = NoSnapFetch]
+    /\ UNCHANGED <<serverVars, logVars, leaderVars, messages, ghostVars, snapVars>>
+
+\* The snapshot sizes the trace shows (TraceData's SnapSizes: <<leader, <<end, epoch>>>> ->
+\* bytes), substituted for KRaft's abstract SnapshotSize.
+TraceSnapshotSize(s, id) == IF <<s, id>> \in DOMAIN SnapSizes THEN SnapSizes[<<s, id>>] ELSE 1
+
+\* The implementation's fetch size limit (1 MiB) is far above any simulated log: a response
+\* carries every record after the fetch offset (KRaft allows any non-empty prefix).
+\* Where the trace shows answers cut by a smaller limit (the snapshots profile's 160 bytes),
+\* `counts` are the record counts of the answers seen to a fetch from this offset.
+TraceHandleFetchRequest(m, counts) ==
     /\ HandleFetchRequest(m)
     /\ \A r \in DOMAIN messages' :
-          (NewIn(r) /\ r.type = "FetchResponse" /\ r.kind = "ok")
-             => Len(r.entries) = Len(log[m.dst]) - m.fetchOffset
+          (NewIn(r) /\ r.type = "FetchResponse" /\ r.kind = "ok" /\ r.entries # <<>>)
+             => IF counts = <<>> THEN Len(r.entries) = Len(log[m.dst]) - m.fetchOffset
+                ELSE \E i \in DOMAIN counts : Len(r.entries) = counts[i]
 
 \* The leader advanced its HWM while handling the fetch and answers with the new one: the
 \* response just sent by HandleFetchRequest leaves after AdvanceHighWatermark.
@@ -166,7 +213,7 @@ DoOp(op) ==
       [] op.a = "HandleBeginQuorumEpochRequest" -> HandleBeginQuorumEpochRequest(cur)
       [] op.a = "HandleBeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(cur)
       [] op.a = "HandleEndQuorumEpochRequest" -> HandleEndQuorumEpochRequest(cur)
-      [] op.a = "HandleFetchRequest" -> TraceHandleFetchRequest(cur)
+      [] op.a = "HandleFetchRequest" -> TraceHandleFetchRequest(cur, op.xs)
       [] op.a = "HandleFetchResponse" -> HandleFetchResponse(cur)
       [] op.a = "RefreshHwm" -> RefreshHwm(cur)
       [] op.a = "RaiseHwm" -> RaiseHwm(op.n, op.x)
@@ -180,7 +227,19 @@ DoOp(op) ==
       [] op.a = "AdvanceHighWatermark" -> AdvanceHighWatermark(op.n)
       [] op.a = "Crash" -> Crash(op.n)
       [] op.a = "Restart" -> Restart(op.n)
+      [] op.a = "CreateSnapshot" -> CreateSnapshot(op.n, op.x)
+      [] op.a = "AdvanceLogStartOffset" -> AdvanceLogStartOffset(op.n)
+      [] op.a = "SendFetchSnapshotRequest" -> TraceSendFetchSnapshotRequest(op.n)
+      [] op.a = "HandleFetchSnapshotRequest" -> TraceHandleFetchSnapshotRequest(cur, op.x)
+      [] op.a = "HandleFetchSnapshotResponse" -> HandleFetchSnapshotResponse(cur)
+      [] op.a = "InstallSnapshot" -> InstallSnapshot(op.n)
+      [] op.a = "AbandonSnapFetch" -> AbandonSnapFetch(op.n)
       [] OTHER -> FALSE
+
+\* The ops that set the snapshot variables themselves; every other op leaves them to
+\* NoSnapStep (KRaft's Next does the same).
+SnapOps == {"CreateSnapshot", "AdvanceLogStartOffset", "SendFetchSnapshotRequest",
+            "HandleFetchSnapshotRequest", "InstallSnapshot", "AbandonSnapFetch"}
 
 \* The logged state of the acting node after the event (primed: checked on the new state).
 \* The implementation stores no vote once it knows a leader (Kafka's quorum-state), so the
@@ -201,8 +260,16 @@ StateMatches(e) ==
        /\ st.state \in {"Unattached", "Voted", "Prospective", "Candidate"}
              => votedFor'[s] = N(st.votedFor)
        /\ Len(log'[s]) = st.endOffset
+       /\ logStart'[s] = st.logStart
        /\ LastEpoch(log'[s]) = st.lastEpoch
        /\ highWatermark'[s] = st.hwm
+
+\* KRaft's SnapshotMatchesLog, evaluated faster (membership per epoch, as TraceCommit).
+TraceSnapshotMatchesLog ==
+    \A s \in Server : \A x \in snapshots[s] :
+        /\ x[1] <= Len(log[s])
+        /\ log[s][x[1]].epoch = x[2]
+        /\ \A i \in 1..x[1] : \E ep \in 0..MaxEpoch : <<i, log[s][i], ep>> \in committed
 
 \* KRaft's safety invariants, required after every event (with CheckSafety): the bridging
 \* steps must not make an unsafe behaviour look acceptable.  LogMatching is left out: it is
@@ -213,6 +280,8 @@ SafetyOK ==
         /\ LeaderCompleteness
         /\ CommittedNeverLost
         /\ MajorityReachedHighWatermark
+        /\ LogStartAtSnapshot
+        /\ TraceSnapshotMatchesLog
 
 \* The spec state a report shows: per server, and the messages in flight.
 ServerView(s) ==
@@ -221,7 +290,9 @@ ServerView(s) ==
      lastEpoch |-> LastEpoch(log[s]), hwm |-> highWatermark[s],
      logEpochs |-> [i \in 1..Len(log[s]) |-> log[s][i].epoch],
      fetchOffsets |-> endOffset[s], votesGranted |-> votesGranted[s],
-     votesRejected |-> votesRejected[s], fetched |-> fetched[s]]
+     votesRejected |-> votesRejected[s], fetched |-> fetched[s],
+     logStart |-> logStart[s], snapshots |-> snapshots[s],
+     snapFetch |-> [snapFetch[s] EXCEPT !.content = Len(@)]]
 
 Report == <<"TRACE-STATE", [servers |-> [s \in Server |-> ServerView(s)], inFlight |-> messages]>>
 
@@ -229,8 +300,12 @@ TraceNext ==
     LET e == Trace[l] IN
     /\ l <= Len(Trace)
     /\ DoOp(e.ops[k])
-    \* KRaft's Next conjoins the effect on `fetched` to every step (KRaft.tla).
-    /\ IF e.ops[k].a = "HandleFetchResponse" THEN FetchedAfter(cur) ELSE KeepFetched
+    \* KRaft's Next conjoins the effect on `fetched` (and on a snapshot transfer) to every step.
+    /\ CASE e.ops[k].a = "HandleFetchResponse" ->
+              FetchedAfter(cur) /\ UNCHANGED snapVars /\ SnapFetchAfter(cur)
+         [] e.ops[k].a = "HandleFetchSnapshotResponse" -> FetchedAfter(cur)
+         [] e.ops[k].a \in SnapOps -> KeepFetched
+         [] OTHER -> KeepFetched /\ NoSnapStep
     /\ sent' = sent \cup DOMAIN messages'
     /\ IF e.ops[k].a = "Recv" THEN TRUE ELSE UNCHANGED cur
     /\ IF k = Len(e.ops)

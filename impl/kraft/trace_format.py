@@ -20,8 +20,11 @@ keys and no spaces so that the same run gives the same bytes. The keys of a line
   BecomeLeader, say); may be empty.
 - `message`: the message received (or dropped, or whose send failed) or null:
   {"type": class name, "src", "dst", the message's fields in camelCase}, record data
-  summarised as "batches": [[base offset, last offset, epoch], ...]; a ClientAppend is
-  {"type": "ClientAppend", "requestId", "records": number of values}.
+  summarised as "batches": [[base offset, last offset, epoch], ...] (a FetchSnapshot chunk as
+  "chunk", the same summary, and "chunkBytes", its length); a ClientAppend is
+  {"type": "ClientAppend", "requestId", "records": number of values}; a snapshot event of the
+  driver (SnapshotWritten, SnapshotValidated, the state machine's CreateSnapshot) is
+  `local_event_json` of it: its fields, "snapshotId" as [end offset, epoch].
 - `state`: the acting node's state after the step (STATE_KEYS: state, epoch, votedFor,
   leader, endOffset, lastEpoch, hwm, logStartOffset; state "Down" for a stopped node), or
   null.
@@ -232,8 +235,26 @@ def message_json(message: object, src: int, dst: int) -> JsonObject:
         value = getattr(message, name)
         if name == "records":
             out["batches"] = summarize_batches(value)
+        elif name == "chunk":
+            # A snapshot chunk: its batches, and its length (where the next chunk starts).
+            out["chunk"] = summarize_batches(value)
+            out["chunkBytes"] = len(value)
         else:
             out[key] = json_of(value)
+    return out
+
+
+def local_event_json(event: object) -> JsonObject | None:
+    """The `message` of a step taken on a driver event about snapshots (KIP-630), which trace
+    validation needs (the snapshot a SnapshotWritten adds), or None for any other event."""
+    name = type(event).__name__
+    if name not in ("CreateSnapshot", "SnapshotWritten", "SnapshotValidated"):
+        return None
+    out: JsonObject = {"type": name}
+    if is_dataclass(event) and not isinstance(event, type):
+        for f in fields(event):
+            if f.name != "now_ms":
+                out[camel(f.name)] = json_of(getattr(event, f.name))
     return out
 
 

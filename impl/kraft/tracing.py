@@ -15,7 +15,14 @@ from kraft.core.effects import ActionTaken, Effect, StateChanged
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed
 from kraft.core.replica_view import ReplicaView
 from kraft.ids import NodeId
-from kraft.trace_format import JsonObject, TraceEvent, encode, message_json, state_json
+from kraft.trace_format import (
+    JsonObject,
+    TraceEvent,
+    encode,
+    local_event_json,
+    message_json,
+    state_json,
+)
 
 
 class TraceFile:
@@ -52,6 +59,8 @@ class TraceFile:
                 "requestId": event.request_id,
                 "records": len(event.records),
             }
+        else:
+            message = local_event_json(event)  # the snapshot events trace validation reads
         self._write(now_ms, actions[0] if actions else type(event).__name__, actions, message, view)
 
     def _write(

@@ -13,12 +13,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kraft.core.vocabulary import Action
 from refinement.pipeline.seedrun import PAIR_ACTIONS, PAIR_STATES
 
 if TYPE_CHECKING:
     import pandas as pd
 
 _MAX_FAILURES_SHOWN = 20
+# The KIP-630 actions (KRaft.tla's snapshot steps), each shown with its coverage.
+SNAPSHOT_ACTIONS: tuple[str, ...] = tuple(
+    a.value
+    for a in (
+        Action.CREATE_SNAPSHOT,
+        Action.ADVANCE_LOG_START_OFFSET,
+        Action.SEND_FETCH_SNAPSHOT_REQUEST,
+        Action.HANDLE_FETCH_SNAPSHOT_REQUEST,
+        Action.HANDLE_FETCH_SNAPSHOT_RESPONSE,
+        Action.INSTALL_SNAPSHOT,
+    )
+)
 _METRIC_TITLES = {
     "time_to_first_leader_ms": "time to first leader (virtual ms)",
     "election_ms": "election time: first timeout to new leader (virtual ms)",
@@ -80,6 +93,32 @@ def _plot_coverage(pairs: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def snapshot_coverage(actions: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per KIP-630 action: the campaign's events and runs that took it, and the
+    TLC-validated trace samples (accepted) whose validated prefix holds it."""
+    import pandas as pd
+
+    spec = actions[actions["kind"] == "spec"].set_index("name")
+    rows = []
+    for name in SNAPSHOT_ACTIONS:
+        validated = [
+            f"{r.profile}/{r.seed}"
+            for r in samples.itertuples()
+            if f"action:{name}" in set(r.classes) and str(r.validation).startswith("accepted")
+        ]
+        known = name in spec.index
+        rows.append(
+            {
+                "action": name,
+                "events": int(spec.loc[name, "events"]) if known else 0,
+                "seeds": int(spec.loc[name, "seeds"]) if known else 0,
+                "covered": bool(spec.loc[name, "covered"]) if known else False,
+                "validated_in": ", ".join(validated) or "-",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _frame_html(df: pd.DataFrame) -> str:
     page: str = df.to_html(index=False, border=0, classes="t", float_format=lambda x: f"{x:,.1f}")
     return page
@@ -139,6 +178,13 @@ def build_report(out: Path) -> Path:
     for kind in ("spec", "sim"):
         missing = actions[(actions["kind"] == kind) & ~actions["covered"]]["name"].tolist()
         parts.append(f"<p>{kind} actions uncovered: <b>{e(', '.join(missing) or 'none')}</b></p>")
+    snaps = snapshot_coverage(actions, samples)
+    missing = snaps[~snaps["covered"]]["action"].tolist()
+    parts.append(
+        "<h3>Snapshot actions (KIP-630)</h3><p>Runs that took each snapshot action, and the"
+        " earmarked traces accepted by TLC (TraceKRaft.tla) whose validated prefix holds it."
+        f" Uncovered: <b>{e(', '.join(missing) or 'none')}</b>.</p>" + _frame_html(snaps)
+    )
     parts.append(_frame_html(actions[["kind", "name", "events", "seeds", "first_seed"]]))
     _plot_coverage(pairs, out / "coverage.png")
     covered = int(pairs["covered"].sum())

@@ -1,7 +1,7 @@
 """The command line of trace validation:
 
 python -m refinement.traces validate TRACE.ndjson
-python -m refinement.traces conformance --seeds N [--events E] [--profile P]
+python -m refinement.traces conformance --seeds N [--events E] [--profile P]  (P: snapshots too)
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from refinement.faults import PROFILES
 from refinement.traces.conformance import CONFORMANCE_PROFILES, conformance
 from refinement.traces.validate import validate_trace
 
@@ -27,7 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--seeds", type=int, default=20)
     c.add_argument("--first-seed", type=int, default=0)
     c.add_argument("--events", type=int, default=300)
-    c.add_argument("--profile", choices=CONFORMANCE_PROFILES, help="one profile for all seeds")
+    c.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        help="one profile for all seeds (default: lossy, crashes, partitions, mixed in turn;"
+        " snapshots by name)",
+    )
     c.add_argument("--jobs", type=int, default=2)
     c.add_argument("--keep", type=Path, help="keep the traces in this directory")
     return p

@@ -2,7 +2,9 @@
 (kraft.trace_format) becomes a fixed sequence of spec steps ("ops") with parameters fixed by
 the event, plus the acting node's logged state to compare after the last one. Owns the TLA+
 value syntax of those records and the bookkeeping the mapping needs across events (the fetches
-a leader holds). The mapping is documented in spec/README.md ("Trace validation").
+a leader holds; what later answers show of an answer the leader's step did not log: a
+FetchSnapshot chunk's length, a snapshot's size, a size-limited Fetch answer's record count).
+The mapping is documented in spec/README.md ("Trace validation").
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from kraft.trace_format import JsonObject, TraceEvent
 
 NIL = -1
 
-# Spec message types; other messages (EndQuorumEpochResponse, FetchSnapshot*) are not
+# Spec message types; other messages (EndQuorumEpochResponse, voter changes) are not
 # modelled by KRaft.tla and their events are stutter steps.
 _MODELLED = frozenset(
     {
@@ -26,8 +28,13 @@ _MODELLED = frozenset(
         "EndQuorumEpochRequest",
         "FetchRequest",
         "FetchResponse",
+        "FetchSnapshotRequest",
+        "FetchSnapshotResponse",
     }
 )
+# FetchSnapshotResponse error codes with a spec kind of their own (kraft.errors.ErrorCode).
+_SNAPSHOT_NOT_FOUND = 98
+_POSITION_OUT_OF_RANGE = 99
 # Actions that are one spec step of the acting node.
 _NODE_ACTIONS = frozenset(
     {
@@ -39,6 +46,11 @@ _NODE_ACTIONS = frozenset(
         "AdvanceHighWatermark",
         "Restart",
         "Crash",
+        # KIP-630: the log start moves to a snapshot held (the logged state says which);
+        # a chunk is asked for; a fetched and validated snapshot is installed.
+        "AdvanceLogStartOffset",
+        "SendFetchSnapshotRequest",
+        "InstallSnapshot",
     }
 )
 # Core actions with no spec counterpart and no effect on spec state.
@@ -88,6 +100,17 @@ def _nil(v: int) -> int:
     return NIL if v < 0 else v
 
 
+def _pair(msg: JsonObject | None, key: str) -> tuple[int, int] | None:
+    """An [offset, epoch] pair (a snapshot id) of a logged message, or None."""
+    v = None if msg is None else msg.get(key)
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v):
+        return int(str(v[0])), int(str(v[1]))
+    return None
+
+
+_NO_SNAPSHOT = (-1, -1)
+
+
 def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
     """The spec message a logged one stands for, and whether it is exact (every spec field
     known) or a FetchResponse pattern (the fetch it answers is not logged)."""
@@ -122,6 +145,29 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
             "fetchOffset": _int(msg, "fetchOffset"),
             "lastFetchedEpoch": _int(msg, "lastFetchedEpoch"),
         }
+    elif t == "FetchSnapshotRequest":
+        base |= {
+            "epoch": _int(msg, "replicaEpoch"),
+            "snapshot": _pair(msg, "snapshotId") or _NO_SNAPSHOT,
+            "position": _int(msg, "position", 0),
+        }
+    elif t == "FetchSnapshotResponse":
+        # The spec's chunk carries the snapshot's content, the implementation's its bytes:
+        # matched by the other fields (TraceKRaft's SnapMatches), `len` = the chunk's bytes.
+        err = _int(msg, "error", 0)
+        snap_kind = {0: "ok", _SNAPSHOT_NOT_FOUND: "notFound", _POSITION_OUT_OF_RANGE: "outOfRange"}
+        return {
+            "type": t,
+            "src": base["src"],
+            "dst": base["dst"],
+            "epoch": _int(msg, "leaderEpoch"),
+            "leader": _nil(_int(msg, "leaderId")),
+            "kind": snap_kind.get(err, "error"),
+            "snapshot": _pair(msg, "snapshotId") or _NO_SNAPSHOT,
+            "position": _int(msg, "position", 0),
+            "size": _int(msg, "size", 0),
+            "len": _int(msg, "chunkBytes", 0),
+        }, False
     elif t == "FetchResponse":
         raw = msg.get("batches")
         batches: list[tuple[int, int, int]] = []
@@ -133,14 +179,18 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
                     # Spec offsets are 1-based positions: record o is entry o + 1.
                     batches.append((base_off + 1, last + 1, epoch))
         diverging = msg.get("divergingEpoch")
+        snapshot = _pair(msg, "snapshotId")
         if _int(msg, "error", 0) != 0:
             kind, div_end, div_epoch = "error", 0, 0
         elif isinstance(diverging, list) and len(diverging) == 2:
             kind = "diverging"
             div_end, div_epoch = int(str(diverging[0])), int(str(diverging[1]))
+        elif snapshot is not None:
+            kind, div_end, div_epoch = "snapshot", 0, 0
         else:
             kind, div_end, div_epoch = "ok", 0, 0
         pattern: dict[str, TlaValue] = {
+            "type": t,
             "src": base["src"],
             "dst": base["dst"],
             "epoch": _int(msg, "leaderEpoch"),
@@ -150,6 +200,7 @@ def spec_message(msg: JsonObject) -> tuple[dict[str, TlaValue], bool]:
             "hwm": max(_int(msg, "highWatermark"), -1),
             "divEnd": div_end,
             "divEpoch": div_epoch,
+            "snapshot": snapshot if kind == "snapshot" and snapshot is not None else _NO_SNAPSHOT,
             "count": sum(b[1] - b[0] + 1 for b in batches),
             "batches": tuple(batches),
         }
@@ -174,6 +225,7 @@ def _op(
     m: dict[str, TlaValue] | None = None,
     exact: bool = True,
     any_pre: bool = False,
+    xs: tuple[int, ...] = (),
 ) -> dict[str, TlaValue]:
     return {
         "a": a,
@@ -183,6 +235,7 @@ def _op(
         "m": _NO_MSG if m is None else m,
         "exact": exact,
         "anyPre": any_pre,
+        "xs": xs,
     }
 
 
@@ -192,10 +245,54 @@ class _Parked:
     deadline: int
 
 
+# A FetchSnapshot chunk: (leader, follower, snapshot id, position).
+ChunkKey = tuple[int, int, tuple[int, int], int]
+
+
+@dataclass(frozen=True)
+class SnapshotSizes:
+    """What the trace shows of the snapshots served: each chunk's length in bytes and each
+    snapshot's size, from every FetchSnapshotResponse logged (received or dropped). A leader
+    handles a FetchSnapshotRequest before its answer is logged; the spec's leader then sends a
+    chunk of the length the answer will show."""
+
+    chunks: dict[ChunkKey, int]
+    sizes: dict[tuple[int, tuple[int, int]], int]
+    # Fetch answers with records: (leader, follower, fetch offset) -> the record counts seen.
+    fetch_counts: dict[tuple[int, int, int], set[int]]
+
+
+def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
+    chunks: dict[ChunkKey, int] = {}
+    sizes: dict[tuple[int, tuple[int, int]], int] = {}
+    counts: dict[tuple[int, int, int], set[int]] = {}
+    for ev in events:
+        msg = ev.message
+        if msg is not None and msg.get("type") == "FetchResponse":
+            batches = msg.get("batches")
+            if isinstance(batches, list) and batches and isinstance(batches[0], list):
+                first = batches[0][0]
+                last = batches[-1][1] if isinstance(batches[-1], list) else None
+                if isinstance(first, int) and isinstance(last, int):
+                    key = (_int(msg, "src"), _int(msg, "dst"), first)
+                    counts.setdefault(key, set()).add(last - first + 1)
+            continue
+        if msg is None or msg.get("type") != "FetchSnapshotResponse" or _int(msg, "error", 0):
+            continue
+        snap = _pair(msg, "snapshotId")
+        if snap is None:
+            continue
+        src, dst = _int(msg, "src"), _int(msg, "dst")
+        chunks[(src, dst, snap, _int(msg, "position", 0))] = _int(msg, "chunkBytes", 0)
+        sizes[(src, snap)] = _int(msg, "size", 0)
+    return SnapshotSizes(chunks, sizes, counts)
+
+
 @dataclass
 class _Mapper:
     """Translates events in order; remembers the fetches a leader holds (long polling)."""
 
+    snaps: SnapshotSizes
     parked: dict[int, list[_Parked]] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
@@ -213,6 +310,14 @@ class _Mapper:
             self.parked.pop(node, None)
             return [_op("Crash", node)]
         acts = list(ev.actions)
+        if (
+            not acts
+            and msg is not None
+            and msg.get("type") == "SnapshotValidated"
+            and msg.get("valid") is False
+        ):
+            # A fetched snapshot failed validation: the transfer starts over.
+            return [_op("AbandonSnapFetch", node)]
         if acts and acts[0] == "Restart":
             self.parked.pop(node, None)
         received = (
@@ -244,12 +349,31 @@ class _Mapper:
                         i += 1
             elif a == "ClientAppend":
                 ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
+            elif a == "CreateSnapshot":
+                # The snapshot a SnapshotWritten made durable (its id is the event's).
+                snap = _pair(msg, "snapshotId")
+                ops.append(_op("CreateSnapshot", node, x=snap[0] if snap else -1))
             elif a in _NODE_ACTIONS:
                 ops.append(_op(a, node))
             elif a not in _SILENT_ACTIONS:
                 ops.append(_op(f"Unmapped:{a}", node))
             i += 1
+        for j in range(1, len(ops)):
+            if ops[j]["a"] == "HandleFetchRequest" and ops[j - 1]["a"] == "Recv":
+                ops[j]["xs"] = self._fetch_counts(ops[j - 1]["m"])
         return ops or [_op("Skip")]
+
+    def _fetch_counts(self, request: TlaValue) -> tuple[int, ...]:
+        """The record counts the trace shows in the leader's answers to a fetch from this
+        offset (a fetch size limit cuts them); () if none was seen: every record follows."""
+        if not isinstance(request, dict):
+            return ()
+        key = (request.get("dst"), request.get("src"), request.get("fetchOffset"))
+        if not all(isinstance(v, int) for v in key):
+            return ()
+        leader, follower, offset = (int(str(v)) for v in key)
+        # A fetch from offset o (= records held) is answered from the record at offset o.
+        return tuple(sorted(self.snaps.fetch_counts.get((leader, follower, offset), ())))
 
     def _receive(
         self,
@@ -273,6 +397,11 @@ class _Mapper:
                 _op("LearnLeader", node, x=_int(msg, "leaderId"), e=_int(msg, "leaderEpoch"))
             )
             ops.append(_op("HandleEndQuorumEpochRequest", node))
+            return 0
+        if t == "FetchSnapshotRequest":
+            key = (node, _int(msg, "src"), _pair(msg, "snapshotId") or _NO_SNAPSHOT,
+                   _int(msg, "position", 0))  # fmt: skip
+            ops.append(_op("HandleFetchSnapshotRequest", node, x=self.snaps.chunks.get(key, 0)))
             return 0
         ldr = _int(msg, "leaderId") if t == "VoteResponse" else NIL
         learn = ldr >= 0 and ldr != node
@@ -331,6 +460,7 @@ def _state(ev: TraceEvent) -> tuple[bool, dict[str, TlaValue]]:
         "endOffset": _int(st, "endOffset", 0),
         "lastEpoch": _int(st, "lastEpoch", 0),
         "hwm": max(_int(st, "hwm"), 0),
+        "logStart": _int(st, "logStartOffset", 0),
     }
 
 
@@ -343,10 +473,12 @@ class MappedTrace:
     max_epoch: int
     max_log: int
     crashes: int
+    snapshot_sizes: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict)
 
 
 def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
-    mapper = _Mapper()
+    snaps = snapshot_sizes(events)
+    mapper = _Mapper(snaps)
     records: list[dict[str, TlaValue]] = []
     counts: list[int] = []
     servers: set[int] = set()
@@ -371,4 +503,5 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
         max_epoch=max_epoch,
         max_log=max_log,
         crashes=crashes,
+        snapshot_sizes=snaps.sizes,
     )

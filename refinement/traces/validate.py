@@ -27,11 +27,18 @@ TRACE_SPEC = SPEC_DIR / "TraceKRaft.tla"
 
 
 def trace_module(mapped: MappedTrace, *, target: int = 0, check_safety: bool = True) -> str:
-    lines = ["---- MODULE TraceData ----", "EXTENDS Integers, Sequences", "", "Trace == <<"]
+    lines = ["---- MODULE TraceData ----", "EXTENDS Integers, Sequences, TLC", "", "Trace == <<"]
     body = [tla(r) for r in mapped.records]
     lines.append(",\n".join(body))
+    sizes = [
+        f"(<<{src}, {tla(snap)}>> :> {size})"
+        for (src, snap), size in sorted(mapped.snapshot_sizes.items())
+    ]
     lines += [
         ">>",
+        "",
+        "\\* Bytes of each snapshot a leader served: <<leader, <<end, epoch>>>> -> size.",
+        "SnapSizes == " + (" @@ ".join(sizes) if sizes else "[x \\in {} |-> 0]"),
         "",
         f"Target == {target}",
         f"CheckSafety == {tla(check_safety)}",
@@ -53,6 +60,8 @@ def trace_config(mapped: MappedTrace, voters: Iterable[int] | None = None) -> st
             f"    MaxLogLen = {mapped.max_log + 1}",
             "    MaxMessages = 1000000",
             f"    MaxRestarts = {mapped.crashes + 1}",
+            "    MaxSnapshots = 1000000",
+            "    SnapshotSize <- TraceSnapshotSize",
             "    Nil <- NilValue",
             "    Commit <- TraceCommit",
             '    Mutant = "none"',

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_harness import leader_of, make_cluster
+from cluster_harness import FAST, leader_of, make_cluster
 from polling import kraft_info, wait_for
 
 from kraft.client import Address, append
-from kraft.cluster import LocalCluster
+from kraft.cluster import LocalCluster, free_ports
 from refinement.traces import merge_traces, validate_trace
 
 
@@ -82,6 +82,65 @@ def test_merged_traces_of_a_crash_and_restart_are_accepted_by_tlc(tmp_path: Path
     assert events[restart - 1].node == events[restart].node == first
 
     res = validate_trace(events, timeout_s=120.0, voters=nodes)
+    assert res.accepted, (
+        f"first_unmatched={res.first_unmatched}\nevent={res.event}\n"
+        f"state_before=\n{res.state_before}\n(cluster run {run_s:.1f} s)"
+    )
+
+
+# Snapshots every 4 KiB of records: a follower stopped early is left behind the leader's log
+# start and catches up by FetchSnapshot.
+SNAPSHOT_OVERRIDES = {
+    **FAST,
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    "metadata.log.segment.bytes": "8192",
+}
+
+
+@pytest.mark.tlc
+def test_merged_traces_of_a_snapshot_catch_up_are_accepted_by_tlc(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    cluster = LocalCluster(tmp_path, free_ports(3), overrides=SNAPSHOT_OVERRIDES, trace=True)
+    cluster.format()
+    nodes = list(cluster.node_ids)
+    cluster.start()
+    try:
+        bootstrap = list(cluster.addresses.values())
+        lead = _leader(cluster, nodes)
+        _append_all(bootstrap, "first", 5)
+        victim = next(n for n in nodes if n != lead)
+        behind = kraft_info(cluster.addresses[victim])
+        assert behind is not None
+        assert cluster.stop(victim) == 0
+        survivors = [n for n in nodes if n != victim]
+        _append_all([cluster.addresses[n] for n in survivors], "x" * 200, 60)
+        wait_for(
+            "the leader's log start to pass the stopped follower's end",
+            lambda: (
+                (i := kraft_info(cluster.addresses[lead])) is not None
+                and i.log_start_offset > behind.end_offset
+            ),
+            timeout_s=15.0,
+        )
+        cluster.start(victim)
+        wait_for(
+            "the restarted follower to install a snapshot",
+            lambda: (
+                (i := kraft_info(cluster.addresses[victim])) is not None
+                and i.log_start_offset > behind.end_offset
+            ),
+            timeout_s=15.0,
+        )
+    finally:
+        codes = cluster.stop_all()
+    assert codes == dict.fromkeys(nodes, 0)
+    run_s = time.monotonic() - t0
+
+    events = merge_traces(cluster.trace_path(n) for n in nodes)
+    taken = {a for e in events for a in e.actions}
+    assert {"CreateSnapshot", "AdvanceLogStartOffset", "HandleFetchSnapshotResponse"} <= taken
+    assert "InstallSnapshot" in taken
+    res = validate_trace(events, timeout_s=300.0, voters=nodes)
     assert res.accepted, (
         f"first_unmatched={res.first_unmatched}\nevent={res.event}\n"
         f"state_before=\n{res.state_before}\n(cluster run {run_s:.1f} s)"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from refinement.faults import PROFILES
 from refinement.pipeline import aggregate
-from refinement.pipeline.campaign import CampaignConfig, run_campaign
+from refinement.pipeline.campaign import PROFILE_ORDER, CampaignConfig, run_campaign
 from refinement.pipeline.schemas import events_schema, seeds_schema
 from refinement.pipeline.seedrun import PAIR_ACTIONS, PAIR_STATES, SIM_ACTIONS, SPEC_ACTIONS
 
@@ -40,17 +41,12 @@ def test_datasets_have_the_declared_schemas(spark, two_runs):
     assert seeds.schema.simpleString() == seeds_schema().simpleString()
     events = spark.read.parquet(str(out / "events"))
     assert events.schema.simpleString() == events_schema().simpleString()
-    # 2 seeds x 6 profiles, every event kept: one events row per trace line.
-    assert seeds.count() == 12
+    # 2 seeds x every profile (snapshots among them), every event kept: one events row per
+    # trace line.
+    assert set(PROFILE_ORDER) == set(PROFILES) and "snapshots" in PROFILE_ORDER
+    assert seeds.count() == 2 * len(PROFILE_ORDER)
     assert events.count() == seeds.groupBy().sum("trace_events").first()[0]
-    assert set(read(out / "seeds")["profile"]) == {
-        "none",
-        "lossy",
-        "partitions",
-        "crashes",
-        "shutdowns",
-        "mixed",
-    }
+    assert set(read(out / "seeds")["profile"]) == set(PROFILE_ORDER)
     for name in [*aggregate.TABLES, "trace_samples"]:
         assert (out / "aggregates" / name).is_dir(), name
 
@@ -62,8 +58,10 @@ def test_coverage_names_every_spec_and_sim_action(two_runs):
     assert {("spec", a) for a in SPEC_ACTIONS} <= listed
     assert {("sim", a) for a in SIM_ACTIONS} <= listed
     spec = actions[actions["kind"] == "spec"].set_index("name")
-    # An election happens in every run; snapshots are never taken by the simulator yet.
-    assert spec.loc["BecomeLeader", "covered"] and spec.loc["BecomeLeader", "seeds"] == 12
+    # An election happens in every run; the snapshots profile takes snapshots.
+    assert spec.loc["BecomeLeader", "covered"]
+    assert spec.loc["BecomeLeader", "seeds"] == 2 * len(PROFILE_ORDER)
+    assert spec.loc["CreateSnapshot", "covered"]
     uncovered = set(spec.index[~spec["covered"]])
     assert uncovered == set(two_runs[2].uncovered_spec)
     assert spec.loc[list(uncovered), "events"].eq(0).all()
@@ -77,7 +75,7 @@ def test_coverage_names_every_spec_and_sim_action(two_runs):
 def test_distributions_per_profile(two_runs):
     dists = read(two_runs[2].out / "aggregates" / "distributions")
     first = dists[dists["metric"] == "time_to_first_leader_ms"].set_index("profile")
-    assert (first["count"] == 2).all() and len(first) == 6
+    assert (first["count"] == 2).all() and len(first) == len(PROFILE_ORDER)
     # No election before the first election timeout (1000 ms).
     assert (first["min"] >= 1000).all()
     lat = dists[dists["metric"] == "commit_latency_ms"].set_index("profile")

@@ -54,6 +54,13 @@ ACTIONS = {
     "Restart",
     "DropMessage",
     "DuplicateMessage",
+    # KIP-630
+    "CreateSnapshot",
+    "AdvanceLogStartOffset",
+    "SendFetchSnapshotRequest",
+    "HandleFetchSnapshotRequest",
+    "HandleFetchSnapshotResponse",
+    "InstallSnapshot",
 }
 
 

@@ -8,11 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from kraft.core.events import SnapshotWritten, Tick
+from kraft.core.messages import FetchSnapshotResponse
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.trace_format import (
     TraceEvent,
     TraceFormatError,
     TraceWriter,
     encode,
+    local_event_json,
+    message_json,
     parse_line,
     read_trace,
 )
@@ -79,3 +85,26 @@ def test_writer_and_reader_round_trip(tmp_path: Path) -> None:
 def test_malformed_lines_are_a_typed_error(text: str) -> None:
     with pytest.raises(TraceFormatError):
         parse_line(text, 9)
+
+
+def test_snapshot_events_carry_their_snapshot_id_and_other_events_nothing() -> None:
+    snap = OffsetAndEpoch(Epoch(3), Offset(10))
+    assert local_event_json(SnapshotWritten(5, snap)) == {
+        "type": "SnapshotWritten",
+        "snapshotId": [10, 3],
+    }
+    assert local_event_json(Tick(5)) is None
+
+
+def test_a_snapshot_chunk_is_logged_with_its_length() -> None:
+    resp = FetchSnapshotResponse(
+        ErrorCode.NONE,
+        NodeId(1),
+        Epoch(2),
+        OffsetAndEpoch(Epoch(1), Offset(10)),
+        size=234,
+        position=160,
+        chunk=b"x" * 74,
+    )
+    line = message_json(resp, 1, 3)
+    assert line["chunkBytes"] == 74 and line["position"] == 160 and line["size"] == 234
