@@ -259,7 +259,26 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"
 
 
-def render(results: dict[str, list[Figure]], errors: dict[str, str]) -> str:
+def _sections(text: str) -> dict[str, list[str]]:
+    """The suite sections of a BENCHMARKS.md written before: heading's suite -> its lines."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = out.setdefault(line[3:], [])
+        elif current is not None:
+            current.append(line)
+    return out
+
+
+def render(
+    results: dict[str, list[Figure]],
+    errors: dict[str, str],
+    kept: dict[str, list[str]] | None = None,
+) -> str:
+    """The whole file; `kept`: sections of suites not run this time, carried over as they were
+    (with --only), in the suites' order."""
+    kept = kept or {}
     lines = [
         "# Benchmarks",
         "",
@@ -270,9 +289,17 @@ def render(results: dict[str, list[Figure]], errors: dict[str, str]) -> str:
         "process, in the same run.",
         "",
     ]
-    for suite, figures in results.items():
+    for suite in SUITES:
+        if suite in kept and suite not in results and suite not in errors:
+            lines += [f"## {suite}", *kept[suite]]
+            continue
+        if suite not in results:
+            continue
+        figures = results[suite]
         lines += [
             f"## {suite}",
+            "",
+            f"Measured {time.strftime('%Y-%m-%d')}.",
             "",
             "| benchmark | median | target | met | baseline | baseline median | ratio |",
             "| --- | --- | --- | --- | --- | --- | --- |",
@@ -313,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             errors[suite] = f"{type(exc).__name__}: {exc}"
         for f in results.get(suite, []):
             print(f"[bench]   {f.name}: {_fmt(f.value)} {f.unit}", file=sys.stderr)
-    args.out.write_text(render(results, errors))
+    # With --only, the other suites' sections of the existing file are kept as they were.
+    kept = _sections(args.out.read_text()) if args.only and args.out.exists() else {}
+    args.out.write_text(render(results, errors, kept))
     print(f"wrote {args.out}")
     return 0
 
