@@ -94,6 +94,8 @@ SNAPSHOT_OVERRIDES = {
     **FAST,
     "metadata.log.max.record.bytes.between.snapshots": "4096",
     "metadata.log.segment.bytes": "8192",
+    # Retention moves the log start to the newest snapshot at once.
+    "metadata.max.retention.bytes": "0",
 }
 
 
