@@ -165,7 +165,8 @@ TraceSnapshotSize(s, id) == IF <<s, id>> \in DOMAIN SnapSizes THEN SnapSizes[<<s
 \* The implementation's fetch size limit (1 MiB) is far above any simulated log: a response
 \* carries every record after the fetch offset (KRaft allows any non-empty prefix).
 \* Where the trace shows answers cut by a smaller limit (the snapshots profile's 160 bytes),
-\* `counts` are the record counts of the answers seen to a fetch from this offset.
+\* `counts` holds the record count of this fetch's answer as the trace shows it (empty when
+\* the answer was never logged: then nothing constrains it; refinement/traces/mapping.py).
 TraceHandleFetchRequest(m, counts) ==
     /\ HandleFetchRequest(m)
     /\ \A r \in DOMAIN messages' :

@@ -10,6 +10,7 @@ The mapping is documented in spec/README.md ("Trace validation").
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -258,16 +259,45 @@ class SnapshotSizes:
 
     chunks: dict[ChunkKey, int]
     sizes: dict[tuple[int, tuple[int, int]], int]
-    # Fetch answers with records: (leader, follower, fetch offset) -> the record counts seen.
-    fetch_counts: dict[tuple[int, int, int], set[int]]
+    # Fetch answers with records, in trace order: (leader, follower, fetch offset) ->
+    # (event index, record count) of each answer logged (received or dropped).
+    fetch_answers: dict[tuple[int, int, int], list[tuple[int, int]]]
+    # (leader, follower) -> the indices of the leader's events that received a Fetch from it.
+    fetches_received: dict[tuple[int, int], list[int]]
+
+    def answer_count(self, leader: int, follower: int, offset: int, at: int) -> int | None:
+        """The record count of the answer to the fetch from `offset` that `leader` handled at
+        event `at`: the first answer logged after `at` and before the leader received the
+        follower's next fetch (a follower has one fetch in flight). None when that answer was
+        never logged (lost with no trace line): nothing then constrains it. An answer to an
+        earlier or later fetch from the same offset says nothing of this one's."""
+        received = self.fetches_received.get((leader, follower), [])
+        nxt = bisect_right(received, at)
+        until = received[nxt] if nxt < len(received) else None
+        for index, count in self.fetch_answers.get((leader, follower, offset), []):
+            if index <= at:
+                continue
+            if until is not None and index > until:
+                return None
+            return count
+        return None
 
 
 def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
     chunks: dict[ChunkKey, int] = {}
     sizes: dict[tuple[int, tuple[int, int]], int] = {}
-    counts: dict[tuple[int, int, int], set[int]] = {}
+    answers: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    received: dict[tuple[int, int], list[int]] = {}
     for ev in events:
         msg = ev.message
+        if (
+            msg is not None
+            and msg.get("type") == "FetchRequest"
+            and ev.node is not None
+            and ev.actions[:1] == ("HandleFetchRequest",)
+        ):
+            received.setdefault((ev.node, _int(msg, "src")), []).append(ev.index)
+            continue
         if msg is not None and msg.get("type") == "FetchResponse":
             batches = msg.get("batches")
             if isinstance(batches, list) and batches and isinstance(batches[0], list):
@@ -275,7 +305,7 @@ def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
                 last = batches[-1][1] if isinstance(batches[-1], list) else None
                 if isinstance(first, int) and isinstance(last, int):
                     key = (_int(msg, "src"), _int(msg, "dst"), first)
-                    counts.setdefault(key, set()).add(last - first + 1)
+                    answers.setdefault(key, []).append((ev.index, last - first + 1))
             continue
         if msg is None or msg.get("type") != "FetchSnapshotResponse" or _int(msg, "error", 0):
             continue
@@ -285,7 +315,7 @@ def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
         src, dst = _int(msg, "src"), _int(msg, "dst")
         chunks[(src, dst, snap, _int(msg, "position", 0))] = _int(msg, "chunkBytes", 0)
         sizes[(src, snap)] = _int(msg, "size", 0)
-    return SnapshotSizes(chunks, sizes, counts)
+    return SnapshotSizes(chunks, sizes, answers, received)
 
 
 @dataclass
@@ -360,12 +390,13 @@ class _Mapper:
             i += 1
         for j in range(1, len(ops)):
             if ops[j]["a"] == "HandleFetchRequest" and ops[j - 1]["a"] == "Recv":
-                ops[j]["xs"] = self._fetch_counts(ops[j - 1]["m"])
+                ops[j]["xs"] = self._fetch_counts(ops[j - 1]["m"], ev.index)
         return ops or [_op("Skip")]
 
-    def _fetch_counts(self, request: TlaValue) -> tuple[int, ...]:
-        """The record counts the trace shows in the leader's answers to a fetch from this
-        offset (a fetch size limit cuts them); () if none was seen: every record follows."""
+    def _fetch_counts(self, request: TlaValue, at: int) -> tuple[int, ...]:
+        """The record count the trace shows in the answer to this fetch, handled at event
+        `at` (a fetch size limit may cut it); () if its answer was never logged: every record
+        follows."""
         if not isinstance(request, dict):
             return ()
         key = (request.get("dst"), request.get("src"), request.get("fetchOffset"))
@@ -373,7 +404,8 @@ class _Mapper:
             return ()
         leader, follower, offset = (int(str(v)) for v in key)
         # A fetch from offset o (= records held) is answered from the record at offset o.
-        return tuple(sorted(self.snaps.fetch_counts.get((leader, follower, offset), ())))
+        count = self.snaps.answer_count(leader, follower, offset, at)
+        return () if count is None else (count,)
 
     def _receive(
         self,

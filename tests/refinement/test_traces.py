@@ -33,6 +33,7 @@ from refinement.traces import (
     spec_message,
     validate_trace,
 )
+from refinement.traces.mapping import snapshot_sizes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The simulator's traces follow the implementation in this checkout; the spec models pre-vote,
@@ -71,6 +72,29 @@ def _event(index: int, action: str, actions: tuple[str, ...], **kw: object) -> T
 def _op_names(events: list[TraceEvent]) -> list[list[str]]:
     mapped = map_trace(events)
     return [[str(op["a"]) for op in r["ops"]] for r in mapped.records]  # type: ignore[union-attr]
+
+
+def _wire(
+    index: int, node: int, actions: tuple[str, ...], message: dict[str, object]
+) -> TraceEvent:
+    return replace(_event(index, actions[0], actions, message=message), node=node)
+
+
+def test_a_fetch_answer_that_was_never_logged_constrains_nothing():
+    """Leader 2 answers follower 1's fetch from offset 57 (event 3); that answer is lost
+    unlogged, the follower fetches again (event 4) and, much later, another fetch from 57 is
+    answered with 47 records (event 6). The 47 says nothing of the first answer: only an
+    answer logged before the follower's next fetch reached the leader is this fetch's."""
+    fetch = {"type": "FetchRequest", "src": 1, "dst": 2, "fetchOffset": 57}
+    answer = {"type": "FetchResponse", "src": 2, "dst": 1, "batches": [[57, 103, 5]]}
+    events = [
+        _wire(3, 2, ("HandleFetchRequest",), fetch),
+        _wire(4, 2, ("HandleFetchRequest",), fetch),
+        _wire(6, 1, ("HandleFetchResponse",), answer),
+    ]
+    sizes = snapshot_sizes(events)
+    assert sizes.answer_count(2, 1, 57, at=3) is None
+    assert sizes.answer_count(2, 1, 57, at=4) == 47
 
 
 def test_client_append_of_k_records_is_k_spec_steps():
@@ -219,16 +243,19 @@ def test_a_voter_that_refused_the_pre_vote_may_grant_the_vote():
     trace = read_trace(FIXTURES / "trace-node-prevote-rejected-vote-granted.ndjson")
     refused = _first(
         trace,
-        lambda ev: ev.node == 2
-        and ev.message is not None
-        and ev.message.get("type") == "VoteResponse"
-        and ev.message.get("src") == 3
-        and ev.message.get("voteGranted") is False,
+        lambda ev: (
+            ev.node == 2
+            and ev.message is not None
+            and ev.message.get("type") == "VoteResponse"
+            and ev.message.get("src") == 3
+            and ev.message.get("voteGranted") is False
+        ),
     )
     leads = _first(
         trace,
-        lambda ev: ev.index > trace[refused].index
-        and ev.actions == ("HandleVoteResponse", "BecomeLeader"),
+        lambda ev: (
+            ev.index > trace[refused].index and ev.actions == ("HandleVoteResponse", "BecomeLeader")
+        ),
     )
     assert trace[leads].node == 2 and trace[leads].message is not None
     assert trace[leads].message["src"] == 3
