@@ -48,11 +48,13 @@ from kraft.core.events import (
     SnapshotValidated,
     SnapshotWritten,
     Tick,
+    VoterVersionsChecked,
 )
 from kraft.core.follower import FollowerRole
 from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderRole, LeaderState
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import (
+    AddVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -63,12 +65,15 @@ from kraft.core.messages import (
     FetchSnapshotResponse,
     Message,
     Records,
+    RemoveVoterRequest,
     Request,
+    UpdateVoterRequest,
     VoteRequest,
     VoteResponse,
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
+from kraft.core.reconfig import VOTER_CHANGE_REQUESTS, VOTER_CHANGE_RESPONSES, VoterChanges
 from kraft.core.replica_view import ReplicaView, ViewCache
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.snapshots import NO_SNAPSHOTS, LogStartPolicy, SnapshotRole, SnapshotSource
@@ -103,6 +108,7 @@ _RESPONSES: frozenset[type[Message]] = frozenset(
         EndQuorumEpochResponse,
         FetchResponse,
         FetchSnapshotResponse,
+        *VOTER_CHANGE_RESPONSES,
     }
 )
 # A message handler of the dispatch table: (sender, message, the request it answers). Each
@@ -121,6 +127,8 @@ class ReplicaConfig:
     timing: QuorumTiming = field(default_factory=QuorumTiming)
     # How far and when the log start moves (kraft.core.snapshots.LogStartPolicy).
     log_start_policy: LogStartPolicy = LogStartPolicy.KIP_630
+    # The quorum's listener: a voter's endpoints must name it (KIP-853 voter changes).
+    listener_name: str = "CONTROLLER"
 
 
 class LogReader(Protocol):
@@ -203,6 +211,7 @@ class Replica:
         self._follow = FollowerRole(self)
         self._snaps = SnapshotRole(self, snapshots or NO_SNAPSHOTS)
         self._fetcher = SnapshotFetcher(self) if snapshots is not None else None
+        self._reconfig = VoterChanges(self)
         # Dispatch tables, keyed by the exact type of the event, message or request.
         self._on_event: dict[type, Callable[[Any], None]] = {
             Tick: self._on_tick,
@@ -214,6 +223,7 @@ class Replica:
             SnapshotWritten: self._snaps.on_snapshot_written,
             DeleteBeforeSnapshot: self._snaps.on_delete_before_snapshot,
             SnapshotValidated: self._on_snapshot_validated,
+            VoterVersionsChecked: self._reconfig.on_versions_checked,
         }
         self._on_message: dict[type[Message], _Handler] = {
             VoteRequest: self._elect.handle_vote_request,
@@ -229,6 +239,10 @@ class Replica:
             FetchSnapshotResponse: _ignore
             if self._fetcher is None
             else self._fetcher.handle_response,
+            AddVoterRequest: self._reconfig.handle_add_request,
+            RemoveVoterRequest: self._reconfig.handle_remove_request,
+            UpdateVoterRequest: self._reconfig.handle_update_request,
+            **dict.fromkeys(VOTER_CHANGE_RESPONSES, _ignore),  # the core sends these only
         }
         # The answer to a request refused for an unrepresentable value (responses: none).
         self._refusals: dict[type[Message], Callable[[], Message]] = {
@@ -237,6 +251,7 @@ class Replica:
             BeginQuorumEpochRequest: self._follow.begin_refusal,
             EndQuorumEpochRequest: self._follow.end_refusal,
             FetchSnapshotRequest: self._snaps.fetch_snapshot_refusal,
+            **self._reconfig.refusals(),
         }
         # A request that could not be delivered (EndQuorumEpoch is not retried).
         self._on_failed: dict[type[Request], Callable[[SendFailed], None]] = {
@@ -247,6 +262,7 @@ class Replica:
             FetchSnapshotRequest: (
                 _ignore_failed if self._fetcher is None else self._fetcher.fetch_snapshot_failed
             ),
+            **dict.fromkeys(VOTER_CHANGE_REQUESTS, _ignore_failed),  # received, never sent
         }
 
     # ------------------------------------------------------------------ public API
@@ -314,12 +330,15 @@ class Replica:
                 soonest = t
         ld = self._leader
         if ld is not None:
-            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at):
+            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at, ld.resign_at):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
             for _, _, t, _ in ld.parked:
                 if soonest is None or t < soonest:
                     soonest = t
+        t = self._reconfig.next_deadline()
+        if t is not None and (soonest is None or t < soonest):
+            soonest = t
         if soonest is None:
             return self._now + self._timing.election_timeout_ms
         return soonest if soonest > self._now else self._now
@@ -369,6 +388,8 @@ class Replica:
         lingering = self._leader.lingering if self._leader is not None else []
         if self._fetcher is not None:
             self._fetcher.abandon()  # a snapshot is fetched from one leader in one epoch
+        if old is L:
+            self._reconfig.left_leadership()
         self._enter(new, epoch, leader=leader, voted=voted)
         if new is not P or old is P:
             self._persist()
@@ -441,6 +462,7 @@ class Replica:
         now = self._now
         st = self._state
         ld = self._leader
+        self._reconfig.tick()
         if ld is not None and self._lead.tick(ld):
             return  # resigned
         if self._fetch_in_flight_until is not None and self._fetch_in_flight_until <= now:
@@ -603,6 +625,7 @@ class Replica:
         self._out.append(HighWatermarkMoved(value))
         # Appends below `value` that the log still holds in their epoch are committed.
         self._out.extend(self._commits.high_watermark_raised(value, self._log))
+        self._reconfig.high_watermark_raised(value)
         return True
 
     def accept(self, request_id: int, first: Offset, last: Offset, epoch: Epoch) -> None:

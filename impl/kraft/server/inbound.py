@@ -46,7 +46,14 @@ from dataclasses import dataclass, field
 from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
 from kraft.core.events import Receive
-from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotResponse, Response
+from kraft.core.messages import (
+    AddVoterResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotResponse,
+    RemoveVoterResponse,
+    Response,
+)
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import (
@@ -385,9 +392,9 @@ class RequestServer:
             # Its connection closed (or an answer without a token): nobody to answer.
             log.debug("no pending %s for reply token %s", api_key.name, send.reply_to)
             return _nothing
-        body = response_to_wire(
-            msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)
-        )
+        # AddRaftVoter / RemoveRaftVoter answers name no leader.
+        named = None if isinstance(msg, AddVoterResponse | RemoveVoterResponse) else msg.leader_id
+        body = response_to_wire(msg, api_key, p.version, leader_listener=self._listener_of(named))
         if isinstance(msg, FetchSnapshotResponse):
             frame = fetch_snapshot_frame(body, p.version, p.correlation_id, msg.chunk)
             return lambda: p.conn.write_frame(frame)
