@@ -100,6 +100,10 @@ def _checked(h: Harness, n: int, span: tuple[int, int] | None = (0, 1)) -> list[
     return list(h.step(VoterVersionsChecked(h.now, NodeId(n), ErrorCode.NONE, span)))
 
 
+def _update(epoch: int, n: int, lo: int, hi: int) -> UpdateVoterRequest:
+    return UpdateVoterRequest(CLUSTER, Epoch(epoch), key(n), _endpoints(n), lo, hi)
+
+
 def _voter_ids(h: Harness) -> set[int]:
     return {int(v.id) for v in h.replica._voters}
 
@@ -145,7 +149,7 @@ def test_add_voter_probes_appends_takes_effect_at_once_and_answers_after_commit(
     assert _voter_ids(h) == {1, 2, 3, 4}
     assert not _answers(effects, AddVoterResponse)
     _fetch(h, key(2), 4)  # the leader and 2 of 4: not yet a majority
-    assert not h.replica._leader.hwm == 4  # type: ignore[union-attr]
+    assert h.replica._leader.hwm != 4  # type: ignore[union-attr]
     effects = _fetch(h, key(4), 4)
     [resp] = _answers(effects, AddVoterResponse)
     assert resp == AddVoterResponse(ErrorCode.NONE)
@@ -161,9 +165,16 @@ def test_two_uncommitted_changes_are_refused() -> None:
     # The first is pending: Kafka's isOperationPending.
     [resp] = _answers(_ask(h, _add(4)), AddVoterResponse)
     assert resp.error is ErrorCode.REQUEST_TIMED_OUT  # type: ignore[attr-defined]
+    assert "previous" in (resp.message or "")  # type: ignore[attr-defined]
     [again] = _answers(_ask(h, RemoveVoterRequest(CLUSTER, key(2))), RemoveVoterResponse)
     assert again.error is ErrorCode.REQUEST_TIMED_OUT  # type: ignore[attr-defined]
     assert _voter_ids(h) == {1, 2}
+    # An add still probing its new voter (no record yet) is pending too.
+    probing = _dynamic()
+    assert of(_ask(probing, _add(4)), CheckVoterVersions)
+    [busy] = _answers(_ask(probing, RemoveVoterRequest(CLUSTER, key(3))), RemoveVoterResponse)
+    assert busy.error is ErrorCode.REQUEST_TIMED_OUT  # type: ignore[attr-defined]
+    assert _voter_ids(probing) == {1, 2, 3}
     # An update is answered at append and leaves no pending change, but its record must
     # commit before the next change (Kafka: the latest Voters record at or past the HWM).
     h2 = _dynamic()
@@ -177,10 +188,13 @@ def test_two_uncommitted_changes_are_refused() -> None:
 
 def test_add_voter_refusals_in_kafkas_order() -> None:
     h = _dynamic()
+    other_cluster = AddVoterRequest(ClusterId("other"), key(4), _endpoints(4))
+    no_directory = AddVoterRequest(CLUSTER, ReplicaKey(NodeId(4)), _endpoints(4))
+    no_default_listener = AddVoterRequest(CLUSTER, key(4), (Endpoint("OTHER", "h", 1),))
     cases: list[tuple[object, ErrorCode]] = [
-        (AddVoterRequest(ClusterId("other"), key(4), _endpoints(4)), ErrorCode.INCONSISTENT_CLUSTER_ID),
-        (AddVoterRequest(CLUSTER, ReplicaKey(NodeId(4)), _endpoints(4)), ErrorCode.INVALID_REQUEST),
-        (AddVoterRequest(CLUSTER, key(4), (Endpoint("OTHER", "h", 1),)), ErrorCode.INVALID_REQUEST),
+        (other_cluster, ErrorCode.INCONSISTENT_CLUSTER_ID),
+        (no_directory, ErrorCode.INVALID_REQUEST),
+        (no_default_listener, ErrorCode.INVALID_REQUEST),
         (_add(2), ErrorCode.DUPLICATE_VOTER),
     ]  # fmt: skip
     for request, error in cases:
@@ -313,24 +327,24 @@ def test_update_voter_writes_the_new_endpoints_and_answers_at_once() -> None:
     epoch = h.view.epoch
     upd = UpdateVoterRequest(CLUSTER, epoch, key(2), _endpoints(2, 9999), 0, 1)
     effects = h.recv(2, upd)
-    [(dst, resp)] = sent(effects, UpdateVoterResponse)
+    [(_, resp)] = sent(effects, UpdateVoterResponse)
     assert resp == UpdateVoterResponse(ErrorCode.NONE, NodeId(1), epoch)
     [record] = _appended_voters(effects)
     assert [v.endpoints for v in record.voters if v.voter_id == 2] == [_endpoints(2, 9999)]
     assert h.replica._voters.record == record
     cases = [
-        (UpdateVoterRequest(CLUSTER, Epoch(epoch - 1), key(2), _endpoints(2), 0, 1), ErrorCode.FENCED_LEADER_EPOCH),
-        (UpdateVoterRequest(CLUSTER, Epoch(epoch + 1), key(2), _endpoints(2), 0, 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
-        (UpdateVoterRequest(CLUSTER, epoch, key(2), _endpoints(2), 2, 1), ErrorCode.INVALID_REQUEST),
-    ]  # fmt: skip
+        (_update(epoch - 1, 2, 0, 1), ErrorCode.FENCED_LEADER_EPOCH),
+        (_update(epoch + 1, 2, 0, 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
+        (_update(epoch, 2, 2, 1), ErrorCode.INVALID_REQUEST),
+    ]
     for request, error in cases:
         [(_, answer)] = sent(h.recv(2, request), UpdateVoterResponse)
         assert answer.error is error
     h2 = _dynamic()
     for request, error in (
-        (UpdateVoterRequest(CLUSTER, epoch, key(2), _endpoints(2), 0, 0), ErrorCode.INVALID_REQUEST),
-        (UpdateVoterRequest(CLUSTER, epoch, key(7), _endpoints(7), 0, 1), ErrorCode.VOTER_NOT_FOUND),
-    ):  # fmt: skip
+        (_update(epoch, 2, 0, 0), ErrorCode.INVALID_REQUEST),  # kraft.version 1 unsupported
+        (_update(epoch, 7, 0, 1), ErrorCode.VOTER_NOT_FOUND),
+    ):
         [(_, answer)] = sent(h2.recv(2, request), UpdateVoterResponse)
         assert answer.error is error
 
