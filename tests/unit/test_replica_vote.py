@@ -106,6 +106,10 @@ def test_an_observer_grants_votes_too() -> None:
     # It still only looks for a leader: no election timer of its own.
     h.tick()
     assert h.view.state in (S.VOTED, S.UNATTACHED)
+    # Restarted, it keeps its vote: no second vote in that epoch.
+    again = Harness(node=4, voters=(1, 2, 3), election=h.stored, log=h.log)
+    assert again.view.state is S.VOTED and again.view.voted_for == key(2)
+    assert not answer(again.recv(3, vote(3, 1))).vote_granted
 
 
 def test_log_up_to_date_by_last_epoch_then_offset() -> None:

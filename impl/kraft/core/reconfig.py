@@ -132,6 +132,17 @@ class VoterChanges:
         `controller.quorum.voters`); a KRaftVersion record always comes with the first one."""
         return KRAFT_VERSION_DYNAMIC if self._r._voters.record is not None else 0
 
+    def message_handlers(self) -> dict[type[Message], Callable[..., None]]:
+        """The replica's dispatch entries for the requests this module answers."""
+        return {
+            AddVoterRequest: self.handle_add_request,
+            RemoveVoterRequest: self.handle_remove_request,
+            UpdateVoterRequest: self.handle_update_request,
+        }
+
+    def event_handlers(self) -> dict[type, Callable[..., None]]:
+        return {VoterVersionsChecked: self.on_versions_checked}
+
     def refusals(self) -> dict[type[Message], Callable[[], Message]]:
         """The answers to a voter change refused for an unrepresentable value (none is:
         kraft.core.bounds leaves their checks to the handlers, as Kafka answers them)."""

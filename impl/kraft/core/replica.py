@@ -48,13 +48,11 @@ from kraft.core.events import (
     SnapshotValidated,
     SnapshotWritten,
     Tick,
-    VoterVersionsChecked,
 )
 from kraft.core.follower import FollowerRole
 from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderRole, LeaderState
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import (
-    AddVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -65,9 +63,7 @@ from kraft.core.messages import (
     FetchSnapshotResponse,
     Message,
     Records,
-    RemoveVoterRequest,
     Request,
-    UpdateVoterRequest,
     VoteRequest,
     VoteResponse,
 )
@@ -223,7 +219,7 @@ class Replica:
             SnapshotWritten: self._snaps.on_snapshot_written,
             DeleteBeforeSnapshot: self._snaps.on_delete_before_snapshot,
             SnapshotValidated: self._on_snapshot_validated,
-            VoterVersionsChecked: self._reconfig.on_versions_checked,
+            **self._reconfig.event_handlers(),
         }
         self._on_message: dict[type[Message], _Handler] = {
             VoteRequest: self._elect.handle_vote_request,
@@ -239,9 +235,7 @@ class Replica:
             FetchSnapshotResponse: _ignore
             if self._fetcher is None
             else self._fetcher.handle_response,
-            AddVoterRequest: self._reconfig.handle_add_request,
-            RemoveVoterRequest: self._reconfig.handle_remove_request,
-            UpdateVoterRequest: self._reconfig.handle_update_request,
+            **self._reconfig.message_handlers(),
             **dict.fromkeys(VOTER_CHANGE_RESPONSES, _ignore),  # the core sends these only
         }
         # The answer to a request refused for an unrepresentable value (responses: none).
@@ -290,7 +284,7 @@ class Replica:
             self._enter(R, es.epoch, leader=me.id)
         elif voter and es.voted_for is not None and self._same_replica(es.voted_for, me):
             self._enter(C, es.epoch, voted=es.voted_for)
-        elif voter and es.voted_for is not None:
+        elif es.voted_for is not None:  # an observer's vote too (KIP-853: any replica votes)
             self._enter(V, es.epoch, voted=es.voted_for)
         elif es.leader_id is not None and es.leader_id != me.id:
             self._enter(F, es.epoch, leader=es.leader_id)
