@@ -22,7 +22,7 @@ from kraft.core.effects import (
     HighWatermarkMoved,
     Send,
 )
-from kraft.core.events import Receive, VoterVersionsChecked
+from kraft.core.events import ClientAppend, Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -362,3 +362,23 @@ def test_update_voter_at_kraft_version_0_keeps_nothing() -> None:
     unknown = UpdateVoterRequest(CLUSTER, epoch, key(7), _endpoints(7), 0, 1)
     [(_, no)] = sent(static.recv(7, unknown), UpdateVoterResponse)
     assert no.error is ErrorCode.VOTER_NOT_FOUND
+
+
+def test_the_high_watermark_never_decreases_across_a_change() -> None:
+    """KIP-856: removing an up-to-date voter while another lags leaves a majority of the new
+    set behind the HWM; the leader keeps its HWM (and reports no lower one) until the new
+    majority passes it."""
+    h = _dynamic()
+    h.step(ClientAppend(h.now, ((b"k", b"v"),) * 5, request_id=1))
+    end = int(h.log.end_offset)
+    _fetch(h, key(2), end)  # node 2 is up to date, node 3 lags at 3
+    hwm = h.view.high_watermark
+    assert hwm == end
+    _ask(h, RemoveVoterRequest(CLUSTER, key(2)))
+    assert _voter_ids(h) == {1, 3}
+    assert h.view.high_watermark == hwm
+    [(_, answer)] = sent(_fetch(h, key(3), 3), FetchResponse)
+    assert answer.high_watermark == hwm  # {1, 3} reached only 3: not reported
+    assert h.replica._leader.hwm == hwm  # type: ignore[union-attr]
+    _fetch(h, key(3), end + 1)  # node 3 has the Voters record too: the change commits
+    assert h.view.high_watermark == end + 1
