@@ -32,6 +32,8 @@ class ErrorCode(IntEnum):
     UNSUPPORTED_ENDPOINT_TYPE = 115
     # KIP-853: a Vote/BeginQuorumEpoch addressed to another replica key (id + directory).
     INVALID_VOTER_KEY = 125
+    # KIP-853: AddRaftVoter for an id already in the voter set.
+    DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
 
 

@@ -86,8 +86,11 @@ def test_each_request_names_the_node_it_claims_to_come_from(
 
 
 def test_only_core_rpcs_have_translators() -> None:
-    for key in (ApiKey.DESCRIBE_QUORUM, ApiKey.API_VERSIONS, ApiKey.ADD_RAFT_VOTER):
+    for key in (ApiKey.DESCRIBE_QUORUM, ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER):
         assert rpc_for_key(key) is None
+    # The voter changes (KIP-853) are core requests: the leader's replica answers them.
+    for key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_RAFT_VOTER):
+        assert rpc_for_key(key) is not None
     with pytest.raises(TypeError):
         rpc_of(object())  # type: ignore[arg-type]
 

@@ -36,9 +36,25 @@ def test_voter_pairs_outside_the_table_raise(old: S, new: S) -> None:
 
 
 @pytest.mark.parametrize(("old", "new"), list(itertools.product(STATES, STATES)))
-def test_observers_only_move_between_unattached_and_follower(old: S, new: S) -> None:
-    allowed = {S.UNATTACHED, S.FOLLOWER}
-    if old in allowed and new in allowed:
+def test_observers_follow_vote_and_a_removed_leader_resigns(old: S, new: S) -> None:
+    """Observers move between Unattached and Follower, may cast a vote (KIP-853: any replica
+    may grant one), and a leader removed from the voter set leads on as an observer until it
+    resigns (KIP-856); an observer never stands."""
+    allowed = {
+        (S.UNATTACHED, S.UNATTACHED),
+        (S.UNATTACHED, S.FOLLOWER),
+        (S.FOLLOWER, S.UNATTACHED),
+        (S.FOLLOWER, S.FOLLOWER),
+        (S.UNATTACHED, S.VOTED),
+        (S.VOTED, S.UNATTACHED),
+        (S.VOTED, S.FOLLOWER),
+        (S.LEADER, S.UNATTACHED),
+        (S.LEADER, S.FOLLOWER),
+        (S.LEADER, S.RESIGNED),
+        (S.RESIGNED, S.UNATTACHED),
+        (S.RESIGNED, S.FOLLOWER),
+    }
+    if (old, new) in allowed:
         check_transition(old, Epoch(3), new, Epoch(4), is_voter=False)
     else:
         with pytest.raises(IllegalTransitionError):

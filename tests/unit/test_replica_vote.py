@@ -82,23 +82,34 @@ def test_one_vote_per_epoch() -> None:
     assert not of(again, PersistElectionState)  # nothing new to persist
 
 
-def test_candidate_must_be_a_voter() -> None:
-    """ "Check whether CandidateId is one of the expected voters. If not, then reject the
-    vote.\""""
+def test_a_candidate_outside_our_voter_set_gets_the_vote() -> None:
+    """KIP-853 (Kafka's QuorumState.canGrantVote): a replica grants its vote to any candidate
+    whose log is up to date, voter or not as it knows the voter set (that set may be behind:
+    voter changes take effect when appended). KIP-595's "CandidateId is one of the expected
+    voters" check is gone; only the candidate counts votes, from its own voter set."""
     h = Harness(voters=(1, 2, 3))
     effects = h.recv(9, vote(9, 1))
-    assert not answer(effects).vote_granted
-    # "the voter should accept the epoch bump"
+    assert answer(effects).vote_granted
     assert h.view.epoch == 1
-    assert h.view.state is S.UNATTACHED
+    assert h.view.state is S.VOTED and h.view.voted_for == key(9)
 
 
-def test_observer_does_not_vote() -> None:
-    """Voting needs this replica to be a voter too (one predicate; KIP-856 relaxes it)."""
+def test_an_observer_grants_votes_too() -> None:
+    """KIP-853: observers handle Vote requests like voters (one vote per epoch, persisted
+    first), and never stand themselves."""
     h = Harness(node=4, voters=(1, 2, 3))
-    resp = answer(h.recv(2, vote(2, 1)))
-    assert not resp.vote_granted
-    assert h.view.state is S.UNATTACHED
+    effects = h.recv(2, vote(2, 1))
+    assert answer(effects).vote_granted
+    assert h.view.state is S.VOTED and h.stored.voted_for == key(2)
+    # A second candidate of the same epoch is refused: the vote is cast.
+    assert not answer(h.recv(3, vote(3, 1))).vote_granted
+    # It still only looks for a leader: no election timer of its own.
+    h.tick()
+    assert h.view.state in (S.VOTED, S.UNATTACHED)
+    # Restarted, it keeps its vote: no second vote in that epoch.
+    again = Harness(node=4, voters=(1, 2, 3), election=h.stored, log=h.log)
+    assert again.view.state is S.VOTED and again.view.voted_for == key(2)
+    assert not answer(again.recv(3, vote(3, 1))).vote_granted
 
 
 def test_log_up_to_date_by_last_epoch_then_offset() -> None:
@@ -262,16 +273,18 @@ def test_granting_resets_election_timer() -> None:
     assert h.replica.next_deadline_ms() >= 1900
 
 
-def test_voter_key_with_other_directory_is_not_a_voter() -> None:
-    """Replicas are identified by (id, directory id): another disk is another replica."""
+def test_a_vote_meant_for_another_directory_is_refused() -> None:
+    """Replicas are identified by (id, directory id): a Vote addressed to voter 1 with another
+    directory id is not for us (INVALID_VOTER_KEY, Kafka's isValidVoterKey), whoever stands."""
     import uuid
 
     from kraft.ids import DirectoryId
 
     h = Harness()
-    impostor = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=99)))
-    req = VoteRequest(CLUSTER, impostor, Epoch(1), Epoch(0), Offset(0))
-    assert not answer(h.recv(2, req)).vote_granted
+    other_disk = ReplicaKey(NodeId(1), DirectoryId(uuid.UUID(int=99)))
+    req = VoteRequest(CLUSTER, key(2), Epoch(1), Epoch(0), Offset(0), voter=other_disk)
+    resp = answer(h.recv(2, req))
+    assert resp.error is ErrorCode.INVALID_VOTER_KEY and not resp.vote_granted
 
 
 def test_new_epoch_keeps_remaining_election_time() -> None:

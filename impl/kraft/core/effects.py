@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraft.control_records import Endpoint
 from kraft.core.messages import Message, Records
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
@@ -205,6 +206,17 @@ class DiscardSnapshotFetch:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckVoterVersions:
+    """AddRaftVoter's probe (Kafka's AddVoterHandler): send ApiVersions to the replica being
+    added, at its endpoint on the quorum's listener among `endpoints`, and answer with the
+    event VoterVersionsChecked (its error, or the kraft.version range it supports). The
+    change stays pending meanwhile; unanswered, it times out after request_timeout_ms."""
+
+    voter: ReplicaKey
+    endpoints: tuple[Endpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ShutdownComplete:
     """The replica finished its graceful shutdown; the driver may stop it."""
 
@@ -253,6 +265,7 @@ Effect = (
     | SnapshotRequired
     | SnapshotEffect
     | ShutdownComplete
+    | CheckVoterVersions
     | MessageRefused
     | ElectionsExhausted
 )

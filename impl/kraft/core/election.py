@@ -184,10 +184,14 @@ class ElectionRole:
         return VoteResponse(error, r._leader_or_none(), r._epoch, granted)
 
     def _may_vote_for(self, candidate: ReplicaKey) -> bool:
-        """Voter membership for an election: the candidate must be a voter and so must we.
-        (KIP-856 relaxes the second half; this is the one place to change.)"""
-        r = self._r
-        return r._voters.contains(candidate) and r._is_voter
+        """Voter membership for an election: none. As KIP-853/856 and Kafka 4.x
+        (QuorumState.canGrantVote) do, any replica, voter or observer, may grant its vote to
+        any candidate whose log is up to date: voter sets change, and a replica may not yet
+        know that it or the candidate became a voter. Only the candidate counts votes, from
+        its own voter set; a request meant for another replica key is refused before this
+        (INVALID_VOTER_KEY)."""
+        del candidate
+        return True
 
     def handle_vote_request(
         self, src: NodeId, req: VoteRequest, _in_reply_to: Request | None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from kraft.control_records import VotersRecord
 from kraft.core.messages import Message, Request
+from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, NodeId, Offset, OffsetAndEpoch, ProducerId, ReplicaKey
 from kraft.records import KeyValue
 
@@ -107,6 +108,19 @@ class DeleteBeforeSnapshot:
     snapshot_id: OffsetAndEpoch
 
 
+@dataclass(frozen=True, slots=True)
+class VoterVersionsChecked:
+    """The driver's answer to CheckVoterVersions (KIP-853, Kafka's AddVoterHandler): the
+    ApiVersions answer of the replica `voter_id` being added, its error (NONE, or the error
+    of a request that failed or timed out) and the kraft.version range it supports (None:
+    its ApiVersions answer lists no kraft.version feature)."""
+
+    now_ms: int
+    voter_id: NodeId
+    error: ErrorCode
+    kraft_versions: tuple[int, int] | None = None
+
+
 Event = (
     Tick
     | Receive
@@ -117,4 +131,5 @@ Event = (
     | SnapshotWritten
     | SnapshotValidated
     | DeleteBeforeSnapshot
+    | VoterVersionsChecked
 )

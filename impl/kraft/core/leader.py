@@ -109,6 +109,7 @@ class LeaderState:
         "me_is_voter",
         "observers",
         "parked",
+        "resign_at",
         "voter_set",
         "voters",
     )
@@ -149,6 +150,9 @@ class LeaderState:
         # (request id, records).
         self.lingering: list[tuple[int, tuple[KeyValue, ...]]] = []
         self.linger_until: int | None = None
+        # When to resign: set once a committed voter set leaves us out (KIP-856; Kafka's
+        # LeaderState.requestResign, acted on by pollLeader).
+        self.resign_at: int | None = None
         self.set_voters(voters)
 
     def set_voters(self, voters: VoterSet) -> None:
@@ -310,6 +314,9 @@ class LeaderRole:
             self._complete_parked(all_of_them=True)
         elif any(d <= now for _, _, d, _ in ld.parked):
             self._complete_parked(all_of_them=False)
+        if r._state is L and ld.resign_at is not None and ld.resign_at <= now:
+            self.resign()  # removed from the committed voter set (kraft.core.reconfig)
+            return True
         if (
             r._state is L
             and ld.check_quorum_at is not None

@@ -1,6 +1,8 @@
 """The KRaft RPCs as the core sees them: one frozen dataclass per request and response.
 
 These carry the fields KIP-595/630/856 define, flattened to the single partition KRaft uses.
+The voter changes (KIP-853: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) are requests to
+the leader from an admin client or a voter; kraft.core.reconfig answers them.
 The wire layer (kraft.protocol) translates them to and from Kafka's wire messages; the
 simulator passes them as they are. Record data stays encoded (record batch v2 bytes).
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraft.control_records import Endpoint
 from kraft.errors import ErrorCode
 from kraft.ids import (
     NO_NODE,
@@ -125,12 +128,67 @@ class FetchSnapshotResponse:
     chunk: Records = field(default=b"", compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class AddVoterRequest:
+    """AddRaftVoter (API 80): add `voter`, reachable at `endpoints`, to the voter set."""
+
+    cluster_id: ClusterId | None
+    voter: ReplicaKey
+    endpoints: tuple[Endpoint, ...]
+    timeout_ms: int = 30_000
+    # v1 (KIP-1186): False asks for the answer once the change is appended, not committed.
+    ack_when_committed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AddVoterResponse:
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoterRequest:
+    """RemoveRaftVoter (API 81): remove exactly `voter` (id and directory id)."""
+
+    cluster_id: ClusterId | None
+    voter: ReplicaKey
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoterResponse:
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoterRequest:
+    """UpdateRaftVoter (API 82): a voter publishes its endpoints and the kraft.version range
+    it supports."""
+
+    cluster_id: ClusterId | None
+    leader_epoch: Epoch
+    voter: ReplicaKey
+    endpoints: tuple[Endpoint, ...]
+    min_kraft_version: int
+    max_kraft_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoterResponse:
+    error: ErrorCode
+    leader_id: NodeId
+    leader_epoch: Epoch
+
+
 Request = (
     VoteRequest
     | BeginQuorumEpochRequest
     | EndQuorumEpochRequest
     | FetchRequest
     | FetchSnapshotRequest
+    | AddVoterRequest
+    | RemoveVoterRequest
+    | UpdateVoterRequest
 )
 Response = (
     VoteResponse
@@ -138,11 +196,16 @@ Response = (
     | EndQuorumEpochResponse
     | FetchResponse
     | FetchSnapshotResponse
+    | AddVoterResponse
+    | RemoveVoterResponse
+    | UpdateVoterResponse
 )
 Message = Request | Response
 
 __all__ = [
     "NO_NODE",
+    "AddVoterRequest",
+    "AddVoterResponse",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
     "EndQuorumEpochRequest",
@@ -153,8 +216,12 @@ __all__ = [
     "FetchSnapshotResponse",
     "Message",
     "Records",
+    "RemoveVoterRequest",
+    "RemoveVoterResponse",
     "Request",
     "Response",
+    "UpdateVoterRequest",
+    "UpdateVoterResponse",
     "VoteRequest",
     "VoteResponse",
 ]

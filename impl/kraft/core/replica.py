@@ -69,6 +69,7 @@ from kraft.core.messages import (
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
+from kraft.core.reconfig import VOTER_CHANGE_REQUESTS, VOTER_CHANGE_RESPONSES, VoterChanges
 from kraft.core.replica_view import ReplicaView, ViewCache
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.snapshots import NO_SNAPSHOTS, LogStartPolicy, SnapshotRole, SnapshotSource
@@ -103,6 +104,7 @@ _RESPONSES: frozenset[type[Message]] = frozenset(
         EndQuorumEpochResponse,
         FetchResponse,
         FetchSnapshotResponse,
+        *VOTER_CHANGE_RESPONSES,
     }
 )
 # A message handler of the dispatch table: (sender, message, the request it answers). Each
@@ -121,6 +123,8 @@ class ReplicaConfig:
     timing: QuorumTiming = field(default_factory=QuorumTiming)
     # How far and when the log start moves (kraft.core.snapshots.LogStartPolicy).
     log_start_policy: LogStartPolicy = LogStartPolicy.KIP_630
+    # The quorum's listener: a voter's endpoints must name it (KIP-853 voter changes).
+    listener_name: str = "CONTROLLER"
 
 
 class LogReader(Protocol):
@@ -203,6 +207,7 @@ class Replica:
         self._follow = FollowerRole(self)
         self._snaps = SnapshotRole(self, snapshots or NO_SNAPSHOTS)
         self._fetcher = SnapshotFetcher(self) if snapshots is not None else None
+        self._reconfig = VoterChanges(self)
         # Dispatch tables, keyed by the exact type of the event, message or request.
         self._on_event: dict[type, Callable[[Any], None]] = {
             Tick: self._on_tick,
@@ -214,6 +219,7 @@ class Replica:
             SnapshotWritten: self._snaps.on_snapshot_written,
             DeleteBeforeSnapshot: self._snaps.on_delete_before_snapshot,
             SnapshotValidated: self._on_snapshot_validated,
+            **self._reconfig.event_handlers(),
         }
         self._on_message: dict[type[Message], _Handler] = {
             VoteRequest: self._elect.handle_vote_request,
@@ -229,6 +235,8 @@ class Replica:
             FetchSnapshotResponse: _ignore
             if self._fetcher is None
             else self._fetcher.handle_response,
+            **self._reconfig.message_handlers(),
+            **dict.fromkeys(VOTER_CHANGE_RESPONSES, _ignore),  # the core sends these only
         }
         # The answer to a request refused for an unrepresentable value (responses: none).
         self._refusals: dict[type[Message], Callable[[], Message]] = {
@@ -237,6 +245,7 @@ class Replica:
             BeginQuorumEpochRequest: self._follow.begin_refusal,
             EndQuorumEpochRequest: self._follow.end_refusal,
             FetchSnapshotRequest: self._snaps.fetch_snapshot_refusal,
+            **self._reconfig.refusals(),
         }
         # A request that could not be delivered (EndQuorumEpoch is not retried).
         self._on_failed: dict[type[Request], Callable[[SendFailed], None]] = {
@@ -247,6 +256,7 @@ class Replica:
             FetchSnapshotRequest: (
                 _ignore_failed if self._fetcher is None else self._fetcher.fetch_snapshot_failed
             ),
+            **dict.fromkeys(VOTER_CHANGE_REQUESTS, _ignore_failed),  # received, never sent
         }
 
     # ------------------------------------------------------------------ public API
@@ -274,7 +284,7 @@ class Replica:
             self._enter(R, es.epoch, leader=me.id)
         elif voter and es.voted_for is not None and self._same_replica(es.voted_for, me):
             self._enter(C, es.epoch, voted=es.voted_for)
-        elif voter and es.voted_for is not None:
+        elif es.voted_for is not None:  # an observer's vote too (KIP-853: any replica votes)
             self._enter(V, es.epoch, voted=es.voted_for)
         elif es.leader_id is not None and es.leader_id != me.id:
             self._enter(F, es.epoch, leader=es.leader_id)
@@ -314,12 +324,15 @@ class Replica:
                 soonest = t
         ld = self._leader
         if ld is not None:
-            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at):
+            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at, ld.resign_at):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
             for _, _, t, _ in ld.parked:
                 if soonest is None or t < soonest:
                     soonest = t
+        t = self._reconfig.next_deadline()
+        if t is not None and (soonest is None or t < soonest):
+            soonest = t
         if soonest is None:
             return self._now + self._timing.election_timeout_ms
         return soonest if soonest > self._now else self._now
@@ -369,6 +382,8 @@ class Replica:
         lingering = self._leader.lingering if self._leader is not None else []
         if self._fetcher is not None:
             self._fetcher.abandon()  # a snapshot is fetched from one leader in one epoch
+        if old is L:
+            self._reconfig.left_leadership()
         self._enter(new, epoch, leader=leader, voted=voted)
         if new is not P or old is P:
             self._persist()
@@ -441,6 +456,7 @@ class Replica:
         now = self._now
         st = self._state
         ld = self._leader
+        self._reconfig.tick()
         if ld is not None and self._lead.tick(ld):
             return  # resigned
         if self._fetch_in_flight_until is not None and self._fetch_in_flight_until <= now:
@@ -603,6 +619,7 @@ class Replica:
         self._out.append(HighWatermarkMoved(value))
         # Appends below `value` that the log still holds in their epoch are committed.
         self._out.extend(self._commits.high_watermark_raised(value, self._log))
+        self._reconfig.high_watermark_raised(value)
         return True
 
     def accept(self, request_id: int, first: Offset, last: Offset, epoch: Epoch) -> None:

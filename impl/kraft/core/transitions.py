@@ -34,10 +34,18 @@ VOTER_TRANSITIONS: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
     }
 )  # fmt: skip
 
-# Observers (not in the voter set) only discover leaders and follow them.
+# Observers (not in the voter set) discover leaders and follow them, and may grant a vote
+# (KIP-853: any replica may); a leader removed from the voter set leads on as an observer
+# until the change commits, then resigns (KIP-856).
 OBSERVER_TRANSITIONS: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
-    {(U, U), (U, F), (F, U), (F, F)}
-)
+    {
+        (U, U), (U, V), (U, F),
+        (V, U), (V, F),
+        (F, U), (F, F),
+        (L, U), (L, F), (L, R),
+        (R, U), (R, F),
+    }
+)  # fmt: skip
 
 TRANSITIONS: dict[bool, frozenset[tuple[ReplicaState, ReplicaState]]] = {
     True: VOTER_TRANSITIONS,
@@ -61,7 +69,7 @@ _VOTER_SAME_EPOCH: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
 SAME_EPOCH_ALLOWED: dict[bool, frozenset[tuple[ReplicaState, ReplicaState]]] = {
     True: _VOTER_SAME_EPOCH,
     # An observer whose leader stopped answering forgets it and rediscovers (same epoch).
-    False: frozenset({(U, F), (F, U)}),
+    False: frozenset({(U, F), (F, U), (U, V), (V, F), (L, R)}),
 }
 
 

@@ -6,15 +6,16 @@
 - DescribeQuorum: from the replica (leader only; others answer NOT_LEADER_OR_FOLLOWER, a
   request about another partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka), with the voters'
   endpoints from v2.
-- DescribeCluster, AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter: as a Kafka controller of a
-  static quorum answers them (kraft.server.controller_apis).
+- DescribeCluster: as a Kafka controller answers it (kraft.server.controller_apis).
 - Fetch with a negative replica id (a consumer): served here from the local log up to the
   released high watermark; the core never sees it. From v17 the answer carries the leader's
   endpoint, as Kafka's does.
 - The core RPCs (the translators of kraft.protocol.rpc: Vote, BeginQuorumEpoch,
-  EndQuorumEpoch, Fetch, FetchSnapshot): a Receive event carrying a fresh reply token; the
-  core hands the token back on the Send that answers it, and `prepare_response` replies on
-  that request's own connection with its correlation id. The token is the only way an answer
+  EndQuorumEpoch, Fetch, FetchSnapshot, and the voter changes AddRaftVoter, RemoveRaftVoter,
+  UpdateRaftVoter, which the leader's core answers at either kraft.version): a Receive
+  event carrying a fresh reply token; the core hands the token back on the Send that answers
+  it, and `prepare_response` replies on that request's own connection with its correlation
+  id. The token is the only way an answer
   finds its connection: the node id a request claims never routes one, and a request from a
   client with no node id (its translator's sender is None) is answered all the same. A
   connection keeps the replica id its first request claimed: a later request there claiming
@@ -46,7 +47,14 @@ from dataclasses import dataclass, field
 from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
 from kraft.core.events import Receive
-from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotResponse, Response
+from kraft.core.messages import (
+    AddVoterResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotResponse,
+    RemoveVoterResponse,
+    Response,
+)
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import (
@@ -98,14 +106,7 @@ from kraft.protocol.rpc.fetch_snapshot import ResponseFrame, fetch_snapshot_fram
 from kraft.records import LOG_OVERHEAD
 from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig
-from kraft.server.controller_apis import (
-    LeaderSnapshot,
-    add_voter_response,
-    describe_cluster_response,
-    pick_controller_id,
-    remove_voter_response,
-    update_voter_response,
-)
+from kraft.server.controller_apis import describe_cluster_response, pick_controller_id
 from kraft.server.driver import AppendOutcome, Driver, Release
 from kraft.storage.replicated_log import CorruptLogError
 
@@ -114,12 +115,6 @@ __all__ = ["RequestServer"]
 log = logging.getLogger("kraft.node")
 
 _KEY = struct.Struct(">h")
-# Voter changes: answered as a Kafka leader of a static quorum (kraft.version 0) answers.
-_VOTER_CHANGES: dict[int, Callable[[MessageDict, LeaderSnapshot], MessageDict]] = {
-    ApiKey.ADD_RAFT_VOTER: add_voter_response,
-    ApiKey.REMOVE_RAFT_VOTER: remove_voter_response,
-    ApiKey.UPDATE_RAFT_VOTER: update_voter_response,
-}
 # BaseOffset i64 at 0, Length i32 at 8, LastOffsetDelta i32 at 23 of a record batch v2.
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -308,18 +303,6 @@ class RequestServer:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             self._describe_cluster(conn, version, corr, body)
             return
-        if api_key in _VOTER_CHANGES:
-            answer = _VOTER_CHANGES[api_key](body, self._leader_snapshot())
-            log.log(
-                logging.DEBUG if answer["error_code"] == ErrorCode.NONE else logging.INFO,
-                "%s from %s for voter %s: %s",
-                ApiKey(api_key).name,
-                conn.peer,
-                body.get("voter_id"),
-                ErrorCode(answer["error_code"]).name,  # type: ignore[arg-type]
-            )
-            self._reply(conn, api_key, version, corr, answer)
-            return
         try:
             req = request_from_wire(api_key, version, body, local_cluster_id=self._cluster_id)
         except WireTranslationError as e:
@@ -363,19 +346,6 @@ class RequestServer:
             NodeEndpoints(v.node_id, (Listener(name, v.host, v.port),)) for v in self._cfg.voters
         )
 
-    def _leader_snapshot(self) -> LeaderSnapshot:
-        view = self._driver.replica.view()
-        return LeaderSnapshot(
-            cluster_id=self._cluster_id,
-            epoch=view.epoch,
-            is_leader=view.state is ReplicaState.LEADER,
-            leader_id=view.leader_id,
-            leader_listener=self._listener_of(view.leader_id),
-            high_watermark_known=self._driver.high_watermark is not None,
-            voters=tuple(view.voters),
-            listener_name=self._cfg.listener_name,
-        )
-
     def prepare_response(self, send: Send) -> Release:
         msg = send.message
         assert isinstance(msg, Response)
@@ -385,9 +355,9 @@ class RequestServer:
             # Its connection closed (or an answer without a token): nobody to answer.
             log.debug("no pending %s for reply token %s", api_key.name, send.reply_to)
             return _nothing
-        body = response_to_wire(
-            msg, api_key, p.version, leader_listener=self._listener_of(msg.leader_id)
-        )
+        # AddRaftVoter / RemoveRaftVoter answers name no leader.
+        named = None if isinstance(msg, AddVoterResponse | RemoveVoterResponse) else msg.leader_id
+        body = response_to_wire(msg, api_key, p.version, leader_listener=self._listener_of(named))
         if isinstance(msg, FetchSnapshotResponse):
             frame = fetch_snapshot_frame(body, p.version, p.correlation_id, msg.chunk)
             return lambda: p.conn.write_frame(frame)

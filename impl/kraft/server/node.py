@@ -192,6 +192,7 @@ class Node:
                 voters=static_voters,
                 timing=config.timing,
                 log_start_policy=LogStartPolicy.RETENTION,
+                listener_name=config.listener_name,
             ),
             election_state=election,
             log_state=replace(log_state_of(log_, files.ids()), voter_history=voter_history),

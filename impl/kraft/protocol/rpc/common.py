@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, TypeVar
 
+from kraft.control_records import Endpoint
 from kraft.core.messages import Request, Response
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
@@ -35,6 +36,7 @@ from kraft.protocol.values import (
     MessageDict,
     get_int,
     get_opt_str,
+    get_str,
     get_structs,
     get_uuid,
 )
@@ -169,6 +171,29 @@ def node_endpoints(
 
 def listeners_to_wire(listeners: Sequence[Listener]) -> list[MessageDict]:
     return [{"name": x.name, "host": x.host, "port": x.port} for x in listeners]
+
+
+def endpoints_to_wire(endpoints: Sequence[Endpoint]) -> list[MessageDict]:
+    """A voter's endpoints (KIP-853 `listeners` of the voter-change requests)."""
+    return [{"name": e.name, "host": e.host, "port": e.port} for e in endpoints]
+
+
+def endpoints_from_wire(body: Message, key: str) -> tuple[Endpoint, ...]:
+    return tuple(
+        Endpoint(get_str(x, "name"), get_str(x, "host"), get_int(x, "port"))
+        for x in get_structs(body, key)
+    )
+
+
+def optional_cluster_id(body: Message) -> ClusterId | None:
+    """A voter change's cluster id; None when left out (Kafka then does not check it)."""
+    value = get_opt_str(body, "cluster_id")
+    return None if value is None else ClusterId(value)
+
+
+def voter_of(body: Message) -> ReplicaKey:
+    """The voter key of a voter-change request (`voter_id`, `voter_directory_id`)."""
+    return ReplicaKey(NodeId(get_int(body, "voter_id")), directory_of(body, "voter_directory_id"))
 
 
 def metadata_partition(

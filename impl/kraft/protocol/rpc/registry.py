@@ -15,6 +15,7 @@ from kraft.core.messages import Message, Request, Response
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, NodeId
 from kraft.protocol.api_versions import api_versions_response
+from kraft.protocol.rpc.add_raft_voter import AddRaftVoterRpc
 from kraft.protocol.rpc.common import (
     TOP_LEVEL_ERRORS,
     InvalidWireResponseError,
@@ -28,6 +29,8 @@ from kraft.protocol.rpc.describe_quorum import DESCRIBE_QUORUM_VERSIONS
 from kraft.protocol.rpc.fetch import FetchRpc
 from kraft.protocol.rpc.fetch_snapshot import FetchSnapshotRpc
 from kraft.protocol.rpc.leader_change import BeginQuorumEpochRpc, EndQuorumEpochRpc
+from kraft.protocol.rpc.remove_raft_voter import RemoveRaftVoterRpc
+from kraft.protocol.rpc.update_raft_voter import UpdateRaftVoterRpc
 from kraft.protocol.rpc.vote import VoteRpc
 from kraft.protocol.schema import ApiKey
 from kraft.protocol.values import Message as WireMessage
@@ -49,13 +52,17 @@ __all__ = [
     "sender_of",
 ]
 
-# The core RPCs: the messages the replica sends and receives.
+# The core RPCs: the messages the replica sends and receives (the voter changes, KIP-853,
+# only receives: an admin client or a voter sends them to the leader).
 RPCS: Final[tuple[Rpc, ...]] = (
     VoteRpc(),
     BeginQuorumEpochRpc(),
     EndQuorumEpochRpc(),
     FetchRpc(),
     FetchSnapshotRpc(),
+    AddRaftVoterRpc(),
+    RemoveRaftVoterRpc(),
+    UpdateRaftVoterRpc(),
 )
 
 _BY_KEY: Final[dict[int, Rpc]] = {rpc.api_key: rpc for rpc in RPCS}
@@ -165,6 +172,4 @@ def error_response(api_key: int, version: int, error: ErrorCode) -> MessageDict:
         return rpc.error_response(version, error)
     if api_key == ApiKey.API_VERSIONS:
         return api_versions_response(error)
-    if api_key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER):
-        return {"throttle_time_ms": 0, "error_code": int(error), "error_message": None}
     return {"error_code": int(error)}
