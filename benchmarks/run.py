@@ -289,7 +289,7 @@ def render(
         "process, in the same run.",
         "",
     ]
-    for suite in SUITES:
+    for suite in [*SUITES, *(s for s in results if s not in SUITES)]:
         if suite in kept and suite not in results and suite not in errors:
             lines += [f"## {suite}", *kept[suite]]
             continue

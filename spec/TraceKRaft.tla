@@ -165,14 +165,15 @@ TraceSnapshotSize(s, id) == IF <<s, id>> \in DOMAIN SnapSizes THEN SnapSizes[<<s
 \* The implementation's fetch size limit (1 MiB) is far above any simulated log: a response
 \* carries every record after the fetch offset (KRaft allows any non-empty prefix).
 \* Where the trace shows answers cut by a smaller limit (the snapshots profile's 160 bytes),
-\* `counts` holds the record count of this fetch's answer as the trace shows it (empty when
-\* the answer was never logged: then nothing constrains it; refinement/traces/mapping.py).
+\* `counts` are the record counts of the answers logged after this step to a fetch from this
+\* offset by this follower (refinement/traces/mapping.py): this fetch's answer is one of them
+\* or, when it was lost unlogged, may be anything; the whole rest keeps that case cheap.
 TraceHandleFetchRequest(m, counts) ==
     /\ HandleFetchRequest(m)
     /\ \A r \in DOMAIN messages' :
           (NewIn(r) /\ r.type = "FetchResponse" /\ r.kind = "ok" /\ r.entries # <<>>)
-             => IF counts = <<>> THEN Len(r.entries) = Len(log[m.dst]) - m.fetchOffset
-                ELSE \E i \in DOMAIN counts : Len(r.entries) = counts[i]
+             => \/ Len(r.entries) = Len(log[m.dst]) - m.fetchOffset
+                \/ \E i \in DOMAIN counts : Len(r.entries) = counts[i]
 
 \* The leader advanced its HWM while handling the fetch and answers with the new one: the
 \* response just sent by HandleFetchRequest leaves after AdvanceHighWatermark.

@@ -10,7 +10,6 @@ The mapping is documented in spec/README.md ("Trace validation").
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -262,42 +261,25 @@ class SnapshotSizes:
     # Fetch answers with records, in trace order: (leader, follower, fetch offset) ->
     # (event index, record count) of each answer logged (received or dropped).
     fetch_answers: dict[tuple[int, int, int], list[tuple[int, int]]]
-    # (leader, follower) -> the indices of the leader's events that received a Fetch from it.
-    fetches_received: dict[tuple[int, int], list[int]]
 
-    def answer_count(self, leader: int, follower: int, offset: int, at: int) -> int | None:
-        """The record count of the answer to the fetch from `offset` that `leader` handled at
-        event `at`: the first answer logged after `at` and before the leader received the
-        follower's next fetch (a follower has one fetch in flight). None when that answer was
-        never logged (lost with no trace line): nothing then constrains it. An answer to an
-        earlier or later fetch from the same offset says nothing of this one's."""
-        received = self.fetches_received.get((leader, follower), [])
-        nxt = bisect_right(received, at)
-        until = received[nxt] if nxt < len(received) else None
-        for index, count in self.fetch_answers.get((leader, follower, offset), []):
-            if index <= at:
-                continue
-            if until is not None and index > until:
-                return None
-            return count
-        return None
+    def answer_counts(self, leader: int, follower: int, offset: int, at: int) -> tuple[int, ...]:
+        """The record counts that may be the answer's to the fetch from `offset` that `leader`
+        handled at event `at`: those of every answer to a fetch from that offset logged after
+        `at`. Which one is this fetch's the trace cannot always say (a follower may have two
+        fetches in flight; an answer lost unlogged leaves only other fetches' answers), so the
+        spec may send any of them, or the whole rest of the log (TraceHandleFetchRequest)."""
+        later = {
+            c for index, c in self.fetch_answers.get((leader, follower, offset), []) if index > at
+        }
+        return tuple(sorted(later))
 
 
 def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
     chunks: dict[ChunkKey, int] = {}
     sizes: dict[tuple[int, tuple[int, int]], int] = {}
     answers: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
-    received: dict[tuple[int, int], list[int]] = {}
     for ev in events:
         msg = ev.message
-        if (
-            msg is not None
-            and msg.get("type") == "FetchRequest"
-            and ev.node is not None
-            and ev.actions[:1] == ("HandleFetchRequest",)
-        ):
-            received.setdefault((ev.node, _int(msg, "src")), []).append(ev.index)
-            continue
         if msg is not None and msg.get("type") == "FetchResponse":
             batches = msg.get("batches")
             if isinstance(batches, list) and batches and isinstance(batches[0], list):
@@ -315,7 +297,7 @@ def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
         src, dst = _int(msg, "src"), _int(msg, "dst")
         chunks[(src, dst, snap, _int(msg, "position", 0))] = _int(msg, "chunkBytes", 0)
         sizes[(src, snap)] = _int(msg, "size", 0)
-    return SnapshotSizes(chunks, sizes, answers, received)
+    return SnapshotSizes(chunks, sizes, answers)
 
 
 @dataclass
@@ -394,9 +376,8 @@ class _Mapper:
         return ops or [_op("Skip")]
 
     def _fetch_counts(self, request: TlaValue, at: int) -> tuple[int, ...]:
-        """The record count the trace shows in the answer to this fetch, handled at event
-        `at` (a fetch size limit may cut it); () if its answer was never logged: every record
-        follows."""
+        """The record counts the trace shows that may be this fetch's answer's, handled at
+        event `at` (a fetch size limit may cut it)."""
         if not isinstance(request, dict):
             return ()
         key = (request.get("dst"), request.get("src"), request.get("fetchOffset"))
@@ -404,8 +385,7 @@ class _Mapper:
             return ()
         leader, follower, offset = (int(str(v)) for v in key)
         # A fetch from offset o (= records held) is answered from the record at offset o.
-        count = self.snaps.answer_count(leader, follower, offset, at)
-        return () if count is None else (count,)
+        return self.snaps.answer_counts(leader, follower, offset, at)
 
     def _receive(
         self,

@@ -80,21 +80,26 @@ def _wire(
     return replace(_event(index, actions[0], actions, message=message), node=node)
 
 
-def test_a_fetch_answer_that_was_never_logged_constrains_nothing():
-    """Leader 2 answers follower 1's fetch from offset 57 (event 3); that answer is lost
-    unlogged, the follower fetches again (event 4) and, much later, another fetch from 57 is
-    answered with 47 records (event 6). The 47 says nothing of the first answer: only an
-    answer logged before the follower's next fetch reached the leader is this fetch's."""
+def test_the_counts_a_fetch_answer_may_have_are_those_logged_after_it():
+    """Leader 2 answers follower 1's fetches from offset 57 at events 3 and 5; answers from 57
+    are logged at 4 (2 records) and 6 (47). The fetch of event 5 may have either of the later
+    answers only (its own may have been lost unlogged: the spec then also allows the whole
+    rest); the fetch of event 3 may have been answered by either."""
     fetch = {"type": "FetchRequest", "src": 1, "dst": 2, "fetchOffset": 57}
-    answer = {"type": "FetchResponse", "src": 2, "dst": 1, "batches": [[57, 103, 5]]}
     events = [
         _wire(3, 2, ("HandleFetchRequest",), fetch),
-        _wire(4, 2, ("HandleFetchRequest",), fetch),
-        _wire(6, 1, ("HandleFetchResponse",), answer),
+        _wire(4, 1, ("HandleFetchResponse",), _answer(57, 58)),
+        _wire(5, 2, ("HandleFetchRequest",), fetch),
+        _wire(6, 1, ("HandleFetchResponse",), _answer(57, 103)),
     ]
     sizes = snapshot_sizes(events)
-    assert sizes.answer_count(2, 1, 57, at=3) is None
-    assert sizes.answer_count(2, 1, 57, at=4) == 47
+    assert sizes.answer_counts(2, 1, 57, at=3) == (2, 47)
+    assert sizes.answer_counts(2, 1, 57, at=5) == (47,)
+    assert sizes.answer_counts(2, 1, 58, at=3) == ()
+
+
+def _answer(first: int, last: int) -> dict[str, object]:
+    return {"type": "FetchResponse", "src": 2, "dst": 1, "batches": [[first, last, 5]]}
 
 
 def test_client_append_of_k_records_is_k_spec_steps():
