@@ -1,6 +1,7 @@
 """`kraft quorum describe`: the quorum as kafka-metadata-quorum.sh prints it (--status,
 --replication); `kraft info`: each node's own view (KraftNodeInfo), with what Kafka's tools do
-not show, such as the log start offset (DescribeQuorum carries none)."""
+not show, such as the log start offset (DescribeQuorum carries none). `kraft quorum add-voter /
+remove-voter` live in kraft.cli.voters."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kraft.cli import voters
 from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail
 
 if TYPE_CHECKING:
@@ -18,8 +20,10 @@ if TYPE_CHECKING:
 def add_commands(sub: SubParsers) -> None:
     quorum = sub.add_parser(
         "quorum",
-        help="describe the quorum, like kafka-metadata-quorum.sh",
-        description="Describe the metadata quorum as kafka-metadata-quorum.sh does.",
+        help="describe the quorum, add and remove voters, like kafka-metadata-quorum.sh",
+        description=(
+            "Describe the metadata quorum, add and remove voters, as kafka-metadata-quorum.sh does."
+        ),
     )
     qsub = quorum.add_subparsers(dest="quorum_command", metavar="SUBCOMMAND", required=True)
     describe = qsub.add_parser(
@@ -35,6 +39,7 @@ def add_commands(sub: SubParsers) -> None:
     )
     describe.add_argument("--timeout-ms", type=int, default=10_000, help="wait for a leader")
     describe.set_defaults(handler=cmd_quorum)
+    voters.add_commands(qsub)
     info = sub.add_parser(
         "info",
         help="each node's own view: state, epoch, leader, HWM, log start and end offsets",
