@@ -352,6 +352,8 @@ class Node:
             )
             for i, (host, port) in enumerate(config.bootstrap_servers)
         ]
+        for link in self._bootstrap_links:
+            link.on_endpoints = self._transport.peers.learn
         timing = config.timing
         for attempt in itertools.count():
             view = drv.replica.view()

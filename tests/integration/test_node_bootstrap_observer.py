@@ -1,0 +1,88 @@
+"""A node that knows only `controller.quorum.bootstrap.servers` finds a dynamic quorum
+(KIP-853): its storage states no voter set (formatted without --initial-controllers), so it
+starts with no voter, fetches from a bootstrap server, learns the leader and its endpoint from
+the answer, then fetches from the leader as an observer and learns the voter set from the
+Voters record in the log. The leader's DescribeQuorum lists it as an observer; both describe
+outputs print it as Kafka's tool does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_harness import FAST, leader_of
+from polling import kraft_info, wait_for
+
+from kraft.cli import main as kraft_main
+from kraft.client import append, describe_quorum
+from kraft.cluster import LocalCluster, free_ports
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    ports = free_ports(4)
+    c = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True)
+    c.add_observer(ports[3])
+    c.format()
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def test_a_node_with_only_bootstrap_servers_observes_the_quorum(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    voters = (1, 2, 3)
+    cluster.start()
+    lead = wait_for("a leader", lambda: leader_of(cluster, voters), 60.0)
+    ack = asyncio.run(
+        append([cluster.addresses[n] for n in voters], [b"before"], timeout_ms=10_000)
+    )
+    observer = wait_for(
+        "node 4 to follow the leader with the record",
+        lambda: (
+            (i := kraft_info(cluster.addresses[4])) is not None
+            and i.leader_id == lead.node_id
+            and i.end_offset > ack.last_offset
+            and i
+        ),
+        60.0,
+    )
+    assert observer.state == "Follower"
+    # It learned the voter set from the log, not from its configuration (which names none).
+    assert sorted(observer.voters) == [1, 2, 3]
+
+    report = asyncio.run(describe_quorum([cluster.addresses[1]]))
+    assert [o.replica.id for o in report.description.observers] == [4]
+    assert report.description.observers[0].replica.directory_id == cluster.directory_ids[4]
+
+    capsys.readouterr()
+    assert (
+        kraft_main(["quorum", "describe", "--bootstrap", str(cluster.addresses[2]), "--status"])
+        == 0
+    )
+    fields = {
+        k.strip(): v.strip()
+        for k, _, v in (line.partition(":") for line in capsys.readouterr().out.splitlines())
+    }
+    assert [o["id"] for o in json.loads(fields["CurrentObservers"])] == [4]
+    assert sorted(v["id"] for v in json.loads(fields["CurrentVoters"])) == [1, 2, 3]
+
+    # A leader change: the observer follows the next leader (found among the voters now).
+    cluster.stop(lead.node_id)
+    rest = tuple(n for n in voters if n != lead.node_id)
+    second = wait_for("a new leader", lambda: leader_of(cluster, rest), 60.0)
+    ack2 = asyncio.run(append([cluster.addresses[n] for n in rest], [b"after"], timeout_ms=10_000))
+    wait_for(
+        "node 4 to follow the new leader",
+        lambda: (
+            (i := kraft_info(cluster.addresses[4])) is not None
+            and i.leader_id == second.node_id
+            and i.end_offset > ack2.last_offset
+        ),
+        60.0,
+    )
