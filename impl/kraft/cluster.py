@@ -130,7 +130,11 @@ class LocalCluster(NodeFiles):
     def format(self) -> None:
         """Format every data directory not formatted yet and (re)write the config files."""
         self.root.mkdir(parents=True, exist_ok=True)
-        voters = parse_initial_controllers(self.initial_controllers)
+        voters = (
+            parse_initial_controllers(self.initial_controllers)
+            if self.dynamic and self._voter_addresses()
+            else ()
+        )
         for n, a in self.addresses.items():
             if not (self.data_dir(n) / META_PROPERTIES).exists():
                 if self.dynamic and n not in self.observer_ids:

@@ -13,6 +13,7 @@ import random
 
 import pytest
 from kafka_harness import (
+    KRAFT_QUORUM,
     METADATA_QUORUM,
     STORAGE_TOOL,
     KafkaNode,
@@ -21,10 +22,16 @@ from kafka_harness import (
     ports_for,
     run_tool,
 )
-from polling import wait_for
+from polling import kraft_info, wait_for
 
+from kraft.client import Address
+from kraft.cluster import LocalCluster
 from kraft.protocol import uuid_to_base64
-from kraft.storage.meta_properties import generate_cluster_id, read_meta_properties
+from kraft.storage.meta_properties import (
+    generate_cluster_id,
+    generate_directory_id,
+    read_meta_properties,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -184,6 +191,28 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         lambda: (f := _kraft_status(bootstrap)) and _voter_ids(f) == [1] and f,
         60.0,
     )
+    # A kraft node that knows only the bootstrap server finds the Kafka leader (a Fetch to
+    # the bootstrap server names it and its endpoint) and replicates its log as an observer,
+    # learning the voter set from the Voters records in it.
+    observer = _kraft_observer(procs, cluster_id, bootstrap)
+    observer.start()
+    kraft3 = observer.addresses[3]
+    info = wait_for(
+        "the kraft observer to follow the Kafka leader",
+        lambda: (
+            (i := kraft_info(kraft3)) is not None
+            and i.leader_id == 1
+            and (i.high_watermark or 0) > 0
+            and i
+        ),
+        60.0,
+    )
+    assert list(info.voters) == [1] and info.state == "Follower"
+    wait_for(
+        "the Kafka leader to list the kraft observer",
+        lambda: (f := _kraft_status(bootstrap)) and 3 in _observer_ids(f),
+        60.0,
+    )
     repl = run_tool(
         procs.root,
         METADATA_QUORUM,
@@ -195,7 +224,30 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         for row in (line.split() for line in repl.stdout.splitlines()[1:] if line.strip())
     }
     assert statuses[1] == "Leader"
+    assert statuses[3] == "Observer"
     assert statuses.get(2, "Observer") == "Observer"
     assert "Follower" not in statuses.values()
     for k in nodes.values():
         assert k.fatal_lines() == [], k.name
+    assert observer.stop(3) == 0
+
+
+def _kraft_observer(procs: Procs, cluster_id: str, bootstrap: str) -> LocalCluster:
+    """Node 3, formatted by `kraft format` (no voter set), configured with only
+    controller.quorum.bootstrap.servers."""
+    port = ports_for([3])[3]
+    c = LocalCluster(
+        procs.root / "kraft",
+        [port],
+        cluster_id=cluster_id,
+        dynamic=True,
+        overrides={**KRAFT_QUORUM, "controller.quorum.bootstrap.servers": bootstrap},
+        trace=True,
+    )
+    c.node_ids = (3,)
+    c.addresses = {3: Address("127.0.0.1", port)}
+    c.directory_ids = {3: generate_directory_id(random.Random())}
+    c.observer_ids = (3,)
+    c.format()
+    procs.track(c)
+    return c
