@@ -332,13 +332,14 @@ class Node:
 
     async def _find_quorum(self, meta: MetaProperties) -> None:
         """KIP-853's observer discovery through `controller.quorum.bootstrap.servers`, while
-        the replica knows no voter and no leader (a node whose storage states no voter set):
-        a Fetch to each bootstrap server in turn; the answer names the leader and its
-        endpoint (Fetch v17+), the endpoint goes to the peers and the answer to the core,
-        which then follows that leader and learns the voter set from the log it fetches
-        (then the core finds leaders among the voters itself). Answers come from node ids
-        -2, -3, ... (Kafka's ids for bootstrap servers); a failed attempt is not the core's
-        business (it sent nothing), so only answers reach it."""
+        the replica is an observer that knows no leader (a node whose storage states no voter
+        set; or whose voters are all gone): a Fetch to each bootstrap server in turn, as
+        Kafka's observers do; the answer names the leader and its endpoint (Fetch v17+), the
+        endpoint goes to the peers and the answer to the core, which then follows that leader
+        and learns the voter set from the log it fetches (and asks the voters itself too, by
+        its own discovery rule). Answers come from node ids -2, -3, ... (Kafka's ids for
+        bootstrap servers); a failed attempt is not the core's business (it sent nothing), so
+        only answers reach it."""
         config, drv = self.config, self.driver
 
         def answer(event: Event) -> None:
@@ -357,7 +358,7 @@ class Node:
         timing = config.timing
         for attempt in itertools.count():
             view = drv.replica.view()
-            if not view.voters and view.leader_id is None:
+            if view.leader_id is None and not view.is_voter:
                 link = self._bootstrap_links[attempt % len(self._bootstrap_links)]
                 request = FetchRequest(
                     cluster_id=meta.cluster_id,
