@@ -3,8 +3,10 @@
 controller formatted with `--no-initial-controllers`, started as an observer with
 `controller.quorum.bootstrap.servers`. Our command adds it to the Kafka leader's voter set and
 removes it again; Kafka's own kafka-metadata-quorum sees each change, and `kraft quorum
-describe --status` prints the voters and observers as Kafka's tool prints them. Six JVM starts:
-two formats, two controllers, two runs of Kafka's tool."""
+describe --status` prints the voters and observers as Kafka's tool prints them. A kraft node
+configured with only the bootstrap server finds the Kafka leader and observes; our command
+makes it a voter of the Kafka quorum (it follows the Voters record) and removes it again. Six
+JVM starts: two formats, two controllers, two runs of Kafka's tool."""
 
 from __future__ import annotations
 
@@ -213,6 +215,66 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         lambda: (f := _kraft_status(bootstrap)) and 3 in _observer_ids(f),
         60.0,
     )
+
+    # Our command adds the kraft node to the Kafka leader's voters (the leader checks its
+    # ApiVersions for kraft.version 1 and that it is caught up): the kraft node becomes a
+    # voter when the Voters record naming it arrives, and the Kafka leader's high watermark
+    # then needs its fetches. Then it is removed again and observes.
+    kraft_dir = read_meta_properties(observer.data_dir(3)).directory_id
+    added3 = kraft_cli(
+        "quorum",
+        "add-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "--command-config",
+        str(observer.config_path(3)),
+        timeout_s=90.0,
+    )
+    assert added3.returncode == 0, added3.stderr
+    wait_for(
+        "the kraft node to be a voter of the Kafka quorum",
+        lambda: (i := kraft_info(kraft3)) is not None and sorted(i.voters) == [1, 3],
+        60.0,
+    )
+    ours = wait_for(
+        "both tools to list the kraft voter",
+        lambda: (f := _kraft_status(bootstrap)) and _voter_ids(f) == [1, 3] and f,
+        60.0,
+    )
+    voter3 = next(v for v in json.loads(ours["CurrentVoters"]) if v["id"] == 3)
+    assert voter3 == {
+        "id": 3,
+        "directoryId": uuid_to_base64(kraft_dir),
+        "endpoints": [f"CONTROLLER://{kraft3}"],
+    }
+    before = kraft_info(kraft3)
+    assert before is not None and before.high_watermark is not None
+    wait_for(
+        "the Kafka quorum's high watermark to move with the kraft voter",
+        lambda: (
+            (i := kraft_info(kraft3)) is not None
+            and (i.high_watermark or 0) > (before.high_watermark or 0)
+        ),
+        60.0,
+    )
+    removed3 = kraft_cli(
+        "quorum",
+        "remove-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "-i",
+        "3",
+        "-d",
+        uuid_to_base64(kraft_dir),
+        timeout_s=90.0,
+    )
+    assert removed3.returncode == 0, removed3.stderr
+    wait_for(
+        "the kraft node to observe again",
+        lambda: (i := kraft_info(kraft3)) is not None and sorted(i.voters) == [1],
+        60.0,
+    )
+
     repl = run_tool(
         procs.root,
         METADATA_QUORUM,
