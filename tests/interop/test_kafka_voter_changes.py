@@ -289,6 +289,19 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
     assert statuses[3] == "Observer"
     assert statuses.get(2, "Observer") == "Observer"
     assert "Follower" not in statuses.values()
+    # Ours on the same quorum: the same table, cell for cell where nothing moved between the
+    # two runs (ids, directory ids, roles), laid out alike (cells padded, tab after each).
+    mine = kraft_cli("quorum", "describe", "--bootstrap", bootstrap, "--replication")
+    assert mine.returncode == 0, mine.stderr
+    both = f"kafka:\n{repl.stdout}\nkraft:\n{mine.stdout}"
+    theirs_rows = [line.split("\t") for line in repl.stdout.splitlines() if line.strip()]
+    our_rows = [line.split("\t") for line in mine.stdout.splitlines() if line.strip()]
+    assert [c.strip() for c in our_rows[0]] == [c.strip() for c in theirs_rows[0]], both
+    assert sorted((r[0].strip(), r[1].strip(), r[6].strip()) for r in our_rows[1:]) == sorted(
+        (r[0].strip(), r[1].strip(), r[6].strip()) for r in theirs_rows[1:]
+    ), both
+    assert [len(r) for r in our_rows] == [len(r) for r in theirs_rows], both
+    assert [len(c) for c in our_rows[0][:3]] == [len(c) for c in theirs_rows[0][:3]], both
     for k in nodes.values():
         assert k.fatal_lines() == [], k.name
     assert observer.stop(3) == 0
