@@ -93,3 +93,36 @@ def test_remove_voter_checks_its_arguments_then_reports_an_unreachable_quorum(
     argv = ["quorum", "remove-voter", "--bootstrap", "127.0.0.1:1", "-i", "3", "-d", d]
     assert main([*argv, "--timeout-ms", "300"]) == 1
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_describe_shows_a_leader_that_removed_itself_instead_of_failing() -> None:
+    """KIP-856: a leader that removed itself leads until the change commits; DescribeQuorum
+    then lists it among the observers. Kafka's tool fails on such an answer; ours prints the
+    leader's row from the observers (and refuses an answer that names no row for it)."""
+    import uuid
+
+    from kraft.cli.quorum import NoLeaderRowError, replication_lines, status_lines
+    from kraft.core.quorum_info import QuorumDescription, ReplicaDescription
+    from kraft.ids import DirectoryId, Epoch, NodeId, Offset, ReplicaKey
+
+    def row(n: int, end: int) -> ReplicaDescription:
+        return ReplicaDescription(
+            ReplicaKey(NodeId(n), DirectoryId(uuid.UUID(int=n))), end, 1000, 1000
+        )
+
+    d = QuorumDescription(NodeId(1), Epoch(3), Offset(10), (row(2, 9), row(3, 10)), (row(1, 10),))
+    status = status_lines("cid", d)
+    assert status[1] == f"{'LeaderId:':<24}1" and status[4] == f"{'MaxFollowerLag:':<24}1"
+    rows = [line.split("\t")[0].strip() for line in replication_lines(d, human=False, now_ms=0)]
+    statuses = [
+        line.split("\t")[-2].strip() for line in replication_lines(d, human=False, now_ms=0)
+    ]
+    assert list(zip(rows, statuses, strict=True)) == [
+        ("NodeId", "Status"),
+        ("1", "Leader"),
+        ("2", "Follower"),
+        ("3", "Follower"),
+    ]
+    gone = QuorumDescription(NodeId(7), Epoch(3), Offset(10), (row(2, 9),), ())
+    with pytest.raises(NoLeaderRowError):
+        status_lines("cid", gone)

@@ -53,11 +53,24 @@ def add_commands(sub: SubParsers) -> None:
     info.set_defaults(handler=cmd_info)
 
 
+class NoLeaderRowError(ValueError):
+    """The description names a leader it does not describe."""
+
+
+def leader_of(d: QuorumDescription) -> ReplicaDescription:
+    """The leader's row: among the voters, else among the observers (KIP-856: a leader that
+    removed itself leads until the change commits; Kafka's tool fails there)."""
+    for r in (*d.voters, *d.observers):
+        if r.replica.id == d.leader_id:
+            return r
+    raise NoLeaderRowError(f"the answer names leader {d.leader_id} but does not describe it")
+
+
 def status_lines(
     cluster_id: str, d: QuorumDescription, nodes: Sequence[NodeEndpoints] = ()
 ) -> list[str]:
     """kafka-metadata-quorum.sh describe --status, field for field."""
-    leader = next(v for v in d.voters if v.replica.id == d.leader_id)
+    leader = leader_of(d)
     laggard = min(d.voters, key=lambda v: v.log_end_offset)
     if laggard is leader:
         lag_ms = 0
@@ -107,7 +120,7 @@ def replication_lines(d: QuorumDescription, *, human: bool, now_ms: int) -> list
     """kafka-metadata-quorum.sh describe --replication: a tab-separated, padded table."""
     from kraft.protocol import uuid_to_base64
 
-    leader = next(v for v in d.voters if v.replica.id == d.leader_id)
+    leader = leader_of(d)
 
     def when(ts: int) -> str:
         return str(ts) if ts < 0 or not human else f"{max(now_ms - ts, 0)} ms ago"
@@ -115,7 +128,7 @@ def replication_lines(d: QuorumDescription, *, human: bool, now_ms: int) -> list
     groups = [
         ([leader], "Leader"),
         ([v for v in d.voters if v is not leader], "Follower"),
-        (list(d.observers), "Observer"),
+        ([o for o in d.observers if o is not leader], "Observer"),
     ]
     rows = [
         [
@@ -163,10 +176,14 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     except ClientError as e:
         return fail("quorum", str(e))
     desc = report.description
-    if args.status:
-        lines = status_lines(report.cluster_id, desc, report.nodes)
-    else:
-        lines = replication_lines(desc, human=args.human_readable, now_ms=int(time.time() * 1000))
+    try:
+        if args.status:
+            lines = status_lines(report.cluster_id, desc, report.nodes)
+        else:
+            now_ms = int(time.time() * 1000)
+            lines = replication_lines(desc, human=args.human_readable, now_ms=now_ms)
+    except NoLeaderRowError as e:
+        return fail("quorum", str(e))
     print("\n".join(lines))
     return 0
 
