@@ -86,3 +86,62 @@ def test_a_node_with_only_bootstrap_servers_observes_the_quorum(
         ),
         60.0,
     )
+
+
+def test_an_observer_learns_the_voters_from_the_snapshot_it_installs(tmp_path: Path) -> None:
+    """The leader's log starts past its Voters record (snapshots, retention at once): the
+    bootstrap-only node fetches a snapshot (KIP-630) and takes the voter set, with the voters'
+    endpoints, from it; it then finds the next leader among those voters by itself."""
+    small = {
+        **FAST,
+        "metadata.log.max.record.bytes.between.snapshots": "4096",
+        "metadata.log.segment.bytes": "8192",
+        "metadata.max.retention.bytes": "0",
+    }
+    ports = free_ports(4)
+    c = LocalCluster(tmp_path, ports[:3], overrides=small, dynamic=True)
+    c.add_observer(ports[3])
+    c.format()
+    voters = (1, 2, 3)
+    for n in voters:
+        c.start(n)
+    try:
+        lead = wait_for("a leader", lambda: leader_of(c, voters), 60.0)
+
+        async def fill() -> int:
+            last = 0
+            for i in range(150):
+                ack = await append([c.addresses[n] for n in voters], [b"x" * 200 + b"%d" % i])
+                last = ack.last_offset
+            return last
+
+        last = asyncio.run(fill())
+        wait_for(
+            "the leader's log start to pass its Voters record",
+            lambda: (
+                (i := kraft_info(c.addresses[lead.node_id])) is not None and i.log_start_offset > 10
+            ),
+        )
+        c.start(4)
+        info = wait_for(
+            "node 4 to install a snapshot and follow the leader",
+            lambda: (
+                (i := kraft_info(c.addresses[4])) is not None
+                and i.leader_id == lead.node_id
+                and i.log_start_offset > 0
+                and i.end_offset > last
+                and i
+            ),
+            60.0,
+        )
+        assert sorted(info.voters) == [1, 2, 3]
+        c.stop(lead.node_id)
+        rest = tuple(n for n in voters if n != lead.node_id)
+        second = wait_for("a new leader", lambda: leader_of(c, rest), 60.0)
+        wait_for(
+            "node 4 to follow the new leader",
+            lambda: (i := kraft_info(c.addresses[4])) is not None and i.leader_id == second.node_id,
+            60.0,
+        )
+    finally:
+        c.stop_all()
