@@ -18,7 +18,9 @@ from polling import kraft_info, wait_for
 
 from kraft.cli import main as kraft_main
 from kraft.client import append, describe_quorum
+from kraft.client_voters import kraft_version_range
 from kraft.cluster import LocalCluster, free_ports
+from kraft.errors import ErrorCode
 
 
 @pytest.fixture
@@ -55,6 +57,8 @@ def test_a_node_with_only_bootstrap_servers_observes_the_quorum(
     assert observer.state == "Follower"
     # It learned the voter set from the log, not from its configuration (which names none).
     assert sorted(observer.voters) == [1, 2, 3]
+    # What a leader asked to add it probes (ApiVersions): it supports kraft.version 0 to 1.
+    assert asyncio.run(kraft_version_range(cluster.addresses[4])) == (ErrorCode.NONE, (0, 1))
 
     report = asyncio.run(describe_quorum([cluster.addresses[1]]))
     assert [o.replica.id for o in report.description.observers] == [4]

@@ -10,6 +10,7 @@ JVM starts: two formats, two controllers, two runs of Kafka's tool."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 
@@ -27,7 +28,9 @@ from kafka_harness import (
 from polling import kraft_info, wait_for
 
 from kraft.client import Address
+from kraft.client_voters import kraft_version_range
 from kraft.cluster import LocalCluster
+from kraft.errors import ErrorCode
 from kraft.protocol import uuid_to_base64
 from kraft.storage.meta_properties import (
     generate_cluster_id,
@@ -106,6 +109,9 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         120.0,
     )
     assert _voter_ids(fields) == [1]
+    # The probe a leader makes of a replica it adds: Kafka's controller supports kraft.version
+    # 0 to 1, as a kraft node says it does.
+    assert asyncio.run(kraft_version_range(nodes[2].address)) == (ErrorCode.NONE, (0, 1))
 
     # Bad input: a clear error, exit 2, nothing sent.
     bad = kraft_cli("quorum", "remove-controller", "--bootstrap", bootstrap, "-i", "2", "-d", "x")

@@ -126,3 +126,14 @@ def test_describe_shows_a_leader_that_removed_itself_instead_of_failing() -> Non
     gone = QuorumDescription(NodeId(7), Epoch(3), Offset(10), (row(2, 9),), ())
     with pytest.raises(NoLeaderRowError):
         status_lines("cid", gone)
+
+
+def test_the_kraft_version_probe_of_an_unreachable_node_is_a_timeout() -> None:
+    import asyncio
+
+    from kraft.client import Address
+    from kraft.client_voters import kraft_version_range
+    from kraft.errors import ErrorCode
+
+    got = asyncio.run(kraft_version_range(Address("127.0.0.1", 1), 0.5))
+    assert got == (ErrorCode.REQUEST_TIMED_OUT, None)

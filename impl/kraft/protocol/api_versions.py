@@ -40,6 +40,12 @@ def check_supported(api_key: int, api_version: int) -> None:
 NODE_FEATURES: Final[tuple[tuple[str, int, int], ...]] = (("kraft.version", 0, 1),)
 
 
+def node_features(version: int) -> tuple[tuple[str, int, int], ...]:
+    """What an ApiVersions answer of `version` lists (Kafka, KIP-1022): below v4 a feature
+    whose range starts at 0 is left out (older clients cannot read such a range)."""
+    return tuple(f for f in NODE_FEATURES if version >= 4 or f[1] > 0)
+
+
 def api_versions_response(
     error_code: ErrorCode = ErrorCode.NONE,
     throttle_time_ms: int = 0,

@@ -72,7 +72,7 @@ from kraft.protocol import (
     encode_response_payload,
     frame,
 )
-from kraft.protocol.api_versions import NODE_FEATURES
+from kraft.protocol.api_versions import node_features
 from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_GET_KEY,
@@ -293,7 +293,7 @@ class RequestServer:
                 api_key,
                 version,
                 corr,
-                api_versions_response(apis=NODE_APIS, features=NODE_FEATURES),
+                api_versions_response(apis=NODE_APIS, features=node_features(version)),
             )
             return
         try:
