@@ -11,6 +11,10 @@ and fetch a snapshot; the driver performs it), a randomness source seeded from t
 millisecond clock, then serves. A log that starts
 after offset 0 with no valid snapshot at or after its start cannot rebuild the state: the node
 refuses to start.
+While it runs, its peers follow the log's voter set (KIP-853: links at the endpoints of the
+latest Voters record, appended or installed from a snapshot; kraft.server.peers), and a node
+configured with `controller.quorum.bootstrap.servers` that observes without a leader finds one
+through them (a Fetch; the answer names the leader and its endpoint), as Kafka's observers do.
 SIGTERM/SIGINT shut down gracefully: the replica resigns if it leads (EndQuorumEpoch),
 bounded by `shutdown_timeout_ms`, then the log is flushed and closed.
 """
@@ -135,10 +139,6 @@ class _Transport:
 
 def _no_link(node: NodeId, host: str, port: int) -> PeerLink:
     raise RuntimeError(f"no peers yet: node {node} at {host}:{port}")
-
-
-def _nothing() -> None:
-    pass
 
 
 LOCK_FILE = ".lock"
