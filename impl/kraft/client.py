@@ -73,6 +73,7 @@ __all__ = [
     "NodeInfo",
     "QuorumReport",
     "append",
+    "describe_cluster",
     "describe_quorum",
     "node_info",
     "parse_address",
@@ -281,7 +282,7 @@ class QuorumReport:
     nodes: tuple[NodeEndpoints, ...]
 
 
-async def _describe_cluster(conn: Connection) -> ClusterDescription:
+async def describe_cluster(conn: Connection) -> ClusterDescription:
     version = await conn.version_for(ApiKey.DESCRIBE_CLUSTER, lo=1)  # v1: endpoint types
     body = await conn.request(ApiKey.DESCRIBE_CLUSTER, version, describe_cluster_request())
     error, message, cluster = describe_cluster_from_wire(body)
@@ -310,7 +311,7 @@ async def describe_quorum(bootstrap: Sequence[Address], timeout_ms: int = 10_000
         for address in bootstrap:
             try:
                 async with await Connection.open(address) as conn:
-                    cluster = await _describe_cluster(conn)
+                    cluster = await describe_cluster(conn)
                     target = next(
                         (
                             Address(host, port)

@@ -6,7 +6,7 @@ Layout under the data root: `node-<id>/` (the formatted data directory),
 A static quorum (`controller.quorum.voters`, kraft.version 0) by default; with `dynamic=True`
 a dynamic one (KIP-853): each directory is formatted as `kraft format --initial-controllers`
 does, with the voters' directory ids drawn once, and the nodes are configured with
-`controller.quorum.bootstrap.servers`.
+`controller.quorum.bootstrap.servers`. `add_observer` adds a node outside the initial voters.
 """
 
 from __future__ import annotations
@@ -96,27 +96,48 @@ class LocalCluster(NodeFiles):
         rng = random.Random()
         # The voters' directory ids (a dynamic quorum's --initial-controllers).
         self.directory_ids = {n: generate_directory_id(rng) for n in self.node_ids}
+        # Nodes that are not in the initial voter set (add_observer).
+        self.observer_ids: tuple[int, ...] = ()
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def add_observer(self, port: int) -> int:
+        """A node outside the initial voter set (the next id): formatted without a bootstrap
+        checkpoint and configured with the voters (a static quorum) or only with
+        `controller.quorum.bootstrap.servers` (a dynamic one), it fetches as an observer; in a
+        dynamic quorum `kraft quorum add-voter` can make it a voter. Call format() after."""
+        n = max(self.node_ids) + 1
+        self.node_ids = (*self.node_ids, n)
+        self.addresses = {**self.addresses, n: Address(self.host, port)}
+        self.directory_ids[n] = generate_directory_id(random.Random())
+        self.observer_ids = (*self.observer_ids, n)
+        return n
+
+    def _voter_addresses(self) -> dict[int, Address]:
+        return {n: a for n, a in self.addresses.items() if n not in self.observer_ids}
 
     @property
     def voters(self) -> str:
-        return ",".join(f"{n}@{a.host}:{a.port}" for n, a in self.addresses.items())
+        return ",".join(f"{n}@{a.host}:{a.port}" for n, a in self._voter_addresses().items())
 
     @property
     def initial_controllers(self) -> str:
         """`kraft format --initial-controllers` of this cluster (a dynamic quorum's voters)."""
         return ",".join(
             str(DynamicVoter(NodeId(n), a.host, a.port, self.directory_ids[n]))
-            for n, a in self.addresses.items()
+            for n, a in self._voter_addresses().items()
         )
 
     def format(self) -> None:
         """Format every data directory not formatted yet and (re)write the config files."""
         self.root.mkdir(parents=True, exist_ok=True)
-        voters = parse_initial_controllers(self.initial_controllers)
+        voters = (
+            parse_initial_controllers(self.initial_controllers)
+            if self.dynamic and self._voter_addresses()
+            else ()
+        )
         for n, a in self.addresses.items():
             if not (self.data_dir(n) / META_PROPERTIES).exists():
-                if self.dynamic:
+                if self.dynamic and n not in self.observer_ids:
                     format_storage(
                         self.data_dir(n), self.cluster_id, n, directory_id=self.directory_ids[n]
                     )
@@ -126,9 +147,14 @@ class LocalCluster(NodeFiles):
                         timestamp_ms=time.time_ns() // 1_000_000,
                     )
                 else:
-                    format_storage(self.data_dir(n), self.cluster_id, n)
+                    format_storage(
+                        self.data_dir(n), self.cluster_id, n, directory_id=self.directory_ids[n]
+                    )
             quorum = (
-                ("controller.quorum.bootstrap.servers", ",".join(map(str, self.addresses.values())))
+                (
+                    "controller.quorum.bootstrap.servers",
+                    ",".join(map(str, self._voter_addresses().values())),
+                )
                 if self.dynamic
                 else ("controller.quorum.voters", self.voters)
             )

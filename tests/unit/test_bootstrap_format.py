@@ -7,6 +7,7 @@ tests/interop/test_bootstrap_checkpoint.py."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -143,13 +144,16 @@ def test_a_dynamic_quorum_node_starts_from_its_storage_not_its_configuration(
     [(offset, voters)] = history
     assert offset == Offset(-1)
     assert [(k.id, k.directory_id) for k in voters] == [(n, D[n]) for n in (1, 2, 3)]
-    # Reformatted without a bootstrap and configured with bootstrap servers only: no voters.
+    # Reformatted without a bootstrap and configured with bootstrap servers only: no voters;
+    # the node starts as an observer that finds the quorum through the bootstrap servers.
     bare = tmp_path / "bare"
     assert _format(bare, 1) == 0
     with SegmentedLog.open(bare) as log_:
         assert stated_voters(None, log_).latest is None
+        assert voters_at_start(config, None, log_) == (config, ())
+        # With neither bootstrap servers nor static voters there is nobody to ask.
         with pytest.raises(NoVotersError):
-            voters_at_start(config, None, log_)
+            voters_at_start(replace(config, bootstrap_servers=()), None, log_)
 
 
 def test_a_node_needs_static_voters_or_bootstrap_servers(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """`kraft quorum describe`: the quorum as kafka-metadata-quorum.sh prints it (--status,
 --replication); `kraft info`: each node's own view (KraftNodeInfo), with what Kafka's tools do
-not show, such as the log start offset (DescribeQuorum carries none)."""
+not show, such as the log start offset (DescribeQuorum carries none). `kraft quorum add-voter /
+remove-voter` live in kraft.cli.voters."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kraft.cli import voters
 from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail
 
 if TYPE_CHECKING:
@@ -18,8 +20,10 @@ if TYPE_CHECKING:
 def add_commands(sub: SubParsers) -> None:
     quorum = sub.add_parser(
         "quorum",
-        help="describe the quorum, like kafka-metadata-quorum.sh",
-        description="Describe the metadata quorum as kafka-metadata-quorum.sh does.",
+        help="describe the quorum, add and remove voters, like kafka-metadata-quorum.sh",
+        description=(
+            "Describe the metadata quorum, add and remove voters, as kafka-metadata-quorum.sh does."
+        ),
     )
     qsub = quorum.add_subparsers(dest="quorum_command", metavar="SUBCOMMAND", required=True)
     describe = qsub.add_parser(
@@ -35,6 +39,7 @@ def add_commands(sub: SubParsers) -> None:
     )
     describe.add_argument("--timeout-ms", type=int, default=10_000, help="wait for a leader")
     describe.set_defaults(handler=cmd_quorum)
+    voters.add_commands(qsub)
     info = sub.add_parser(
         "info",
         help="each node's own view: state, epoch, leader, HWM, log start and end offsets",
@@ -48,11 +53,24 @@ def add_commands(sub: SubParsers) -> None:
     info.set_defaults(handler=cmd_info)
 
 
+class NoLeaderRowError(ValueError):
+    """The description names a leader it does not describe."""
+
+
+def leader_of(d: QuorumDescription) -> ReplicaDescription:
+    """The leader's row: among the voters, else among the observers (KIP-856: a leader that
+    removed itself leads until the change commits; Kafka's tool fails there)."""
+    for r in (*d.voters, *d.observers):
+        if r.replica.id == d.leader_id:
+            return r
+    raise NoLeaderRowError(f"the answer names leader {d.leader_id} but does not describe it")
+
+
 def status_lines(
     cluster_id: str, d: QuorumDescription, nodes: Sequence[NodeEndpoints] = ()
 ) -> list[str]:
     """kafka-metadata-quorum.sh describe --status, field for field."""
-    leader = next(v for v in d.voters if v.replica.id == d.leader_id)
+    leader = leader_of(d)
     laggard = min(d.voters, key=lambda v: v.log_end_offset)
     if laggard is leader:
         lag_ms = 0
@@ -102,7 +120,7 @@ def replication_lines(d: QuorumDescription, *, human: bool, now_ms: int) -> list
     """kafka-metadata-quorum.sh describe --replication: a tab-separated, padded table."""
     from kraft.protocol import uuid_to_base64
 
-    leader = next(v for v in d.voters if v.replica.id == d.leader_id)
+    leader = leader_of(d)
 
     def when(ts: int) -> str:
         return str(ts) if ts < 0 or not human else f"{max(now_ms - ts, 0)} ms ago"
@@ -110,7 +128,7 @@ def replication_lines(d: QuorumDescription, *, human: bool, now_ms: int) -> list
     groups = [
         ([leader], "Leader"),
         ([v for v in d.voters if v is not leader], "Follower"),
-        (list(d.observers), "Observer"),
+        ([o for o in d.observers if o is not leader], "Observer"),
     ]
     rows = [
         [
@@ -158,10 +176,14 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     except ClientError as e:
         return fail("quorum", str(e))
     desc = report.description
-    if args.status:
-        lines = status_lines(report.cluster_id, desc, report.nodes)
-    else:
-        lines = replication_lines(desc, human=args.human_readable, now_ms=int(time.time() * 1000))
+    try:
+        if args.status:
+            lines = status_lines(report.cluster_id, desc, report.nodes)
+        else:
+            now_ms = int(time.time() * 1000)
+            lines = replication_lines(desc, human=args.human_readable, now_ms=now_ms)
+    except NoLeaderRowError as e:
+        return fail("quorum", str(e))
     print("\n".join(lines))
     return 0
 

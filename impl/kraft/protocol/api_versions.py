@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kraft.errors import ErrorCode
@@ -34,12 +34,25 @@ def check_supported(api_key: int, api_version: int) -> None:
         raise UnsupportedVersionError(api_key, api_version)
 
 
+# The features a kraft node supports, advertised in ApiVersions v3+ (supported_features) as a
+# Kafka controller does: a Kafka leader asked to add a voter (KIP-853) checks that the new
+# voter supports the finalized kraft.version before it adds it.
+NODE_FEATURES: Final[tuple[tuple[str, int, int], ...]] = (("kraft.version", 0, 1),)
+
+
+def node_features(version: int) -> tuple[tuple[str, int, int], ...]:
+    """What an ApiVersions answer of `version` lists (Kafka, KIP-1022): below v4 a feature
+    whose range starts at 0 is left out (older clients cannot read such a range)."""
+    return tuple(f for f in NODE_FEATURES if version >= 4 or f[1] > 0)
+
+
 def api_versions_response(
     error_code: ErrorCode = ErrorCode.NONE,
     throttle_time_ms: int = 0,
     apis: Mapping[int, tuple[int, int]] = SUPPORTED_APIS,
+    features: Sequence[tuple[str, int, int]] = (),
 ) -> MessageDict:
-    return {
+    body: MessageDict = {
         "error_code": int(error_code),
         "api_keys": [
             {"api_key": key, "min_version": lo, "max_version": hi}
@@ -47,6 +60,11 @@ def api_versions_response(
         ],
         "throttle_time_ms": throttle_time_ms,
     }
+    if features:
+        body["supported_features"] = [
+            {"name": name, "min_version": lo, "max_version": hi} for name, lo, hi in features
+        ]
+    return body
 
 
 def api_versions_unsupported_reply(

@@ -80,6 +80,7 @@ from kraft.protocol import (
     encode_response_payload,
     frame,
 )
+from kraft.protocol.api_versions import node_features
 from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_GET_KEY,
@@ -282,7 +283,13 @@ class RequestServer:
             except ProtocolError:
                 conn.write(frame(api_versions_unsupported_reply(corr, NODE_APIS)))
                 return
-            self._reply(conn, api_key, version, corr, api_versions_response(apis=NODE_APIS))
+            self._reply(
+                conn,
+                api_key,
+                version,
+                corr,
+                api_versions_response(apis=NODE_APIS, features=node_features(version)),
+            )
             return
         try:
             check_supported(api_key, version)

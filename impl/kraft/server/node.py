@@ -11,6 +11,10 @@ and fetch a snapshot; the driver performs it), a randomness source seeded from t
 millisecond clock, then serves. A log that starts
 after offset 0 with no valid snapshot at or after its start cannot rebuild the state: the node
 refuses to start.
+While it runs, its peers follow the log's voter set (KIP-853: links at the endpoints of the
+latest Voters record, appended or installed from a snapshot; kraft.server.peers), and a node
+configured with `controller.quorum.bootstrap.servers` that observes without a leader finds one
+through them (a Fetch; the answer names the leader and its endpoint), as Kafka's observers do.
 SIGTERM/SIGINT shut down gracefully: the replica resigns if it leads (EndQuorumEpoch),
 bounded by `shutdown_timeout_ms`, then the log is flushed and closed.
 """
@@ -21,31 +25,35 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import itertools
 import logging
 import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from kraft.app.machines import new_state_machine
 from kraft.app.port import LeaderAndEpoch, ReadableStateMachine
 from kraft.core.effects import Send
+from kraft.core.events import Event, Receive, SendFailed
+from kraft.core.messages import FetchRequest, Request
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.snapshots import LogStartPolicy
 from kraft.core.voter_records import voters_record_at
 from kraft.errors import KraftError
-from kraft.ids import NodeId, ReplicaKey
+from kraft.ids import NodeId, Offset, ReplicaKey
 from kraft.protocol.rpc import Listener, is_request
 from kraft.server.applier import Applier
-from kraft.server.config import NodeConfig
+from kraft.server.config import DEFAULT_LISTENER_NAME, NodeConfig, VoterAddress
 from kraft.server.driver import Clock, Driver, Release
 from kraft.server.inbound import RequestServer
-from kraft.server.peers import PeerLink
+from kraft.server.peers import PeerLink, Peers
 from kraft.server.retention import Retention, RetentionLimits
 from kraft.server.snapshot_store import FileSnapshots
 from kraft.server.snapshots import SnapshotPolicy, Snapshotter, recover_state
-from kraft.server.voters import voters_at_start
+from kraft.server.voters import voter_addresses, voters_at_start
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.meta_properties import MetaProperties, read_meta_properties
 from kraft.storage.quorum_state import FILE_NAME as QUORUM_STATE_FILE
@@ -71,26 +79,66 @@ def wall_anchored_clock() -> Clock:
 
 
 class _Transport:
-    """Routes the core's Sends: a request to the peer link of its destination; an answer to
-    the listener, which finds the request's connection by the answer's reply token alone."""
+    """Routes the core's Sends: a request to the peer link of its destination (kraft.server.peers:
+    made on first use, at the address the latest voter set of the log gives, else one a
+    response named); an answer to the listener, which finds the request's connection by the
+    answer's reply token alone. Before routing it follows the replica's voter set: when a
+    Voters record appended, truncated away or installed from a snapshot changed it, the
+    links and the endpoints the listener reports follow (KIP-853)."""
 
     def __init__(self) -> None:
-        self.peers: dict[NodeId, PeerLink] = {}
+        self.peers: Peers = Peers(_no_link, ())
         self.server: RequestServer | None = None
+        self.driver: Driver | None = None
+        self.listener_name = DEFAULT_LISTENER_NAME
+        self.static_voters: tuple[VoterAddress, ...] = ()
+        self._voter_ids: tuple[NodeId, ...] | None = None
+        self._unknown: set[NodeId] = set()
+
+    def follow_voters(self) -> None:
+        """Take the links and the listener's endpoints from the replica's latest voter set
+        (a VoterSet's ids are one tuple for its life: an identity check per send)."""
+        assert self.driver is not None
+        replica = self.driver.replica
+        view = replica.view()
+        if view.voters is self._voter_ids:
+            return
+        self._voter_ids = view.voters
+        record = voters_record_at(replica, Offset(view.end_offset + 1))
+        voters = (
+            self.static_voters if record is None else voter_addresses(record, self.listener_name)
+        )
+        keep = () if view.leader_id is None else (view.leader_id,)
+        self.peers.set_voters([(v.node_id, v.host, v.port) for v in voters], keep)
+        server = self.server
+        if server is not None and server._cfg.voters != voters:
+            # The listener reports the voters' endpoints (DescribeQuorum, DescribeCluster, a
+            # response's leader endpoint) from its configuration: keep it the log's.
+            server._cfg = replace(server._cfg, voters=voters)
+            log.info("voters: %s", ",".join(str(v) for v in voters) or "none known")
 
     def prepare(self, send: Send) -> Release:
+        self.follow_voters()
         if is_request(send.message):
-            peer = self.peers.get(send.dst)
+            peer = self.peers.link_for(send.dst)
             if peer is None:
-                log.warning("no address for node %d", send.dst)
-                return _nothing
+                return functools.partial(self._unreachable, send.dst, send.message)
+            self._unknown.discard(send.dst)
             return peer.prepare(send.message)
         assert self.server is not None
         return self.server.prepare_response(send)
 
+    def _unreachable(self, dst: NodeId, request: Request) -> None:
+        """No address for `dst`: the core hears at once and retries by its rules."""
+        if dst not in self._unknown:
+            self._unknown.add(dst)
+            log.warning("no address for node %d", dst)
+        assert self.driver is not None
+        self.driver.submit(SendFailed(self.driver.clock(), dst, request))
 
-def _nothing() -> None:
-    pass
+
+def _no_link(node: NodeId, host: str, port: int) -> PeerLink:
+    raise RuntimeError(f"no peers yet: node {node} at {host}:{port}")
 
 
 LOCK_FILE = ".lock"
@@ -131,6 +179,8 @@ class Node:
         self._trace = trace
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._finder: asyncio.Task[None] | None = None
+        self._bootstrap_links: list[PeerLink] = []
         self.address: tuple[str, int] = (config.listener_host, config.listener_port)
 
     @classmethod
@@ -202,7 +252,17 @@ class Node:
             snapshots=files,
         )
         trace = None if config.trace_path is None else TraceFile(config.trace_path, config.node_id)
+        me = config.voter(config.node_id)
+        # Our endpoint, sent to the voters while we lead (KIP-853), also once we are a voter
+        # added at runtime.
+        listeners = (
+            Listener(config.listener_name, config.listener_host, config.listener_port)
+            if me is None
+            else Listener(config.listener_name, me.host, me.port),
+        )
         transport = _Transport()
+        transport.listener_name = config.listener_name
+        transport.static_voters = config.voters
         driver = Driver(
             replica,
             log_,
@@ -213,23 +273,15 @@ class Node:
             append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
             snapshot_files=files,
-            quorum_state_version=1 if voter_history else 0,
+            # kraft.version 1 (KIP-853) for a dynamic quorum, also one found through
+            # controller.quorum.bootstrap.servers.
+            quorum_state_version=1 if voter_history or not config.voters else 0,
         )
-        me = config.voter(config.node_id)
-        listeners = () if me is None else (Listener(config.listener_name, me.host, me.port),)
-        for v in config.voters:
-            if v.node_id != config.node_id:
-                transport.peers[v.node_id] = PeerLink(
-                    v.node_id,
-                    v.host,
-                    v.port,
-                    driver.submit,
-                    clock,
-                    client_id=f"kraft-node-{config.node_id}",
-                    request_timeout_ms=config.timing.request_timeout_ms,
-                    max_frame_bytes=max(config.max_frame_bytes, 16 << 20),
-                    listeners=listeners,
-                )
+        transport.driver = driver
+        transport.peers = Peers(
+            functools.partial(_link, config=config, driver=driver, listeners=listeners),
+            [(v.node_id, v.host, v.port) for v in config.voters if v.node_id != config.node_id],
+        )
         server = RequestServer(config, meta.cluster_id, meta.directory_id, driver)
         transport.server = server
         applier = driver_state_machine(driver, log_, store)
@@ -274,8 +326,53 @@ class Node:
         driver.on_fatal = node.request_stop
         driver.start()
         node._task = asyncio.create_task(driver.run())
+        if config.bootstrap_servers:
+            node._finder = asyncio.create_task(node._find_quorum(meta))
         retention.start()
         return node
+
+    async def _find_quorum(self, meta: MetaProperties) -> None:
+        """KIP-853's observer discovery through `controller.quorum.bootstrap.servers`, while
+        the replica is an observer that knows no leader (a node whose storage states no voter
+        set; or whose voters are all gone): a Fetch to each bootstrap server in turn, as
+        Kafka's observers do; the answer names the leader and its endpoint (Fetch v17+), the
+        endpoint goes to the peers and the answer to the core, which then follows that leader
+        and learns the voter set from the log it fetches (and asks the voters itself too, by
+        its own discovery rule). Answers come from node ids -2, -3, ... (Kafka's ids for
+        bootstrap servers); a failed attempt is not the core's business (it sent nothing), so
+        only answers reach it."""
+        config, drv = self.config, self.driver
+
+        def answer(event: Event) -> None:
+            if isinstance(event, Receive):
+                drv.submit(event)
+
+        me = ReplicaKey(config.node_id, meta.directory_id)
+        self._bootstrap_links = [
+            _link(
+                NodeId(-2 - i), host, port, config=config, driver=drv, listeners=(), submit=answer
+            )
+            for i, (host, port) in enumerate(config.bootstrap_servers)
+        ]
+        for link in self._bootstrap_links:
+            link.on_endpoints = self._transport.peers.learn
+        timing = config.timing
+        for attempt in itertools.count():
+            view = drv.replica.view()
+            if view.leader_id is None and not view.is_voter:
+                link = self._bootstrap_links[attempt % len(self._bootstrap_links)]
+                request = FetchRequest(
+                    cluster_id=meta.cluster_id,
+                    replica=me,
+                    replica_epoch=view.epoch,
+                    fetch_offset=view.end_offset,
+                    last_fetched_epoch=view.last_epoch,
+                    log_start_offset=view.log_start_offset,
+                    max_bytes=timing.fetch_max_bytes,
+                    max_wait_ms=0,
+                )
+                link.prepare(request)()
+            await asyncio.sleep(max(timing.retry_backoff_ms, 50) / 1000)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -304,8 +401,13 @@ class Node:
         drv.fail_all_appends("the node is shutting down; the records may or may not commit")
         await asyncio.sleep(0)  # let append answers be written
         await self.server.close()
-        for peer in self._transport.peers.values():
-            await peer.close()
+        if self._finder is not None:
+            self._finder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._finder
+        for link in self._bootstrap_links:
+            await link.close()
+        await self._transport.peers.close()
         await self.snapshotter.close()
         if self.snapshotter.retention is not None:
             await self.snapshotter.retention.close()
@@ -314,6 +416,31 @@ class Node:
         if self._trace is not None:
             self._trace.close()
         os.close(self._lock)
+
+
+def _link(
+    node: NodeId,
+    host: str,
+    port: int,
+    *,
+    config: NodeConfig,
+    driver: Driver,
+    listeners: tuple[Listener, ...],
+    submit: Callable[[Event], None] | None = None,
+) -> PeerLink:
+    """A link to `node` at host:port; its answers and failures go to the driver (or to
+    `submit`)."""
+    return PeerLink(
+        node,
+        host,
+        port,
+        driver.submit if submit is None else submit,
+        driver.clock,
+        client_id=f"kraft-node-{config.node_id}",
+        request_timeout_ms=config.timing.request_timeout_ms,
+        max_frame_bytes=max(config.max_frame_bytes, 16 << 20),
+        listeners=listeners,
+    )
 
 
 def driver_state_machine(

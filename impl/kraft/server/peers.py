@@ -4,6 +4,9 @@ Every request gets a correlation id and a timer. A response becomes Receive(in_r
 request); a refused or lost connection, an undecodable response or the request timeout becomes
 SendFailed, so the core's retry rules apply. Reconnects back off (50 ms doubling to 400 ms).
 Versions are our highest (PREFERRED_VERSIONS): every node of a cluster speaks this code.
+The leader endpoints a response names (`node_endpoints`, KIP-853: Fetch v17+, Vote,
+BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot) go to `on_endpoints` before the response goes
+to the core, so that the node can reach a leader it just learned of (kraft.server.node).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from kraft.protocol import (
     encode_request_payload,
 )
 from kraft.protocol.rpc import Listener, request_to_wire, response_from_wire
+from kraft.protocol.values import FieldTypeError, Message, get_int, get_str, get_structs
 from kraft.server.driver import Clock, Release
 
-__all__ = ["PeerLink"]
+__all__ = ["LinkFactory", "PeerLink", "Peers"]
 
 log = logging.getLogger("kraft.node")
 
@@ -46,6 +50,20 @@ class _InFlight:
     timer: asyncio.TimerHandle | None = None
 
 
+def _endpoints_of(body: Message) -> list[tuple[NodeId, str, int]]:
+    """The (node id, host, port) entries of a response's `node_endpoints` (none if absent or
+    malformed: an address is a hint, never a reason to drop the answer)."""
+    try:
+        entries = get_structs(body, "node_endpoints")
+        return [
+            (NodeId(get_int(e, "node_id")), get_str(e, "host"), get_int(e, "port"))
+            for e in entries
+            if get_int(e, "node_id") >= 0 and 0 < get_int(e, "port") < 65536
+        ]
+    except (KeyError, FieldTypeError):
+        return []
+
+
 class PeerLink:
     def __init__(
         self,
@@ -59,8 +77,10 @@ class PeerLink:
         request_timeout_ms: int,
         max_frame_bytes: int,
         listeners: Sequence[Listener] = (),
+        on_endpoints: Callable[[NodeId, str, int], None] | None = None,
     ) -> None:
         self.node_id = node_id
+        self.on_endpoints = on_endpoints
         self.host = host
         self.port = port
         self._submit = submit
@@ -164,6 +184,9 @@ class PeerLink:
             log.warning("bad response from node %d: %s", self.node_id, e)
             self._submit(SendFailed(now, self.node_id, entry.request))
             return
+        if self.on_endpoints is not None:
+            for node, host, port in _endpoints_of(body):
+                self.on_endpoints(node, host, port)
         self._submit(Receive(now, self.node_id, response, in_reply_to=entry.request))
 
     def _timed_out(self, corr: int) -> None:
@@ -192,3 +215,77 @@ class PeerLink:
             self._writer.close()
             self._writer = None
         self._fail_all()
+
+
+LinkFactory = Callable[[NodeId, str, int], PeerLink]
+
+
+class Peers:
+    """The node's outbound links by node id, and where each node is.
+
+    A node's address is, first, its endpoint in the latest voter set of the log (`set_voters`,
+    KIP-853: the Voters record's endpoints, so voters added or moved at runtime are reached
+    where the log says), else the endpoint a response named for it (`learn`: the leader an
+    observer found through a bootstrap server). A link is made on the first request to its
+    node; one whose node left the voter set (and is not `keep`) or moved is closed."""
+
+    def __init__(self, make_link: LinkFactory, voters: Sequence[tuple[NodeId, str, int]]) -> None:
+        self._make = make_link
+        self.links: dict[NodeId, PeerLink] = {}
+        self._voters: dict[NodeId, tuple[str, int]] = {n: (h, p) for n, h, p in voters}
+        self._learned: dict[NodeId, tuple[str, int]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def address_of(self, node: NodeId) -> tuple[str, int] | None:
+        return self._voters.get(node) or self._learned.get(node)
+
+    def learn(self, node: NodeId, host: str, port: int) -> None:
+        """A response named `node`'s endpoint (used while the voter set does not name it)."""
+        if self._learned.get(node) != (host, port):
+            self._learned[node] = (host, port)
+            self._retire_moved(node)
+
+    def set_voters(
+        self, voters: Sequence[tuple[NodeId, str, int]], keep: Sequence[NodeId] = ()
+    ) -> None:
+        """The voter set changed: its endpoints; links to nodes no longer voters (but those in
+        `keep`, such as the leader) or now elsewhere are closed."""
+        self._voters = {n: (h, p) for n, h, p in voters}
+        for node in list(self.links):
+            if node not in self._voters and node not in keep:
+                self._retire(node)
+            else:
+                self._retire_moved(node)
+
+    def link_for(self, node: NodeId) -> PeerLink | None:
+        link = self.links.get(node)
+        if link is not None:
+            return link
+        address = self.address_of(node)
+        if address is None:
+            return None
+        link = self.links[node] = self._make(node, *address)
+        if link.on_endpoints is None:
+            link.on_endpoints = self.learn
+        return link
+
+    def _retire_moved(self, node: NodeId) -> None:
+        link = self.links.get(node)
+        if link is not None and (link.host, link.port) != self.address_of(node):
+            self._retire(node)
+
+    def _retire(self, node: NodeId) -> None:
+        link = self.links.pop(node)
+        log.info("link to node %d (%s:%d) closed", node, link.host, link.port)
+        link._fail_all()  # what was in flight is retried by the core's rules, elsewhere
+        task = asyncio.get_running_loop().create_task(link.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        for link in list(self.links.values()):
+            await link.close()
+        self.links.clear()
+        for task in list(self._closing):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -6,7 +6,10 @@ snapshots and in Voters records of the log (kraft.storage.bootstrap.stated_voter
 voter set, with every voter's directory id, is the log's and not the configuration's, and the
 voters' addresses are the endpoints of the latest Voters record (on the node's controller
 listener, else the first one given). A static quorum (kraft.version 0) keeps
-`controller.quorum.voters`: ids only, any directory.
+`controller.quorum.voters`: ids only, any directory. A node whose storage states no voter set
+and that is configured with `controller.quorum.bootstrap.servers` only starts with no voter:
+an observer that finds the quorum through them (kraft.server.node). While it runs, the voter
+set and the voters' endpoints follow the log (`voter_addresses` of the latest Voters record).
 """
 
 from __future__ import annotations
@@ -75,13 +78,16 @@ def voters_at_start(
     stated = stated_voters(snapshot, log_)
     latest = stated.latest
     if latest is None:
-        if not config.voters:
+        if not config.voters and not config.bootstrap_servers:
             raise NoVotersError(
                 f"{config.data_dir} states no voter set (it was not formatted with "
                 "--standalone or --initial-controllers, and its log holds no Voters record) "
-                "and controller.quorum.voters is not set: finding a dynamic quorum through "
-                "controller.quorum.bootstrap.servers alone is not supported yet"
+                "and neither controller.quorum.voters nor controller.quorum.bootstrap.servers "
+                "is set"
             )
+        # No voter known: with bootstrap servers only, the node starts as an observer that
+        # finds the leader through them and learns the voters from the log it fetches
+        # (kraft.server.node).
         return config, ()
     addresses = voter_addresses(latest, config.listener_name)
     if config.voters and {v.node_id for v in config.voters} != {v.node_id for v in addresses}:

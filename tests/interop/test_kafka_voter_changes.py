@@ -1,0 +1,334 @@
+"""`kraft quorum add-controller` / `remove-controller` against a real Apache Kafka 4.3 quorum
+(KIP-853): a dynamic Kafka quorum (`kafka-storage format --standalone`) and a second Kafka
+controller formatted with `--no-initial-controllers`, started as an observer with
+`controller.quorum.bootstrap.servers`. Our command adds it to the Kafka leader's voter set and
+removes it again; Kafka's own kafka-metadata-quorum sees each change, and `kraft quorum
+describe --status` prints the voters and observers as Kafka's tool prints them. A kraft node
+configured with only the bootstrap server finds the Kafka leader and observes; our command
+makes it a voter of the Kafka quorum (it follows the Voters record) and removes it again. Six
+JVM starts: two formats, two controllers, two runs of Kafka's tool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import pytest
+from kafka_harness import (
+    KRAFT_QUORUM,
+    METADATA_QUORUM,
+    STORAGE_TOOL,
+    KafkaNode,
+    Procs,
+    kraft_cli,
+    ports_for,
+    run_tool,
+)
+from polling import kraft_info, wait_for
+
+from kraft.client import Address
+from kraft.client_voters import kraft_version_range
+from kraft.cluster import LocalCluster
+from kraft.errors import ErrorCode
+from kraft.protocol import uuid_to_base64
+from kraft.storage.meta_properties import (
+    generate_cluster_id,
+    generate_directory_id,
+    read_meta_properties,
+)
+
+pytestmark = pytest.mark.interop
+
+
+class DynamicKafkaController(KafkaNode):
+    """A Kafka controller of a dynamic quorum: `controller.quorum.bootstrap.servers`, no
+    static voters; formatted `--standalone` (the first voter) or `--no-initial-controllers`
+    (an observer until added)."""
+
+    bootstrap: str = ""
+
+    def properties(self) -> dict[str, str]:
+        props = super().properties()
+        del props["controller.quorum.voters"]
+        props["controller.quorum.bootstrap.servers"] = self.bootstrap
+        return props
+
+    def format_dynamic(self, how: str) -> None:
+        text = "".join(f"{k}={v}\n" for k, v in self.properties().items())
+        self.config_path.write_text(text, encoding="utf-8")
+        done = run_tool(
+            self.procs.root,
+            STORAGE_TOOL,
+            ["format", "-t", self.cluster_id, "-c", str(self.config_path), how],
+        )
+        assert done.returncode == 0, f"StorageTool format failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _fields(output: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in output.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _kraft_status(bootstrap: str) -> dict[str, str] | None:
+    done = kraft_cli("quorum", "describe", "--bootstrap", bootstrap, "--status")
+    return _fields(done.stdout) if done.returncode == 0 else None
+
+
+def _voter_ids(fields: dict[str, str]) -> list[int]:
+    return sorted(v["id"] for v in json.loads(fields["CurrentVoters"]))
+
+
+def _observer_ids(fields: dict[str, str]) -> list[int]:
+    return sorted(v["id"] for v in json.loads(fields["CurrentObservers"]))
+
+
+def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Procs) -> None:
+    cluster_id = generate_cluster_id(random.Random())
+    ports = ports_for([1, 2])
+    bootstrap = f"127.0.0.1:{ports[1]}"
+    nodes = {}
+    for n in (1, 2):
+        k = DynamicKafkaController(procs, n, ports[n], "", cluster_id)
+        k.bootstrap = bootstrap
+        nodes[n] = k
+    nodes[1].format_dynamic("--standalone")
+    nodes[2].format_dynamic("--no-initial-controllers")
+    directory2 = read_meta_properties(nodes[2].data_dir).directory_id
+    for k in nodes.values():
+        k.start()
+
+    # Node 2 fetches as an observer of node 1's one-voter quorum.
+    fields = wait_for(
+        "node 2 as an observer",
+        lambda: (f := _kraft_status(bootstrap)) and _observer_ids(f) == [2] and f,
+        120.0,
+    )
+    assert _voter_ids(fields) == [1]
+    # The probe a leader makes of a replica it adds: Kafka's controller supports kraft.version
+    # 0 to 1, as a kraft node says it does.
+    assert asyncio.run(kraft_version_range(nodes[2].address)) == (ErrorCode.NONE, (0, 1))
+
+    # Bad input: a clear error, exit 2, nothing sent.
+    bad = kraft_cli("quorum", "remove-controller", "--bootstrap", bootstrap, "-i", "2", "-d", "x")
+    assert bad.returncode == 2 and "--controller-directory-id" in bad.stderr
+
+    added = kraft_cli(
+        "quorum",
+        "add-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "--command-config",
+        str(nodes[2].config_path),
+        timeout_s=90.0,
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == (
+        f"Added controller 2 with directory id {uuid_to_base64(directory2)} and endpoints: "
+        f"CONTROLLER://127.0.0.1:{ports[2]}"
+    )
+
+    # Kafka's tool and ours print the same voters and observers.
+    ours = wait_for(
+        "the Voters record naming node 2",
+        lambda: (f := _kraft_status(bootstrap)) and _voter_ids(f) == [1, 2] and f,
+        60.0,
+    )
+    theirs = run_tool(
+        procs.root, METADATA_QUORUM, ["--bootstrap-controller", bootstrap, "describe", "--status"]
+    )
+    assert theirs.returncode == 0, f"{theirs.stdout}\n{theirs.stderr}"
+    kafka = _fields(theirs.stdout)
+    voters = json.loads(kafka["CurrentVoters"])
+    assert {(v["id"], v.get("directoryId")) for v in voters} >= {(2, uuid_to_base64(directory2))}
+    assert {tuple(v["endpoints"]) for v in voters} == {
+        (f"CONTROLLER://127.0.0.1:{ports[n]}",) for n in (1, 2)
+    }
+    ours = _kraft_status(bootstrap) or ours
+    for key in ("ClusterId", "LeaderId", "LeaderEpoch", "CurrentVoters", "CurrentObservers"):
+        assert ours[key] == kafka[key], key
+
+    # Adding it again: Kafka's DUPLICATE_VOTER, exit 1, named.
+    again = kraft_cli(
+        "quorum",
+        "add-voter",
+        "--bootstrap",
+        bootstrap,
+        "--command-config",
+        str(nodes[2].config_path),
+        "--timeout-ms",
+        "10000",
+        timeout_s=60.0,
+    )
+    assert again.returncode == 1 and "DUPLICATE_VOTER" in again.stderr, again.stderr
+
+    # Removing a voter the leader does not have: Kafka's VOTER_NOT_FOUND, exit 1.
+    unknown = kraft_cli(
+        "quorum",
+        "remove-voter",
+        "--bootstrap",
+        bootstrap,
+        "-i",
+        "7",
+        "-d",
+        uuid_to_base64(directory2),
+    )
+    assert unknown.returncode == 1 and "VOTER_NOT_FOUND" in unknown.stderr, unknown.stderr
+
+    removed = kraft_cli(
+        "quorum",
+        "remove-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "--controller-id",
+        "2",
+        "--controller-directory-id",
+        uuid_to_base64(directory2),
+        timeout_s=90.0,
+    )
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.strip() == (
+        f"Removed KRaft controller 2 with directory id {uuid_to_base64(directory2)}"
+    )
+    wait_for(
+        "node 2 an observer again",
+        lambda: (f := _kraft_status(bootstrap)) and _voter_ids(f) == [1] and f,
+        60.0,
+    )
+    # A kraft node that knows only the bootstrap server finds the Kafka leader (a Fetch to
+    # the bootstrap server names it and its endpoint) and replicates its log as an observer,
+    # learning the voter set from the Voters records in it.
+    observer = _kraft_observer(procs, cluster_id, bootstrap)
+    observer.start()
+    kraft3 = observer.addresses[3]
+    info = wait_for(
+        "the kraft observer to follow the Kafka leader",
+        lambda: (
+            (i := kraft_info(kraft3)) is not None
+            and i.leader_id == 1
+            and (i.high_watermark or 0) > 0
+            and i
+        ),
+        60.0,
+    )
+    assert list(info.voters) == [1] and info.state == "Follower"
+    wait_for(
+        "the Kafka leader to list the kraft observer",
+        lambda: (f := _kraft_status(bootstrap)) and 3 in _observer_ids(f),
+        60.0,
+    )
+
+    # Our command adds the kraft node to the Kafka leader's voters (the leader checks its
+    # ApiVersions for kraft.version 1 and that it is caught up): the kraft node becomes a
+    # voter when the Voters record naming it arrives, and the Kafka leader's high watermark
+    # then needs its fetches. Then it is removed again and observes.
+    kraft_dir = read_meta_properties(observer.data_dir(3)).directory_id
+    added3 = kraft_cli(
+        "quorum",
+        "add-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "--command-config",
+        str(observer.config_path(3)),
+        timeout_s=90.0,
+    )
+    assert added3.returncode == 0, added3.stderr
+    wait_for(
+        "the kraft node to be a voter of the Kafka quorum",
+        lambda: (i := kraft_info(kraft3)) is not None and sorted(i.voters) == [1, 3],
+        60.0,
+    )
+    ours = wait_for(
+        "both tools to list the kraft voter",
+        lambda: (f := _kraft_status(bootstrap)) and _voter_ids(f) == [1, 3] and f,
+        60.0,
+    )
+    voter3 = next(v for v in json.loads(ours["CurrentVoters"]) if v["id"] == 3)
+    assert voter3 == {
+        "id": 3,
+        "directoryId": uuid_to_base64(kraft_dir),
+        "endpoints": [f"CONTROLLER://{kraft3}"],
+    }
+    before = kraft_info(kraft3)
+    assert before is not None and before.high_watermark is not None
+    wait_for(
+        "the Kafka quorum's high watermark to move with the kraft voter",
+        lambda: (
+            (i := kraft_info(kraft3)) is not None
+            and (i.high_watermark or 0) > (before.high_watermark or 0)
+        ),
+        60.0,
+    )
+    removed3 = kraft_cli(
+        "quorum",
+        "remove-controller",
+        "--bootstrap-controller",
+        bootstrap,
+        "-i",
+        "3",
+        "-d",
+        uuid_to_base64(kraft_dir),
+        timeout_s=90.0,
+    )
+    assert removed3.returncode == 0, removed3.stderr
+    wait_for(
+        "the kraft node to observe again",
+        lambda: (i := kraft_info(kraft3)) is not None and sorted(i.voters) == [1],
+        60.0,
+    )
+
+    repl = run_tool(
+        procs.root,
+        METADATA_QUORUM,
+        ["--bootstrap-controller", bootstrap, "describe", "--replication"],
+    )
+    assert repl.returncode == 0, f"{repl.stdout}\n{repl.stderr}"
+    statuses = {
+        int(row[0]): row[-1]
+        for row in (line.split() for line in repl.stdout.splitlines()[1:] if line.strip())
+    }
+    assert statuses[1] == "Leader"
+    assert statuses[3] == "Observer"
+    assert statuses.get(2, "Observer") == "Observer"
+    assert "Follower" not in statuses.values()
+    # Ours on the same quorum: the same table, cell for cell where nothing moved between the
+    # two runs (ids, directory ids, roles), laid out alike (cells padded, tab after each).
+    mine = kraft_cli("quorum", "describe", "--bootstrap", bootstrap, "--replication")
+    assert mine.returncode == 0, mine.stderr
+    both = f"kafka:\n{repl.stdout}\nkraft:\n{mine.stdout}"
+    theirs_rows = [line.split("\t") for line in repl.stdout.splitlines() if line.strip()]
+    our_rows = [line.split("\t") for line in mine.stdout.splitlines() if line.strip()]
+    assert [c.strip() for c in our_rows[0]] == [c.strip() for c in theirs_rows[0]], both
+    assert sorted((r[0].strip(), r[1].strip(), r[6].strip()) for r in our_rows[1:]) == sorted(
+        (r[0].strip(), r[1].strip(), r[6].strip()) for r in theirs_rows[1:]
+    ), both
+    assert [len(r) for r in our_rows] == [len(r) for r in theirs_rows], both
+    assert [len(c) for c in our_rows[0][:3]] == [len(c) for c in theirs_rows[0][:3]], both
+    for k in nodes.values():
+        assert k.fatal_lines() == [], k.name
+    assert observer.stop(3) == 0
+
+
+def _kraft_observer(procs: Procs, cluster_id: str, bootstrap: str) -> LocalCluster:
+    """Node 3, formatted by `kraft format` (no voter set), configured with only
+    controller.quorum.bootstrap.servers."""
+    port = ports_for([3])[3]
+    c = LocalCluster(
+        procs.root / "kraft",
+        [port],
+        cluster_id=cluster_id,
+        dynamic=True,
+        overrides={**KRAFT_QUORUM, "controller.quorum.bootstrap.servers": bootstrap},
+        trace=True,
+    )
+    c.node_ids = (3,)
+    c.addresses = {3: Address("127.0.0.1", port)}
+    c.directory_ids = {3: generate_directory_id(random.Random())}
+    c.observer_ids = (3,)
+    c.format()
+    procs.track(c)
+    return c
