@@ -23,9 +23,6 @@ from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
 
-# The leader's handling of AddRaftVoter / RemoveRaftVoter is another branch's (voters-core).
-pytestmark = pytest.mark.xfail(strict=False, reason="needs voters-core")
-
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:

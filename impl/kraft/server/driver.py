@@ -60,12 +60,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from kraft.client import Address
+from kraft.client_voters import kraft_version_range
 from kraft.core.effects import (
     AdvanceLogStartOffset,
     AppendCommitted,
     AppendLost,
     AppendResult,
     AppendToLog,
+    CheckVoterVersions,
     Effect,
     ElectionsExhausted,
     FlushLog,
@@ -84,7 +87,14 @@ from kraft.core.effects import (
     WriteSnapshot,
     WriteSnapshotChunk,
 )
-from kraft.core.events import ClientAppend, Event, Shutdown, SnapshotValidated, Tick
+from kraft.core.events import (
+    ClientAppend,
+    Event,
+    Shutdown,
+    SnapshotValidated,
+    Tick,
+    VoterVersionsChecked,
+)
 from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
@@ -202,6 +212,9 @@ class Driver:
         self.on_fatal: Callable[[], None] = self.stop
         # Told of every released high watermark (the snapshot policy, kraft.server.snapshots).
         self.on_high_watermark: Callable[[Offset], None] | None = None
+        # The quorum listener's name: the endpoint a voter-versions probe goes to.
+        self.listener_name = "CONTROLLER"
+        self._probes: set[asyncio.Task[None]] = set()
 
     @property
     def clock(self) -> Clock:
@@ -388,6 +401,8 @@ class Driver:
                 )
             elif isinstance(e, SnapshotEffect):
                 self._perform_snapshot(e)
+            elif isinstance(e, CheckVoterVersions):
+                self._emit(functools.partial(self._check_versions, e))
             # ActionTaken: only for traces.
 
     def _perform_snapshot(self, e: SnapshotEffect) -> None:
@@ -431,6 +446,25 @@ class Driver:
             )
         else:
             files.discard(sid)
+
+    def _check_versions(self, e: CheckVoterVersions) -> None:
+        """Kafka's leader asks a replica to be added which kraft.version range it supports
+        (ApiVersions on the quorum listener) before adding it; the answer is the core's next
+        event (VoterVersionsChecked)."""
+        endpoint = next((x for x in e.endpoints if x.name == self.listener_name.upper()), None)
+        if endpoint is None and e.endpoints:
+            endpoint = e.endpoints[0]
+
+        async def probe() -> None:
+            if endpoint is None:
+                error, versions = ErrorCode.REQUEST_TIMED_OUT, None
+            else:
+                error, versions = await kraft_version_range(Address(endpoint.host, endpoint.port))
+            self.submit(VoterVersionsChecked(self._clock(), e.voter.id, error, versions))
+
+        task = asyncio.get_running_loop().create_task(probe())
+        self._probes.add(task)
+        task.add_done_callback(self._probes.discard)
 
     def _validated(self, sid: OffsetAndEpoch, v: Validation) -> None:
         if not v.valid:

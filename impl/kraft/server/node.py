@@ -305,6 +305,7 @@ class Node:
         )
         snapshotter.voters_at = functools.partial(voters_record_at, replica)
         driver.on_high_watermark = snapshotter.on_high_watermark
+        driver.listener_name = config.listener_name
         driver.snapshot_hooks = snapshotter
         node = cls(config, driver, server, transport, trace, lock=lock, snapshotter=snapshotter)
         try:
