@@ -42,7 +42,7 @@ import logging
 import random
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
@@ -106,7 +106,7 @@ from kraft.protocol.rpc import (
 from kraft.protocol.rpc.fetch_snapshot import ResponseFrame, fetch_snapshot_frame
 from kraft.records import LOG_OVERHEAD
 from kraft.server.applier import Applier
-from kraft.server.config import NodeConfig
+from kraft.server.config import NodeConfig, VoterAddress
 from kraft.server.controller_apis import describe_cluster_response, pick_controller_id
 from kraft.server.driver import AppendOutcome, Driver, Release
 from kraft.storage.replicated_log import CorruptLogError
@@ -248,6 +248,14 @@ class RequestServer:
             conn.close()
             self._conns.discard(conn)
             self._forget(conn)
+
+    def set_voters(self, voters: tuple[VoterAddress, ...]) -> bool:
+        """Report these voters' endpoints from now on (DescribeQuorum, DescribeCluster, a
+        response's leader endpoint): the log's latest voter set. True when they changed."""
+        if self._cfg.voters == voters:
+            return False
+        self._cfg = replace(self._cfg, voters=voters)
+        return True
 
     def _forget(self, conn: _Connection) -> None:
         for token in [t for t, p in self._pending.items() if p.conn is conn]:

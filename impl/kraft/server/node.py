@@ -111,10 +111,7 @@ class _Transport:
         keep = () if view.leader_id is None else (view.leader_id,)
         self.peers.set_voters([(v.node_id, v.host, v.port) for v in voters], keep)
         server = self.server
-        if server is not None and server._cfg.voters != voters:
-            # The listener reports the voters' endpoints (DescribeQuorum, DescribeCluster, a
-            # response's leader endpoint) from its configuration: keep it the log's.
-            server._cfg = replace(server._cfg, voters=voters)
+        if server is not None and server.set_voters(tuple(voters)):
             log.info("voters: %s", ",".join(str(v) for v in voters) or "none known")
 
     def prepare(self, send: Send) -> Release:
