@@ -205,14 +205,16 @@ def test_log_start_advances_to_a_snapshot_and_older_ones_go(tmp_path: Path) -> N
     ids = _checkpoints(data)
     assert seen["written"] >= 3
     assert 0 < len(ids) < seen["written"]  # the core deleted those below the log start
-    assert all(sid.offset >= seen["start"] for sid in ids)
-    assert any(sid.offset == seen["start"] for sid in ids)
+    # A snapshot still being written when the log start was seen may have moved it again
+    # before the node stopped: the oldest snapshot kept is where the log starts now.
+    oldest = min(sid.offset for sid in ids)
+    assert oldest >= seen["start"]
     assert [
         f for f in snapshot_files(_partition(data)) if f.kind is not SnapshotFileKind.COMPLETE
     ] == []
 
     async def again(node: Node) -> None:
-        assert node.driver.log.start_offset == seen["start"]
+        assert node.driver.log.start_offset == oldest
         await _until("a high watermark", lambda: node.driver.high_watermark is not None)
         assert (await get(Address(*node.address), b"k")).value == b"v5"
 
