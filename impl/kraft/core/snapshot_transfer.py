@@ -1,8 +1,8 @@
 """Fetching a snapshot from the leader (KIP-630), on a follower or observer.
 
 `SnapshotFetcher` takes these steps over the replica's state (kraft.core.replica owns the
-state, the fetch timers among it, and the dispatch; kraft.core.follower hands over when a
-Fetch answer names a snapshot):
+state, the fetch timers among it; kraft.core.dispatch routes messages here, and
+kraft.core.follower hands over when a Fetch answer names a snapshot):
 
 1. A Fetch answer names a snapshot id: Fetch pauses and the transfer starts at position 0.
 2. SendFetchSnapshotRequest: ask for the bytes from the current position, on the follower's
