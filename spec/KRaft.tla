@@ -740,18 +740,19 @@ HandleFetchSnapshotResponse(m) ==
 
 \* Every byte arrived (and the implementation validated them): the history becomes the
 \* snapshot's, the log starts and ends at its end offset, older snapshots are gone, the HWM
-\* rises to it; Fetch resumes from there.
+\* is that offset (Kafka: the log's HWM after truncateToLatestSnapshot); Fetch resumes from
+\* there.  The HWM never falls: a transfer of a snapshot ending below it never starts
+\* (TransferStarts) and it does not move while Fetch is paused.
 InstallSnapshot(s) ==
     LET t == snapFetch[s]
         o == t.snapshot[1]
-        hwm1 == Max(highWatermark[s], o)
     IN
     /\ alive[s]
     /\ Fetching(s) /\ t.size = t.position
     /\ log' = [log EXCEPT ![s] = t.content]
     /\ logStart' = [logStart EXCEPT ![s] = o]
     /\ snapshots' = [snapshots EXCEPT ![s] = {t.snapshot}]
-    /\ highWatermark' = [highWatermark EXCEPT ![s] = hwm1]
+    /\ highWatermark' = [highWatermark EXCEPT ![s] = o]
     /\ Commit(t.content, o, currentEpoch[s])
     /\ snapFetch' = [snapFetch EXCEPT ![s] = NoSnapFetch]
     /\ UNCHANGED <<serverVars, leaderVars, messages, restarts, elected>>
@@ -836,7 +837,9 @@ NoSnapStep == UNCHANGED snapVars /\ KeepSnapFetch
 
 \* The Fetch answer that starts a transfer: it answers the fetch the follower would send now,
 \* from its leader in its epoch, and names a snapshot a leader of this epoch may hold that
-\* is not older than the follower's log start (else the implementation backs off).
+\* is not older than the follower's log start nor ends below its HWM (else the
+\* implementation backs off; a leader never names such a snapshot: TypeOK holds with or
+\* without the HWM conjunct).
 TransferStarts(m) ==
     LET f == m.dst IN
     /\ m.kind = "snapshot"
@@ -844,6 +847,7 @@ TransferStarts(m) ==
     /\ m.fetchOffset = Len(log[f]) /\ m.lastFetchedEpoch = LastEpoch(log[f])
     /\ ~Fetching(f)
     /\ m.snapshot[1] > 0 /\ m.snapshot[2] <= currentEpoch[f] /\ m.snapshot[1] >= logStart[f]
+    /\ m.snapshot[1] >= highWatermark[f]
 
 SnapFetchAfter(m) ==
     snapFetch' = [s \in Server |->

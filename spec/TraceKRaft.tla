@@ -117,16 +117,22 @@ LearnLeader(s, ldr, e) ==
 
 \* The implementation starts a new fetch while an old one may still be in the network (after
 \* a fetch timeout, or at once on learning a new leader); KRaft's one-fetch-in-flight guard is
-\* an abstraction of its connection handling, so it is left out here.
+\* an abstraction of its connection handling, so it is left out here.  An observer that knows
+\* no leader asks the voters in turn; the trace does not say which one, and its discovery
+\* fetches are all alike (same epoch, offset and last epoch), so a choice of one voter per
+\* send would multiply the behaviours by the voters each time.  It sends to every voter
+\* instead (KRaft's SendFetchRequest once per voter): the extra copies are never delivered
+\* unless the trace shows that voter handling such a fetch, which the observer did send it.
 TraceSendFetchRequest(s) ==
+    LET req(d) == [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
+                   fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])]
+    IN
     /\ alive[s]
     /\ \/ s \in Voters /\ state[s] = "Follower"
        \/ s \in Observers
     /\ ~Fetching(s)
-    /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE Voters) \ {s} :
-          messages' = Add(messages,
-             [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
-              fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])])
+    /\ messages' = IF leader[s] # Nil THEN Add(messages, req(leader[s]))
+                   ELSE AddAll(messages, {req(d) : d \in Voters \ {s}})
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
@@ -197,6 +203,28 @@ RaiseHwm(f, h) ==
        /\ Commit(log[f], hwm1, currentEpoch[f])
        /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
 
+\* The simulator's disk-loss profile: an observer crashes and its whole data directory is gone
+\* (log, snapshots, quorum-state); it restarts empty (Restart: Unattached in epoch 0) and
+\* catches up from the leader.  Only an observer: it neither votes nor counts for the HWM, so
+\* what it forgets decides nothing (a voter that loses its disk is KRaftReconfig's DiskLoss).
+\* The transfer it was doing dies with it.
+LoseDisk(s) ==
+    /\ s \in Observers
+    /\ alive[s]
+    /\ restarts < MaxRestarts
+    /\ alive' = [alive EXCEPT ![s] = FALSE]
+    /\ restarts' = restarts + 1
+    /\ state' = [state EXCEPT ![s] = "Unattached"]
+    /\ currentEpoch' = [currentEpoch EXCEPT ![s] = 0]
+    /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
+    /\ leader' = [leader EXCEPT ![s] = Nil]
+    /\ log' = [log EXCEPT ![s] = <<>>]
+    /\ highWatermark' = [highWatermark EXCEPT ![s] = 0]
+    /\ logStart' = [logStart EXCEPT ![s] = 0]
+    /\ snapshots' = [snapshots EXCEPT ![s] = {}]
+    /\ snapFetch' = [snapFetch EXCEPT ![s] = NoSnapFetch]
+    /\ UNCHANGED <<leaderVars, messages, elected, committed>>
+
 \* KRaft's Commit, evaluated faster (the config substitutes it): "no record of `committed` is
 \* <<j, l[j]>>" tested by membership for each epoch instead of by a scan of `committed`.
 TraceCommit(lg, n, e) ==
@@ -236,12 +264,13 @@ DoOp(op) ==
       [] op.a = "HandleFetchSnapshotResponse" -> HandleFetchSnapshotResponse(cur)
       [] op.a = "InstallSnapshot" -> InstallSnapshot(op.n)
       [] op.a = "AbandonSnapFetch" -> AbandonSnapFetch(op.n)
+      [] op.a = "LoseDisk" -> LoseDisk(op.n)
       [] OTHER -> FALSE
 
 \* The ops that set the snapshot variables themselves; every other op leaves them to
 \* NoSnapStep (KRaft's Next does the same).
 SnapOps == {"CreateSnapshot", "AdvanceLogStartOffset", "SendFetchSnapshotRequest",
-            "HandleFetchSnapshotRequest", "InstallSnapshot", "AbandonSnapFetch"}
+            "HandleFetchSnapshotRequest", "InstallSnapshot", "AbandonSnapFetch", "LoseDisk"}
 
 \* The logged state of the acting node after the event (primed: checked on the new state).
 \* The implementation stores no vote once it knows a leader (Kafka's quorum-state), so the

@@ -4,6 +4,16 @@ every event, and what the whole campaign covered and broke.
     kraft campaign --seeds 1000 --events 10000 --profile mixed [--master spark://h:7077]
     python -m refinement.pipeline.campaign ...   (the same)
 
+Profiles (refinement.faults): none, lossy, partitions, crashes, shutdowns, mixed; snapshots;
+the KIP-630 variant `X+snapshots` of each of the six (snapshots taken often and moved in small
+chunks, corrupted chunks where X loses messages, crashes at each step of a transfer where X
+has node faults); disk-loss (observers that lose their data directory and catch up from the
+leader's snapshot); or `all`, every one of them over the same seeds. A seeded bug
+(`--mutant`, refinement.pipeline.mutants) shows only under the faults it needs: eager-hwm
+under any profile, the KIP-630 ones under MUTANT_PROFILES' (snapshot-past-hwm and
+install-unvalidated under lossy+snapshots, eager-log-start under partitions+snapshots), e.g.
+`kraft campaign --mutant install-unvalidated --profile lossy+snapshots`.
+
 Stages:
 1. simulate: (profile, seed) units spread over partitions (RDD mapPartitions); each unit runs
    the simulator with its trace digested in memory (seedrun) into one `seeds` row and,
@@ -12,8 +22,8 @@ Stages:
 3. aggregate `seeds` with the DataFrame API into `aggregates/<table>` (aggregate.py);
 4. earmark a few runs whose trace prefixes cover every coverage class (choose_samples: a
    prefix of a behaviour is a behaviour, so each run is cut after the last class it is there
-   for); each is rerun into `traces/` and validated with TLC in one executor task
-   (samples.py);
+   for); each is rerun into `traces/` and validated with TLC in one executor task, told the
+   run's voters (samples.py);
 5. `report.html` (report.py) and a text summary.
 """
 

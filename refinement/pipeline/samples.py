@@ -28,7 +28,8 @@ class TraceSample:
     validation: str
 
 
-Validator = Callable[[Path], object]
+# validate_trace(path, voters=...): the run's voter ids (its other nodes are observers).
+Validator = Callable[..., object]
 
 
 def find_validator() -> tuple[Validator | None, str]:
@@ -63,14 +64,15 @@ def verdict(outcome: object) -> str:
     return f"validated: {str(outcome)[:300]}"
 
 
-def validate_on_executor(path: str) -> str:
-    """Run on a Spark executor: TLC trace validation of one earmarked trace (the trace file
-    must be on storage the executors share with the driver, as --out already requires)."""
+def validate_on_executor(path: str, voters: tuple[int, ...]) -> str:
+    """Run on a Spark executor: TLC trace validation of one earmarked trace whose voters are
+    `voters` (the disk-loss profile's observers are the other nodes); the trace file must be
+    on storage the executors share with the driver, as --out already requires."""
     validator, why_not = find_validator()
     if validator is None:
         return why_not
     try:
-        return verdict(validator(Path(path)))
+        return verdict(validator(Path(path), voters=voters))
     except Exception as exc:
         return f"validator raised {type(exc).__name__}: {exc}"[:300]
 
@@ -209,7 +211,8 @@ def _class_sites(
 def sample_on_executor(spec: RunSpec, task: tuple[str, int, str, int | None]) -> tuple[int, str]:
     """Run on a Spark executor: rerun one earmarked unit with the first `lines` lines of its
     trace (None: all) written to `path`, then validate that with TLC; (lines written, verdict)."""
-    return _write_sample(spec, task), validate_on_executor(task[2])
+    voters = tuple(range(1, spec.voters + 1))  # the simulator's node ids: voters first
+    return _write_sample(spec, task), validate_on_executor(task[2], voters)
 
 
 def _write_sample(spec: RunSpec, task: tuple[str, int, str, int | None]) -> int:

@@ -10,7 +10,7 @@ AppendCommitted, kraft.core.commits), not from the trace.
 Coverage classes:
 - spec actions: the names of kraft.core.vocabulary.Action, counted from a line's `actions`
   (every ActionTaken of the step; Crash is a simulator line named after the spec action);
-- sim actions: what the simulator itself did (faults, starts and stops);
+- sim actions: what the simulator itself did (faults, starts and stops, disk losses);
 - no-op steps: an event the core handled without taking any action (a Tick before a timer,
   a ClientAppend refused by a non-leader, a stale response); counted, not part of coverage.
 A (state, action) pair counts an action under the state the node was in *before* the step
@@ -52,9 +52,15 @@ SIM_ACTIONS: tuple[str, ...] = (
     "DuplicateMessage",
     "Partition",
     "Heal",
+    # The disk-loss profile: an observer crashes with its data directory gone.
+    "LoseDisk",
 )
-# Event names a line carries when the core took no action on that event.
-NOOP_EVENTS = frozenset({"Tick", "Receive", "ClientAppend"})
+# Event names a line carries when the core took no action on that event (KIP-630: the state
+# machine's ask for a snapshot with nothing new to take, a snapshot written or validated that
+# the core did not act on, such as a fetched one that failed validation).
+NOOP_EVENTS = frozenset(
+    {"Tick", "Receive", "ClientAppend", "AskCreateSnapshot", "SnapshotWritten", "SnapshotValidated"}
+)
 DOWN = "Down"
 PAIR_STATES: tuple[str, ...] = (*(s.value for s in ReplicaState), DOWN)
 # Actions a replica performs (or suffers) in a state: the (state, action) matrix columns.

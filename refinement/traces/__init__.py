@@ -10,7 +10,10 @@ validation").
 """
 
 from refinement.traces.conformance import (
+    BASE_CONFORMANCE_PROFILES,
     CONFORMANCE_PROFILES,
+    SIM_VOTERS,
+    SNAPSHOT_CONFORMANCE_PROFILES,
     ConformanceRun,
     conformance,
     simulate_trace,
@@ -20,7 +23,10 @@ from refinement.traces.merge import merge_traces
 from refinement.traces.validate import TraceValidation, validate_trace
 
 __all__ = [
+    "BASE_CONFORMANCE_PROFILES",
     "CONFORMANCE_PROFILES",
+    "SIM_VOTERS",
+    "SNAPSHOT_CONFORMANCE_PROFILES",
     "ConformanceRun",
     "MappedTrace",
     "TraceValidation",

@@ -1,7 +1,7 @@
 """The command line of trace validation:
 
-python -m refinement.traces validate TRACE.ndjson
-python -m refinement.traces conformance --seeds N [--events E] [--profile P]  (P: snapshots too)
+python -m refinement.traces validate TRACE.ndjson [--voters 1,2,3]
+python -m refinement.traces conformance --seeds N [--events E] [--profile P]
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("trace", type=Path)
     v.add_argument("--timeout", type=float, default=600.0)
     v.add_argument("--no-invariants", action="store_true", help="skip KRaft's invariants")
+    v.add_argument(
+        "--voters",
+        help="comma-separated voter ids (default: every node of the trace; the simulator's"
+        " observers, e.g. of disk-loss, are the nodes after 1,2,3)",
+    )
     c = sub.add_parser("conformance", help="simulate seeds with faults and validate each")
     c.add_argument("--seeds", type=int, default=20)
     c.add_argument("--first-seed", type=int, default=0)
@@ -31,8 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        help="one profile for all seeds (default: lossy, crashes, partitions, mixed in turn;"
-        " snapshots by name)",
+        help="one profile for all seeds (default: lossy, crashes, partitions, mixed, snapshots,"
+        " every X+snapshots and disk-loss in turn)",
     )
     c.add_argument("--jobs", type=int, default=2)
     c.add_argument("--keep", type=Path, help="keep the traces in this directory")
@@ -42,7 +47,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "validate":
-        res = validate_trace(args.trace, timeout_s=args.timeout, invariants=not args.no_invariants)
+        voters = None
+        if args.voters:
+            try:
+                voters = [int(v) for v in args.voters.split(",")]
+            except ValueError:
+                print(f"--voters: expected comma-separated ids, got {args.voters!r}")
+                return 2
+        res = validate_trace(
+            args.trace, timeout_s=args.timeout, invariants=not args.no_invariants, voters=voters
+        )
         print(res.summary())
         return 0 if res.accepted else 1
     profiles = (args.profile,) if args.profile else CONFORMANCE_PROFILES

@@ -1,5 +1,13 @@
 """Conformance runs: simulate seeds under fault profiles and validate each trace with TLC
-(`python -m refinement.traces conformance`, `make conformance`)."""
+(`python -m refinement.traces conformance`, `make conformance`).
+
+The default profiles, one per seed in turn: the base fault profiles lossy, crashes, partitions
+and mixed; `snapshots`; every `X+snapshots` variant of refinement.faults (chunks corrupted
+where X loses messages, crashes at each step of a transfer where X has node faults: a
+corrupted chunk fails validation, the bridging step AbandonSnapFetch; a crash is KRaft's
+Crash); and `disk-loss`, whose observers lose their data directory (the bridging step
+LoseDisk of spec/TraceKRaft.tla). The simulator's voters are nodes 1..3 (SIM_VOTERS) and any
+further node an observer, which TLC is told."""
 
 from __future__ import annotations
 
@@ -13,7 +21,20 @@ from pathlib import Path
 from kraft.trace_format import read_trace
 from refinement.traces.validate import TraceValidation, validate_trace
 
-CONFORMANCE_PROFILES = ("lossy", "crashes", "partitions", "mixed")
+BASE_CONFORMANCE_PROFILES = ("lossy", "crashes", "partitions", "mixed")
+SNAPSHOT_CONFORMANCE_PROFILES = (
+    "snapshots",
+    "none+snapshots",
+    "lossy+snapshots",
+    "partitions+snapshots",
+    "crashes+snapshots",
+    "shutdowns+snapshots",
+    "mixed+snapshots",
+    "disk-loss",
+)
+CONFORMANCE_PROFILES = BASE_CONFORMANCE_PROFILES + SNAPSHOT_CONFORMANCE_PROFILES
+# The voters of every simulated run here (SimConfig's default count, ids 1..n).
+SIM_VOTERS: tuple[int, ...] = tuple(range(1, 4))
 
 
 @dataclass(frozen=True)
@@ -25,10 +46,12 @@ class ConformanceRun:
     trace_path: Path | None
 
     def replay(self, budget: int) -> str:
+        voters = ",".join(str(v) for v in SIM_VOTERS)
         return (
             f"python -m refinement.sim --seed {self.seed} --profile {self.profile}"
             f" --events {budget} --trace /tmp/trace-{self.seed}.ndjson && "
             f"python -m refinement.traces validate /tmp/trace-{self.seed}.ndjson"
+            f" --voters {voters}"
         )
 
 
@@ -38,6 +61,7 @@ def simulate_trace(seed: int, profile: str, events: int, out: Path) -> None:
     from refinement.sim import SimConfig, simulate
 
     config = SimConfig(seed=seed, max_events=events, profile=PROFILES[profile])
+    assert tuple(range(1, config.voters + 1)) == SIM_VOTERS
     with open(out, "w", encoding="utf-8") as f:
         simulate(config, trace=f)
 
@@ -61,7 +85,7 @@ def conformance(
         path = out_dir / f"trace-{profile}-{seed}.ndjson"
         simulate_trace(seed, profile, events, path)
         trace = read_trace(path)
-        res = validate_trace(trace, timeout_s=timeout_s)
+        res = validate_trace(trace, timeout_s=timeout_s, voters=SIM_VOTERS)
         if res.accepted and keep_dir is None:
             path.unlink()
         return ConformanceRun(seed, profile, len(trace), res, path)

@@ -321,6 +321,11 @@ class _Mapper:
             # A stop closes (flushes) the log; to the spec both are Crash.
             self.parked.pop(node, None)
             return [_op("Crash", node)]
+        if act == "LoseDisk":
+            # The disk-loss profile: an observer crashes with its data directory gone
+            # (TraceKRaft's bridging step LoseDisk).
+            self.parked.pop(node, None)
+            return [_op("LoseDisk", node)]
         acts = list(ev.actions)
         if (
             not acts
@@ -504,7 +509,7 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
         if check:
             max_epoch = max(max_epoch, _int(ev.state, "epoch", 0))
             max_log = max(max_log, _int(ev.state, "endOffset", 0))
-        crashes += ev.action in ("Crash", "Stop")
+        crashes += ev.action in ("Crash", "Stop", "LoseDisk")
         records.append({"node": node, "check": check, "st": st, "ops": tuple(ops)})
         counts.append(len(ops))
     return MappedTrace(

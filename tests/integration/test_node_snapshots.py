@@ -25,8 +25,9 @@ from kraft.app.port import LeaderAndEpoch
 from kraft.client import Address, ClientError
 from kraft.client_read import get
 from kraft.core.timing import QuorumTiming
-from kraft.errors import ErrorCode
+from kraft.errors import ErrorCode, KraftError
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.metadata_records import feature_level_record, no_op_record
 from kraft.server.applier import Applier
 from kraft.server.config import NodeConfig, VoterAddress
 from kraft.server.node import Node, StartupError
@@ -451,5 +452,46 @@ def test_a_log_start_without_its_snapshot_refuses_to_start(tmp_path: Path) -> No
     async def main() -> None:
         with pytest.raises(StartupError, match=f"starts at offset {seen['start']}"):
             await Node.open(_config(data, snapshot_bytes=BIG))
+
+    asyncio.run(main())
+
+
+def test_a_log_start_at_a_snapshot_the_machine_cannot_load_says_so(tmp_path: Path) -> None:
+    """The log starts after offset 0 at a valid checkpoint of Kafka metadata records (what a
+    key-value node in a quorum with Kafka controllers holds after fetching a Kafka snapshot),
+    and the node restarts with the key-value store: it does not start, and says that the file
+    is valid but the configured state machine (`kraft.state.machine`) cannot load it, not that
+    no valid snapshot exists."""
+    data = tmp_path / "n1"
+    seen: dict[str, int] = {}
+
+    async def body(node: Node) -> None:
+        for i in range(4):
+            await _append(node, (b"k", f"v{i}".encode()))
+            await _idle(node)
+        await _until("the log start to move", lambda: node.driver.log.start_offset > 0)
+        seen["start"] = node.driver.log.start_offset
+
+    _run(replace(_config(data, snapshot_bytes=1), retention_max_bytes=0), body)
+    names = []
+    for sid in _checkpoints(data):
+        path = _partition(data) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
+        path.unlink()
+        with CheckpointWriter(
+            _partition(data), sid, timestamp_ms=1000, last_contained_log_timestamp=999
+        ) as writer:
+            writer.append([(None, feature_level_record("metadata.version", 30))])
+            writer.append([(None, no_op_record())])
+            assert writer.freeze() == path
+        check_snapshot(path)  # a valid checkpoint file
+        names.append(path.name)
+
+    async def main() -> None:
+        with pytest.raises(KraftError) as refused:
+            await Node.open(_config(data, snapshot_bytes=BIG))
+        text = str(refused.value)
+        assert "no valid snapshot" not in text
+        assert names[-1] in text and "valid" in text and "kraft.state.machine" in text
+        assert f"starts at offset {seen['start']}" in text
 
     asyncio.run(main())

@@ -112,3 +112,22 @@ def test_event_sink_and_ndjson_paths_digest_alike():
     assert a.counts == b.counts and a.pairs == b.pairs
     assert a.election_ms == b.election_ms
     assert a.columns == b.columns
+
+
+def test_every_class_a_snapshot_profile_shows_is_in_the_coverage_universe():
+    # The campaign's action coverage lists SPEC_ACTIONS and SIM_ACTIONS; a simulator line
+    # outside both (disk-loss's LoseDisk, the snapshot events the core took no action on)
+    # would be counted yet never reported. Events the core handled without an action are
+    # no-ops.
+    seen: set[tuple[str, str]] = set()
+    for profile, seed in (("disk-loss", 0), ("mixed+snapshots", 1), ("crashes+snapshots", 2)):
+        digest = TraceDigest(keep_events=False)
+        config = SimConfig(seed=seed, max_events=600, profile=PROFILES[profile])
+        seedrun.simulate_into(config, RunSpec(events=600, keep_events_every=0).factory(), digest)
+        seen |= set(digest.counts)
+    assert ("sim", "LoseDisk") in seen
+    universe = {("spec", a) for a in seedrun.SPEC_ACTIONS} | {
+        ("sim", a) for a in seedrun.SIM_ACTIONS
+    }
+    outside = {(k, n) for k, n in seen if k != "noop"} - universe
+    assert not outside, outside

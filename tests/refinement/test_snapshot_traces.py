@@ -19,7 +19,13 @@ from pathlib import Path
 import pytest
 
 from kraft.trace_format import TraceEvent, read_trace
-from refinement.traces import map_trace, simulate_trace, spec_message, validate_trace
+from refinement.traces import (
+    SIM_VOTERS,
+    map_trace,
+    simulate_trace,
+    spec_message,
+    validate_trace,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trace-snapshots-1.ndjson"
 SNAPSHOT_ACTIONS = {
@@ -111,6 +117,16 @@ def test_an_invalid_fetched_snapshot_abandons_the_transfer() -> None:
     assert [op["a"] for op in _ops([ev], 0)] == ["AbandonSnapFetch"]
 
 
+def test_a_lost_disk_is_the_bridging_step_lose_disk() -> None:
+    # The disk-loss profile: an observer crashes and its data directory is gone.
+    ev = TraceEvent(7, 100, 4, "LoseDisk", (), None, {"state": "Down", "epoch": 0,
+                    "endOffset": 0, "lastEpoch": 0, "hwm": None, "leader": None,
+                    "logStartOffset": 0, "votedFor": None})  # fmt: skip
+    mapped = map_trace([ev])
+    assert [op["a"] for op in _ops([ev], 0)] == ["LoseDisk"]
+    assert mapped.crashes == 1  # MaxRestarts counts it
+
+
 # --------------------------------------------------------------------------- TLC
 
 
@@ -124,6 +140,21 @@ def test_snapshot_trace_is_accepted(snapshot_trace: list[TraceEvent]) -> None:
     res = validate_trace(snapshot_trace, timeout_s=120.0)
     assert res.accepted, res.summary()
     assert res.events == len(snapshot_trace)
+
+
+@pytest.mark.tlc
+def test_a_disk_loss_trace_is_accepted(tmp_path: Path) -> None:
+    # Seed 0 (400 events): observers 4 and 5 lose their disks (4 twice), restart empty and
+    # catch up; 5 installs the leader's snapshot after its loss. Voters 1-3, observers 4-5.
+    path = tmp_path / "trace-disk-loss-0.ndjson"
+    simulate_trace(0, "disk-loss", 400, path)
+    events = read_trace(path)
+    lost = [ev.index for ev in events if ev.action == "LoseDisk" and ev.node == 5]
+    assert lost and any(
+        ev.node == 5 and "InstallSnapshot" in ev.actions and ev.index > lost[0] for ev in events
+    )
+    res = validate_trace(events, timeout_s=300.0, voters=SIM_VOTERS)
+    assert res.accepted, res.summary()
 
 
 @pytest.mark.tlc

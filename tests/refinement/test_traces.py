@@ -26,6 +26,7 @@ from kraft.core.vocabulary import Action
 from kraft.ids import Offset
 from kraft.trace_format import TraceEvent, read_trace
 from refinement.traces import (
+    CONFORMANCE_PROFILES,
     TraceValidation,
     conformance,
     map_trace,
@@ -330,13 +331,16 @@ def test_new_leader_advertising_a_stale_hwm_is_rejected(check_quorum_trace: list
 @pytest.mark.tlc
 @needs_pre_vote_core
 def test_conformance_many_seeds_all_profiles_accepted():
-    # 12 seeds, 3 of each fault profile (lossy, crashes, partitions, mixed).
+    # 12 seeds, one of each default profile: lossy, crashes, partitions, mixed, snapshots,
+    # every X+snapshots (corrupted chunks, crashes mid-transfer) and disk-loss (observers
+    # that lose their data directory). About 70 s of TLC with 2 jobs.
     runs = conformance(range(12), events=250)
     bad = [
         f"seed={r.seed} {r.profile}: {r.result.summary()}" for r in runs if not r.result.accepted
     ]
     assert not bad, "\n".join(bad)
-    assert {r.profile for r in runs} == {"lossy", "crashes", "partitions", "mixed"}
+    assert {r.profile for r in runs} == set(CONFORMANCE_PROFILES)
+    assert {"snapshots", "mixed+snapshots", "disk-loss"} <= set(CONFORMANCE_PROFILES)
     assert sum(r.events for r in runs) > 3000
 
 

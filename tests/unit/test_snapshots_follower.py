@@ -296,3 +296,37 @@ def test_a_snapshot_id_no_leader_of_our_epoch_can_hold_is_not_fetched() -> None:
         h.now = h.replica.next_deadline_ms()
         [(_, fetch)] = sent(h.step(Tick(h.now)), FetchRequest)
         assert fetch.fetch_offset == 2
+
+
+def test_a_snapshot_ending_below_the_high_watermark_is_not_installed() -> None:
+    """Kafka installs a fetched snapshot by truncating the log fully to its end offset, whose
+    HWM is then that offset (truncateToLatestSnapshot, UnifiedLog.truncateFullyAndStartAt),
+    and refuses to move the follower's HWM down (FollowerState: "Non-monotonic update of high
+    watermark"). A snapshot ending below what this follower already committed would lose
+    committed records from its log and leave its HWM above its log end: it is not fetched,
+    the log and the HWM stay, and Fetch resumes after a backoff."""
+    h = Harness(
+        log=build_log([(1, 6)]),
+        election=ElectionState(Epoch(2), leader_id=NodeId(2)),
+        snapshots=MemorySnapshots(),
+        fetch_max_bytes=CHUNK,
+        retry_backoff_ms=20,
+    )
+    h.recv(2, FetchResponse(ErrorCode.NONE, NodeId(2), Epoch(2), Offset(5), Offset(0)))
+    assert (h.view.end_offset, h.view.high_watermark) == (6, 5)
+    low = OffsetAndEpoch(Epoch(1), Offset(3))
+    data = encode_snapshot(low, [(b"k", b"v")])
+    effects = h.recv(2, snapshot_answer(low))
+    # Were it fetched, complete it: the outcome is what matters.
+    while reqs := sent(effects, FetchSnapshotRequest):
+        [(_, req)] = reqs
+        effects = h.recv(2, chunk_for(req, data))
+    if of(effects, ValidateSnapshot):
+        effects = h.step(SnapshotValidated(h.now, low, True))
+    assert not of(effects, InstallSnapshot)
+    assert h.view.high_watermark is not None and h.view.high_watermark <= h.view.end_offset
+    assert (h.view.log_start_offset, h.view.end_offset, h.view.high_watermark) == (0, 6, 5)
+    assert h.log.end_offset == 6
+    h.now = h.replica.next_deadline_ms()
+    [(_, fetch)] = sent(h.step(Tick(h.now)), FetchRequest)
+    assert fetch.fetch_offset == 6 and fetch.last_fetched_epoch == 1

@@ -1,11 +1,12 @@
 """The follower's (and observer's) side of the replica: fetching from the leader.
 
 `FollowerRole` takes these steps over the replica's state (kraft.core.replica owns the state,
-the fetch timers among it, the transition table and the dispatch): SendFetchRequest (to the
-leader, or to a voter to discover it), HandleFetchResponse (divergence truncation, appending
-fetched batches, the HWM the leader reports, handing over to kraft.core.snapshot_transfer
-when the leader names a snapshot, or the snapshot-required backoff of a replica that fetches
-none), and the follower's answers to BeginQuorumEpoch and EndQuorumEpoch.
+the fetch timers among it, and the transition table; kraft.core.dispatch routes messages
+here): SendFetchRequest (to the leader, or to a voter to discover it), HandleFetchResponse
+(divergence truncation, appending fetched batches, the HWM the leader reports, handing over
+to kraft.core.snapshot_transfer when the leader names a snapshot, or the snapshot-required
+backoff of a replica that fetches none), and the follower's answers to BeginQuorumEpoch and
+EndQuorumEpoch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The KRaft replica (KIP-595): a pure state machine, events in, effects out.
 
 This module owns the replica's state (`Replica`), its state changes (the transition table of
-kraft.core.transitions, `_transition`/`_enter`), its timers and the dispatch of events and
-messages to their handlers, by tables keyed by type. The steps themselves live by role:
+kraft.core.transitions, `_transition`/`_enter`) and its timers; events and messages reach their
+handlers through tables keyed by type, which kraft.core.dispatch builds (with the receive
+path). The steps themselves live by role:
 kraft.core.election (timeouts, pre-votes, votes), kraft.core.leader (the leader's bookkeeping
 and steps), kraft.core.follower (fetching from the leader), kraft.core.snapshots (KIP-630 on
 the holding side: CreateSnapshot, AdvanceLogStartOffset, serving FetchSnapshot) and
@@ -18,58 +19,41 @@ events and randomness only from the injected `rng`. The replica keeps its log's 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
-from kraft.core.bounds import out_of_bounds
 from kraft.core.commits import CommitRule
+from kraft.core.dispatch import dispatch_tables
 from kraft.core.effects import (
     ActionTaken,
     AppendResult,
     Effect,
     ElectionState,
     HighWatermarkMoved,
-    MessageRefused,
     PersistElectionState,
     Send,
     ShutdownComplete,
     StateChanged,
 )
 from kraft.core.election import ElectionRole
-from kraft.core.events import (
-    ClientAppend,
-    CreateSnapshot,
-    DeleteBeforeSnapshot,
-    Event,
-    Receive,
-    SendFailed,
-    Shutdown,
-    SnapshotValidated,
-    SnapshotWritten,
-    Tick,
-)
+from kraft.core.events import Event, SendFailed, Shutdown, Tick
 from kraft.core.follower import FollowerRole
 from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderRole, LeaderState
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
-    EndQuorumEpochRequest,
     EndQuorumEpochResponse,
-    FetchRequest,
     FetchResponse,
-    FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
     Records,
     Request,
-    VoteRequest,
     VoteResponse,
 )
 from kraft.core.producers import ProducerTable
 from kraft.core.quorum_info import QuorumDescription
-from kraft.core.reconfig import VOTER_CHANGE_REQUESTS, VOTER_CHANGE_RESPONSES, VoterChanges
+from kraft.core.reconfig import VOTER_CHANGE_RESPONSES, VoterChanges
 from kraft.core.replica_view import ReplicaView, ViewCache
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.snapshots import NO_SNAPSHOTS, LogStartPolicy, SnapshotRole, SnapshotSource
@@ -107,9 +91,6 @@ _RESPONSES: frozenset[type[Message]] = frozenset(
         *VOTER_CHANGE_RESPONSES,
     }
 )
-# A message handler of the dispatch table: (sender, message, the request it answers). Each
-# handler is registered under the one message type it takes.
-_Handler = Callable[[NodeId, Any, Request | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,56 +189,13 @@ class Replica:
         self._snaps = SnapshotRole(self, snapshots or NO_SNAPSHOTS)
         self._fetcher = SnapshotFetcher(self) if snapshots is not None else None
         self._reconfig = VoterChanges(self)
-        # Dispatch tables, keyed by the exact type of the event, message or request.
-        self._on_event: dict[type, Callable[[Any], None]] = {
-            Tick: self._on_tick,
-            Receive: self._on_receive,
-            SendFailed: self._on_send_failed,
-            ClientAppend: self._lead.on_client_append,
-            Shutdown: self._on_shutdown,
-            CreateSnapshot: self._snaps.on_create_snapshot,
-            SnapshotWritten: self._snaps.on_snapshot_written,
-            DeleteBeforeSnapshot: self._snaps.on_delete_before_snapshot,
-            SnapshotValidated: self._on_snapshot_validated,
-            **self._reconfig.event_handlers(),
-        }
-        self._on_message: dict[type[Message], _Handler] = {
-            VoteRequest: self._elect.handle_vote_request,
-            VoteResponse: self._elect.handle_vote_response,
-            BeginQuorumEpochRequest: self._follow.handle_begin_request,
-            BeginQuorumEpochResponse: self._lead.handle_begin_response,
-            EndQuorumEpochRequest: self._follow.handle_end_request,
-            EndQuorumEpochResponse: self._handle_end_response,
-            FetchRequest: self._lead.handle_fetch_request,
-            FetchResponse: self._follow.handle_fetch_response,
-            FetchSnapshotRequest: self._snaps.handle_fetch_snapshot_request,
-            # A replica that fetches no snapshot ignores an answer.
-            FetchSnapshotResponse: _ignore
-            if self._fetcher is None
-            else self._fetcher.handle_response,
-            **self._reconfig.message_handlers(),
-            **dict.fromkeys(VOTER_CHANGE_RESPONSES, _ignore),  # the core sends these only
-        }
-        # The answer to a request refused for an unrepresentable value (responses: none).
-        self._refusals: dict[type[Message], Callable[[], Message]] = {
-            VoteRequest: self._elect.refusal,
-            FetchRequest: self._lead.fetch_refusal,
-            BeginQuorumEpochRequest: self._follow.begin_refusal,
-            EndQuorumEpochRequest: self._follow.end_refusal,
-            FetchSnapshotRequest: self._snaps.fetch_snapshot_refusal,
-            **self._reconfig.refusals(),
-        }
-        # A request that could not be delivered (EndQuorumEpoch is not retried).
-        self._on_failed: dict[type[Request], Callable[[SendFailed], None]] = {
-            VoteRequest: self._elect.vote_failed,
-            BeginQuorumEpochRequest: self._lead.begin_failed,
-            FetchRequest: self._follow.fetch_failed,
-            EndQuorumEpochRequest: self._end_failed,
-            FetchSnapshotRequest: (
-                _ignore_failed if self._fetcher is None else self._fetcher.fetch_snapshot_failed
-            ),
-            **dict.fromkeys(VOTER_CHANGE_REQUESTS, _ignore_failed),  # received, never sent
-        }
+        # Dispatch tables, keyed by the exact type of the event, message or request
+        # (kraft.core.dispatch builds them; the simulator's mutants re-point entries).
+        tables = dispatch_tables(self)
+        self._on_event = tables.on_event
+        self._on_message = tables.on_message
+        self._refusals = tables.refusals
+        self._on_failed = tables.on_failed
 
     # ------------------------------------------------------------------ public API
 
@@ -517,34 +455,7 @@ class Replica:
                 return v
         return None
 
-    def _on_send_failed(self, ev: SendFailed) -> None:
-        """An unreachable peer: retry after retry_backoff_ms (EndQuorumEpoch is not retried)."""
-        self._on_failed[type(ev.request)](ev)
-
     # ------------------------------------------------------------------ receiving
-
-    def _on_receive(self, ev: Receive) -> None:
-        self._reply_to = ev.reply_to
-        try:
-            self._dispatch(ev)
-        finally:
-            self._reply_to = None
-
-    def _dispatch(self, ev: Receive) -> None:
-        msg = ev.message
-        problem = out_of_bounds(msg)
-        if problem is not None:
-            self._refuse_out_of_bounds(ev.src, msg, problem)
-            return
-        self._on_message[type(msg)](ev.src, msg, ev.in_reply_to)
-
-    def _refuse_out_of_bounds(self, src: NodeId, msg: Message, reason: str) -> None:
-        """Answer a request carrying an unrepresentable value with INVALID_REQUEST, before it
-        touches any state; drop such a response (the request it answers is retried)."""
-        self._out.append(MessageRefused(src, type(msg).__name__, reason))
-        refusal = self._refusals.get(type(msg))
-        if refusal is not None:
-            self._send(src, refusal())
 
     def _leader_or_none(self) -> NodeId:
         return NO_NODE if self._leader_id is None else self._leader_id
@@ -587,10 +498,6 @@ class Replica:
         self._end_pending = set(successors)
         self._shutdown_deadline = self._now + self._timing.request_timeout_ms
 
-    def _on_snapshot_validated(self, ev: SnapshotValidated) -> None:
-        if self._fetcher is not None:
-            self._fetcher.on_validated(ev)
-
     def _end_failed(self, ev: SendFailed) -> None:
         self._end_pending.discard(ev.dst)
 
@@ -630,11 +537,3 @@ class Replica:
                 request_id, first, last, epoch, high_watermark=self._hwm, log=self._log
             )
         )
-
-
-def _ignore(_src: NodeId, _msg: Message, _in_reply_to: Request | None) -> None:
-    pass
-
-
-def _ignore_failed(_ev: SendFailed) -> None:
-    pass

@@ -1,8 +1,8 @@
 """Fetching a snapshot from the leader (KIP-630), on a follower or observer.
 
 `SnapshotFetcher` takes these steps over the replica's state (kraft.core.replica owns the
-state, the fetch timers among it, and the dispatch; kraft.core.follower hands over when a
-Fetch answer names a snapshot):
+state, the fetch timers among it; kraft.core.dispatch routes messages here, and
+kraft.core.follower hands over when a Fetch answer names a snapshot):
 
 1. A Fetch answer names a snapshot id: Fetch pauses and the transfer starts at position 0.
 2. SendFetchSnapshotRequest: ask for the bytes from the current position, on the follower's
@@ -18,8 +18,10 @@ Fetch answer names a snapshot):
    replica is the one it was. The fetch timeout is suspended meanwhile (the follower asks the
    leader nothing) and runs again from the answer.
 5. InstallSnapshot (the spec's Install): the log is truncated fully and starts and ends at the
-   snapshot's end offset (LogMetadata.install_snapshot), the high watermark rises to it, and
-   Fetch resumes from there with LastFetchedEpoch = the snapshot's epoch.
+   snapshot's end offset (LogMetadata.install_snapshot), the high watermark is that offset
+   (as Kafka's after truncateToLatestSnapshot), and Fetch resumes from there with
+   LastFetchedEpoch = the snapshot's epoch. A snapshot ending below the HWM is refused at
+   step 1, and the HWM cannot move while Fetch is paused, so it never falls at the install.
 
 Any state change of the replica (a new leader or epoch, an election) abandons the transfer:
 a snapshot is fetched from one leader in one epoch, start to end.
@@ -90,9 +92,14 @@ class SnapshotFetcher:
             or snapshot_id.offset <= 0
             or snapshot_id.epoch > r._epoch
             or snapshot_id.offset < r._log.start_offset
+            or (r._hwm is not None and snapshot_id.offset < r._hwm)
         ):
             # Not a snapshot a leader of our epoch can hold, or one older than our own log
-            # start (Kafka logs it and backs off).
+            # start (Kafka logs it and backs off), or one ending below our HWM: installing it
+            # would drop records we committed and leave the HWM above the log end, which
+            # Kafka never does (its FollowerState refuses a HWM that moves down, and its
+            # log's HWM after the full truncation is the snapshot's end offset). A leader
+            # names such a snapshot only for a stale or damaged answer; back off.
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
         self.transfer = Transfer(snapshot_id, leader, r._epoch)

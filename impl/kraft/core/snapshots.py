@@ -3,8 +3,8 @@ taken, when the log start may move up to one, when a Fetch is answered with a sn
 and serving FetchSnapshot chunks. The transfer on the fetching side is
 kraft.core.snapshot_transfer.
 
-`SnapshotRole` takes these steps over the replica's state (kraft.core.replica owns the state
-and the dispatch):
+`SnapshotRole` takes these steps over the replica's state (kraft.core.replica owns the state;
+kraft.core.dispatch routes events and messages here):
 
 - CreateSnapshot: the state machine asks (event CreateSnapshot) to snapshot what it applied;
   allowed only at a committed offset (never past the high watermark: the spec's

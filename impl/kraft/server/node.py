@@ -210,7 +210,11 @@ class Node:
             else "",
         )
         store = new_state_machine(config.state_machine, log_.start_offset)
-        loaded = recover_state(log_.dir, store, log_)
+        try:
+            loaded = recover_state(log_.dir, store, log_)
+        except BaseException:
+            log_.close()  # SnapshotRefusedError: the snapshot at the log start is unusable
+            raise
         if log_.start_offset > 0 and (
             loaded is None or loaded.snapshot_id.offset < log_.start_offset
         ):

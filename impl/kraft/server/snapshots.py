@@ -9,7 +9,10 @@ latest valid snapshot, and the policy that writes new ones. The log is never tru
   offset, so the applier (kraft.server.applier) replays only the log after it. A file that
   fails validation, or does not match the log (the log's epoch at end offset - 1 differs), is
   skipped with a log line and the next older one is tried; none: the machine stays empty at
-  the log start. A valid snapshot beyond the log end makes the log start and end at its end
+  the log start. A valid file that the state machine refuses to load (a key-value node
+  holding a Kafka snapshot of metadata records) is skipped likewise, but if the log starts
+  after offset 0 and nothing else was loaded, start-up fails with SnapshotRefusedError,
+  which says so. A valid snapshot beyond the log end makes the log start and end at its end
   offset (KIP-630: the log is truncated fully and starts there).
 - `Snapshotter` (the policy, as Kafka's SnapshotGenerator): as the driver releases a high
   watermark it counts the bytes of the newly committed batches (headers only, from the log);
@@ -44,6 +47,7 @@ from kraft.control_records import VotersRecord
 from kraft.core.events import CreateSnapshot, Event, SnapshotWritten
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC, VoterSet
+from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
 from kraft.records import CorruptRecordError, iter_batches
 from kraft.server.applier import Applier
@@ -67,6 +71,7 @@ from kraft.storage.snapshot_files import (
 __all__ = [
     "SnapshotLog",
     "SnapshotPolicy",
+    "SnapshotRefusedError",
     "Snapshotter",
     "recover_state",
 ]
@@ -106,6 +111,12 @@ class SnapshotPolicy:
 # --------------------------------------------------------------------------- start-up
 
 
+class SnapshotRefusedError(KraftError):
+    """The log starts after offset 0, and the snapshot at its start is a valid checkpoint
+    file that the configured state machine cannot load (a key-value node holding a Kafka
+    snapshot of metadata records): the node cannot rebuild its state."""
+
+
 def recover_state(
     directory: Path, machine: StateMachine, log_: SnapshotLog
 ) -> SnapshotSummary | None:
@@ -118,6 +129,8 @@ def recover_state(
     log_meta = LogMetadata(
         LogState(log_.start_offset, log_.end_offset, log_.epoch_entries()), VoterSet(())
     )
+    # The newest valid checkpoint file the machine refused to load: (name, reason).
+    refused: tuple[str, str] | None = None
     for found in reversed(snapshot_files(directory)):
         if found.kind is not SnapshotFileKind.COMPLETE:
             continue
@@ -146,8 +159,18 @@ def recover_state(
         try:
             # Verifies the whole file before the machine sees any of it.
             summary = load_state_snapshot(found.path, machine)
-        except (CorruptSnapshotError, StateMachineError, OSError) as e:
-            log.warning("snapshot %s is not used: it fails validation or loading: %s", name, e)
+        except (CorruptSnapshotError, OSError) as e:
+            log.warning("snapshot %s is not used: it fails validation: %s", name, e)
+            continue
+        except StateMachineError as e:
+            refused = refused or (name, str(e))
+            log.warning(
+                "snapshot %s is not used: it is a valid checkpoint file, but the state machine "
+                "(%s) cannot load it: %s",
+                name,
+                type(machine).__name__,
+                e,
+            )
             continue
         if beyond:
             log.info(
@@ -169,6 +192,18 @@ def recover_state(
             sid.offset,
         )
         return summary
+    if refused is not None and log_.start_offset > 0:
+        # Without it the state below the log start is not here: say why it is not loaded
+        # (the node's own "no valid snapshot" would send the operator after a damaged file).
+        name, reason = refused
+        raise SnapshotRefusedError(
+            f"the log starts at offset {log_.start_offset} and the snapshot {name} holds the "
+            f"state below it; the file is a valid checkpoint, but the configured state machine "
+            f"(kraft.state.machine: {type(machine).__name__}) cannot load it: {reason}. Start "
+            "the node with the state machine that wrote it (metadata for Kafka metadata "
+            "records), or wipe and re-format the data directory so that the node fetches a "
+            "snapshot from the leader"
+        )
     return None
 
 
