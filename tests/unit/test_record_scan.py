@@ -3,15 +3,19 @@ same refusals (on random batches and on damaged ones), the same bytes written.""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft.record_scan import batch_key_values, check_records, encode_key_values
+from kraft.encoding import varint_bytes, varlong_bytes
 from kraft.records import (
     BATCH_HEADER_SIZE,
     CorruptRecordError,
     KeyValue,
+    assemble_batch,
     decode_records,
     encode_batch,
     encode_records,
@@ -89,6 +93,43 @@ def test_damaged_records_refused_where_the_plain_decoder_refuses(
         at = data.draw(st.integers(min_value=BATCH_HEADER_SIZE, max_value=len(buf) - 1))
         damaged[at] = data.draw(st.integers(min_value=0, max_value=255))
     assert _fast(bytes(damaged)) == _plain(bytes(damaged))
+
+
+@st.composite
+def _forged(draw: st.DrawFn) -> bytes:
+    """A batch whose records are built field by field, each field sometimes wrong: length,
+    offset delta, key and value lengths, header count (a good header and CRC around them)."""
+    small = st.integers(min_value=-3, max_value=3)
+    n = draw(st.integers(min_value=1, max_value=6))
+    parts: list[bytes] = [b""]
+    delta = -1
+    for _ in range(n):
+        delta += draw(st.sampled_from([1, 1, 1, 0, 2, -1]))
+        body = b"\x00" + varlong_bytes(draw(st.sampled_from([0, 0, 5, -70, 1 << 40])))
+        body += varint_bytes(delta)
+        for _field in ("key", "value"):
+            blob = draw(st.one_of(st.none(), st.binary(max_size=70)))
+            claimed = -1 if blob is None else len(blob)
+            if draw(st.integers(min_value=0, max_value=3)) == 0:
+                claimed += draw(st.sampled_from([-1, -1, 1, -2, 2]))
+            body += varint_bytes(claimed) + (blob or b"")
+        body += varint_bytes(draw(st.sampled_from([0, 0, 0, 1, -1, 2])))
+        body += draw(st.sampled_from([b"", b"", b"\x02a\x01", b"\x02a\x02b", b"\x00"]))
+        size = len(body)
+        if draw(st.integers(min_value=0, max_value=5)) == 0:
+            size += draw(small)
+        parts.append(varint_bytes(size) + body)
+    parts.append(draw(st.sampled_from([b"", b"", b"", b"\x00"])))
+    last = delta if draw(st.booleans()) else max(delta, n - 1) + draw(st.integers(0, 2))
+    batch = bytearray(assemble_batch(0, 1, parts, attributes=0, count=n, timestamp_ms=0))
+    struct.pack_into(">i", batch, 23, max(last, n - 1, 0))  # LastOffsetDelta (CRC not checked)
+    return bytes(batch)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(_forged())
+def test_forged_records_refused_where_the_plain_decoder_refuses(buf: bytes) -> None:
+    assert _fast(buf) == _plain(buf)
 
 
 def test_a_damaged_batch_is_refused() -> None:
