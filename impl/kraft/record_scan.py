@@ -49,8 +49,7 @@ _PREFIX: list[bytes] = []
 
 
 def _grow_prefix(n: int) -> None:
-    for i in range(len(_PREFIX), n):
-        _PREFIX.append(b"\x00\x00" + varint_bytes(i))
+    _PREFIX.extend(b"\x00\x00" + varint_bytes(i) for i in range(len(_PREFIX), n))
 
 
 _grow_prefix(4096)

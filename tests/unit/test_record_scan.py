@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraft.record_scan import batch_key_values, check_records, encode_key_values
 from kraft.encoding import varint_bytes, varlong_bytes
+from kraft.record_scan import batch_key_values, check_records, encode_key_values
 from kraft.records import (
     BATCH_HEADER_SIZE,
     CorruptRecordError,
@@ -59,7 +59,7 @@ def _plain(buf: bytes) -> list[KeyValue] | str:
         return "refused"
 
 
-def _fast(buf: bytes) -> list[KeyValue] | str:
+def _fast(buf: bytes | bytearray | memoryview) -> list[KeyValue] | str:
     try:
         header = parse_batch_header(buf, 0)
         out = batch_key_values(buf, 0, header)

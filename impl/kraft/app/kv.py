@@ -114,13 +114,21 @@ class KeyValueStore:
 
     def _apply(self, batch: CommittedBatch) -> None:
         data = self._data
-        for key, value in batch.records:
-            if key is None:
-                self._plain += 1
-            elif value is None:
-                data.pop(key, None)
-            else:
-                data[key] = value
+        # A key ends as its last record leaves it, so the batch is applied as the dict of
+        # each key's last value, built and merged in C; records without a key, and keys whose
+        # last record deletes them, are then handled one by one.
+        last: dict[bytes | None, bytes | None] = dict(batch.records)
+        if None in last:
+            self._plain += sum([1 for key, _ in batch.records if key is None])
+            del last[None]
+        if None in last.values():
+            for key, value in last.items():
+                if value is None:
+                    data.pop(key, None)  # type: ignore[arg-type]
+                else:
+                    data[key] = value  # type: ignore[index]
+        else:
+            data.update(last)  # type: ignore[arg-type]
         if batch.producer != NO_PRODUCER:
             self.producers.record(
                 ProducerBatch(
