@@ -14,8 +14,10 @@ offsets numbered from 0 within the file (not the log's offsets):
   name), then `freeze` fsyncs it, makes it read-only, renames it into place and fsyncs the
   directory. Nothing but the batch being built is held in memory.
 - `CheckpointReader` streams one back, batch by batch, and checks every batch (CRC, offsets,
-  epoch, header first, footer last, nothing after it); any problem is a `CorruptSnapshotError`
-  naming the file and byte. `verify` runs the whole check without keeping anything.
+  epoch, records, header first, footer last, nothing after it); any problem is a
+  `CorruptSnapshotError` naming the file and byte. Data batches are read as (key, value)
+  lists in one pass (kraft.record_scan), no Record object made; `verify` runs the whole check
+  keeping nothing (no key or value copied).
 - `check_snapshot`: the whole check of one file. A directory's snapshots (listing, cleanup,
   deletion) and the state machine adapters are kraft.storage.snapshot_directory.
 - `load_validated_snapshot`: a file validated whole just before (a fetched snapshot after
