@@ -186,6 +186,12 @@ class KeyValueStore:
         data: dict[bytes, bytes] = {}
         producers = ProducerTable(self.producers.max_producers)
         for batch in reader.batches():
+            # A batch of distinct keys with values (what produce_snapshot writes) is merged
+            # whole, in C; any other (producer entries, a repeated key, a null) record by record.
+            merged: dict[bytes | None, bytes | None] = dict(batch)
+            if len(merged) == len(batch) and None not in merged and None not in merged.values():
+                data.update(merged)  # type: ignore[arg-type]
+                continue
             for key, value in batch:
                 if key is not None:
                     if value is None:
