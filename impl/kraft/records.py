@@ -37,6 +37,7 @@ __all__ = [
     "TruncatedBatchError",
     "assemble_batch",
     "decode_batch",
+    "decode_record_headers",
     "decode_records",
     "encode_batch",
     "encode_records",
@@ -356,7 +357,7 @@ def _decode_records(data: bytes, header: BatchHeader, region_pos: int) -> list[R
             headers: tuple[tuple[str, bytes | None], ...] = ()
             p += 1
         else:
-            headers, p = _decode_headers(data, p, rec_end, index)
+            headers, p = decode_record_headers(data, p, rec_end, index)
         if p != rec_end:
             raise CorruptRecordError(
                 f"record {index}: fields end at {p} but its length says {rec_end}"
@@ -369,9 +370,10 @@ def _decode_records(data: bytes, header: BatchHeader, region_pos: int) -> list[R
     return out
 
 
-def _decode_headers(
+def decode_record_headers(
     data: bytes, p: int, rec_end: int, index: int
 ) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The headers of record `index` at p (its header count first); the position after."""
     count, p = read_varint(data, p)
     # Each header takes at least two bytes, so a forged count fails here, not in a long loop.
     if count < 0 or count * 2 > rec_end - p:

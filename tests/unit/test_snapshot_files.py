@@ -155,7 +155,7 @@ def test_records_are_split_into_bounded_batches(tmp_path: Path) -> None:
     records = [(b"key%03d" % i, b"x" * 100) for i in range(100)]
     path = write(tmp_path, 100, 1, [records], batch_bytes=1000)
     with CheckpointReader(path) as reader:
-        sizes = [h.size_in_bytes for h, _ in reader.record_batches()]
+        sizes = [h.size_in_bytes for h, _ in reader.key_value_batches()]
         got = [kv for batch in reader.batches() for kv in batch]
     assert len(sizes) > 10 and max(sizes) < 1000 + 61 + 200
     assert got == records

@@ -114,13 +114,21 @@ class KeyValueStore:
 
     def _apply(self, batch: CommittedBatch) -> None:
         data = self._data
-        for key, value in batch.records:
-            if key is None:
-                self._plain += 1
-            elif value is None:
-                data.pop(key, None)
-            else:
-                data[key] = value
+        # A key ends as its last record leaves it, so the batch is applied as the dict of
+        # each key's last value, built and merged in C; records without a key, and keys whose
+        # last record deletes them, are then handled one by one.
+        last: dict[bytes | None, bytes | None] = dict(batch.records)
+        if None in last:
+            self._plain += sum([1 for key, _ in batch.records if key is None])
+            del last[None]
+        if None in last.values():
+            for key, value in last.items():
+                if value is None:
+                    data.pop(key, None)  # type: ignore[arg-type]
+                else:
+                    data[key] = value  # type: ignore[index]
+        else:
+            data.update(last)  # type: ignore[arg-type]
         if batch.producer != NO_PRODUCER:
             self.producers.record(
                 ProducerBatch(
@@ -178,6 +186,12 @@ class KeyValueStore:
         data: dict[bytes, bytes] = {}
         producers = ProducerTable(self.producers.max_producers)
         for batch in reader.batches():
+            # A batch of distinct keys with values (what produce_snapshot writes) is merged
+            # whole, in C; any other (producer entries, a repeated key, a null) record by record.
+            merged: dict[bytes | None, bytes | None] = dict(batch)
+            if len(merged) == len(batch) and None not in merged and None not in merged.values():
+                data.update(merged)  # type: ignore[arg-type]
+                continue
             for key, value in batch:
                 if key is not None:
                     if value is None:

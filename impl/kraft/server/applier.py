@@ -27,7 +27,8 @@ from typing import Final, Generic, Protocol, TypeVar
 
 from kraft.app.port import CommittedBatch, LeaderAndEpoch, StateMachine, StateMachineError
 from kraft.ids import Epoch, Offset, ProducerId
-from kraft.records import CorruptRecordError, decode_records, iter_batches
+from kraft.record_scan import batch_key_values
+from kraft.records import CorruptRecordError, iter_batches
 from kraft.storage.replicated_log import CorruptLogError
 
 __all__ = ["Applier", "BatchSource", "committed_batches"]
@@ -50,7 +51,7 @@ def committed_batches(data: memoryview | bytes, high_watermark: Offset) -> list[
         if h.last_offset >= high_watermark:
             break
         control = h.is_control
-        records = () if control else tuple([(r.key, r.value) for r in decode_records(data, pos, h)])
+        records = () if control else tuple(batch_key_values(data, pos, h))
         out.append(
             CommittedBatch(
                 Offset(h.base_offset),

@@ -14,8 +14,10 @@ offsets numbered from 0 within the file (not the log's offsets):
   name), then `freeze` fsyncs it, makes it read-only, renames it into place and fsyncs the
   directory. Nothing but the batch being built is held in memory.
 - `CheckpointReader` streams one back, batch by batch, and checks every batch (CRC, offsets,
-  epoch, header first, footer last, nothing after it); any problem is a `CorruptSnapshotError`
-  naming the file and byte. `verify` runs the whole check without keeping anything.
+  epoch, records, header first, footer last, nothing after it); any problem is a
+  `CorruptSnapshotError` naming the file and byte. Data batches are read as (key, value)
+  lists in one pass (kraft.record_scan), no Record object made; `verify` runs the whole check
+  keeping nothing (no key or value copied).
 - `check_snapshot`: the whole check of one file. A directory's snapshots (listing, cleanup,
   deletion) and the state machine adapters are kraft.storage.snapshot_directory.
 - `load_validated_snapshot`: a file validated whole just before (a fetched snapshot after
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 from kraft.app.port import StateMachine
 from kraft.control_records import (
@@ -48,6 +50,7 @@ from kraft.control_records import (
 )
 from kraft.errors import KraftError
 from kraft.ids import Epoch, Offset, OffsetAndEpoch
+from kraft.record_scan import batch_key_values, check_records, encode_key_values
 from kraft.records import (
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
@@ -55,8 +58,9 @@ from kraft.records import (
     CorruptRecordError,
     KeyValue,
     Record,
-    decode_batch,
-    encode_records,
+    decode_records,
+    parse_batch_header,
+    verify_crc,
 )
 from kraft.storage.durable import fsync_dir
 
@@ -252,6 +256,15 @@ class CheckpointWriter:
         """Add records; they go to disk in batches of about `batch_bytes`."""
         if self.frozen:
             raise SnapshotError(f"snapshot {self.path} is frozen: no more records")
+        try:  # the common case: every key and value present, and all of them fit the batch
+            present = cast("Sequence[tuple[bytes, bytes]]", records)
+            size = len(records) * _RECORD_OVERHEAD + sum([len(k) + len(v) for k, v in present])
+        except TypeError:
+            size = self._batch_bytes + 1  # a null key or value: counted one by one below
+        if self._pending_bytes + size <= self._batch_bytes:
+            self._pending.extend(records)
+            self._pending_bytes += size
+            return
         for record in records:
             key, value = record
             size = _RECORD_OVERHEAD + (0 if key is None else len(key))
@@ -264,7 +277,7 @@ class CheckpointWriter:
     def _flush(self) -> None:
         if not self._pending:
             return
-        batch = encode_records(
+        batch = encode_key_values(
             self._next_offset, self._epoch, self._pending, timestamp_ms=self._timestamp
         )
         self._emit(batch)
@@ -324,10 +337,10 @@ class SnapshotSummary:
 class CheckpointReader:
     """Reads one checkpoint file batch by batch (implements kraft.app.port.SnapshotReader).
 
-    Opening reads and checks the header batch. `record_batches` / `batches` stream the data
+    Opening reads and checks the header batch. `key_value_batches` / `batches` stream the data
     batches and check each, and the footer, as they come: a CorruptSnapshotError can arrive
     after some batches were yielded, so a caller that must not act on a bad snapshot calls
-    `verify` first (as `load_state_snapshot` does). Each call of `record_batches` starts again
+    `verify` first (as `load_state_snapshot` does). Each call of `key_value_batches` starts again
     after the header, and every read seeks to its own position, so scans may interleave."""
 
     def __init__(
@@ -353,7 +366,8 @@ class CheckpointReader:
             first = self._read_batch(0)
             if first is None:
                 raise CorruptSnapshotError(path, 0, "empty file: no SnapshotHeader")
-            header, records, self._data_start = first
+            header, data, self._data_start = first
+            records = self._records(0, header, data)
             self.header, self.kraft_version, self.voters = self._check_header_batch(header, records)
             self._first_data_offset = header.next_offset
         except BaseException:
@@ -389,9 +403,9 @@ class CheckpointReader:
     def _corrupt(self, position: int, reason: str) -> CorruptSnapshotError:
         return CorruptSnapshotError(self.path, position, reason)
 
-    def _read_batch(self, position: int) -> tuple[BatchHeader, list[Record], int] | None:
-        """The batch at `position` (checked: length, CRC, records), the position after it;
-        None at the end of the file."""
+    def _read_batch(self, position: int) -> tuple[BatchHeader, bytes, int] | None:
+        """The batch at `position` (checked: length, header, CRC, epoch; not its records),
+        the position after it; None at the end of the file."""
         f = self._file
         f.seek(position)
         head = f.read(LOG_OVERHEAD)
@@ -407,8 +421,10 @@ class CheckpointReader:
             raise self._corrupt(
                 position, f"truncated: the batch needs {length} bytes, {len(rest)} remain"
             )
+        data = head + rest
         try:
-            header, records = decode_batch(head + rest, 0, max_batch_size=self._max_batch)
+            header = parse_batch_header(data, 0, max_batch_size=self._max_batch)
+            verify_crc(data, 0, header)
         except CorruptRecordError as e:
             raise self._corrupt(position, str(e)) from None
         if header.partition_leader_epoch != self.snapshot_id.epoch:
@@ -417,7 +433,13 @@ class CheckpointReader:
                 f"batch epoch {header.partition_leader_epoch}, the snapshot's is "
                 f"{self.snapshot_id.epoch}",
             )
-        return header, records, position + LOG_OVERHEAD + length
+        return header, data, position + LOG_OVERHEAD + length
+
+    def _records(self, position: int, header: BatchHeader, data: bytes) -> list[Record]:
+        try:
+            return decode_records(data, 0, header)
+        except CorruptRecordError as e:
+            raise self._corrupt(position, str(e)) from None
 
     def _control(self, position: int, record: Record) -> ControlRecord:
         try:
@@ -449,22 +471,34 @@ class CheckpointReader:
                 raise self._corrupt(0, f"{type(control).__name__} in the header batch")
         return first, kraft_version, voters
 
-    def record_batches(self) -> Iterator[tuple[BatchHeader, list[Record]]]:
-        """The data batches, each checked; then the footer is checked (last, alone)."""
+    def key_value_batches(
+        self, *, keep: bool = True
+    ) -> Iterator[tuple[BatchHeader, list[KeyValue]]]:
+        """The data batches as (key, value) lists, each batch checked whole (its records
+        walked in one pass, kraft.record_scan); then the footer is checked (last, alone).
+        With keep=False the records are checked and nothing is kept (the lists are empty)."""
         position = self._data_start
         expected = self._first_data_offset
         while True:
             read = self._read_batch(position)
             if read is None:
                 raise self._corrupt(position, "no SnapshotFooter: the file ends without one")
-            header, records, after = read
+            header, data, after = read
             if header.base_offset != expected:
                 raise self._corrupt(
                     position, f"batch base offset {header.base_offset}, expected {expected}"
                 )
             if header.is_control:
-                self._check_footer(position, records, after)
+                self._check_footer(position, self._records(position, header, data), after)
                 return
+            records: list[KeyValue] = []
+            try:
+                if keep:
+                    records = batch_key_values(data, 0, header)
+                else:
+                    check_records(data, 0, header)
+            except CorruptRecordError as e:
+                raise self._corrupt(position, str(e)) from None
             yield header, records
             expected = header.next_offset
             position = after
@@ -477,15 +511,15 @@ class CheckpointReader:
             raise self._corrupt(after, f"{self._size - after} bytes after the SnapshotFooter")
 
     def batches(self) -> Iterator[tuple[KeyValue, ...]]:
-        for _, records in self.record_batches():
-            yield tuple((r.key, r.value) for r in records)
+        for _, records in self.key_value_batches():
+            yield tuple(records)
 
     def verify(self) -> SnapshotSummary:
-        """Check the whole file (every batch, the footer); keeps one batch at a time."""
+        """Check the whole file (every batch, the footer); keeps nothing of the records."""
         data_batches = records = 0
-        for _, batch in self.record_batches():
+        for header, _ in self.key_value_batches(keep=False):
             data_batches += 1
-            records += len(batch)
+            records += header.records_count
         return SnapshotSummary(
             self.path,
             self.snapshot_id,
@@ -522,10 +556,10 @@ class _CountingReader:
         return self._reader.last_epoch
 
     def batches(self) -> Iterator[tuple[KeyValue, ...]]:
-        for _, records in self._reader.record_batches():
+        for _, records in self._reader.key_value_batches():
             self.batches_read += 1
             self.records += len(records)
-            yield tuple((r.key, r.value) for r in records)
+            yield tuple(records)
 
 
 def load_validated_snapshot(path: Path, machine: StateMachine) -> SnapshotSummary:
