@@ -1,0 +1,206 @@
+"""Issue #15's disk-failure recovery (KIP-856, done with KIP-853's voter changes) end to end on
+a real loopback cluster, driven through the `kraft` command line exactly as the README's runbook
+"Replacing a failed controller's disk" tells an operator: a dynamic quorum of three voters
+under a steady stream of appends; voter 3's disk is replaced (stopped, wiped, `kraft format
+--no-initial-controllers` with the same cluster id and node id: a new directory id); it restarts
+as an observer and catches up; `kraft quorum remove-voter` removes the old identity (3, OLD),
+then `kraft quorum add-voter` adds (3, NEW). Adding first is refused (DUPLICATE_VOTER: a voter
+set holds one voter per id, as Kafka's VoterSet.addVoter). The quorum ends as {1, 2, (3, NEW)},
+every acknowledged record is on every node and it accepts appends."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_harness import FAST, leader_of
+from polling import kraft_info, wait_for
+
+from kraft.client import Address, ClientError, Producer, append, describe_quorum
+from kraft.client_read import read
+from kraft.cluster import LocalCluster, free_ports
+from kraft.protocol import uuid_to_base64
+from kraft.storage.meta_properties import read_meta_properties
+
+NODES = [1, 2, 3]
+REPLACED = 3
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path, free_ports(3), overrides=FAST, dynamic=True)
+    c.format()
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+class Writer:
+    """Appends one record after another until stopped; remembers what was acknowledged."""
+
+    def __init__(self, bootstrap: list[Address]) -> None:
+        self.bootstrap = bootstrap
+        self.acked: dict[int, bytes] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        producer = Producer()
+        i = 0
+        while not self._stop.is_set():
+            value = f"v{i}".encode()
+            try:
+                ack = await append(self.bootstrap, [value], 5000, producer=producer)
+            except (ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.05)
+                continue  # an unknown outcome: the producer resends the same value
+            self.acked[ack.base_offset] = value
+            i += 1
+            await asyncio.sleep(0.01)
+
+    def __enter__(self) -> Writer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def _replication(bootstrap: str) -> list[tuple[int, str, int, str]]:
+    """`kraft quorum describe --replication` rows: (node id, directory id, lag, status)."""
+    done = _kraft("quorum", "describe", "--bootstrap", bootstrap, "--replication")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()[1:] if line.strip()]
+    return [(int(r[0]), r[1], int(r[3]), r[-1]) for r in rows]
+
+
+def _rows_of(bootstrap: str, node: int) -> list[tuple[str, int, str]]:
+    return [(d, lag, s) for n, d, lag, s in _replication(bootstrap) if n == node]
+
+
+def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
+    cluster: LocalCluster,
+) -> None:
+    bootstrap = ",".join(str(cluster.addresses[n]) for n in NODES)
+    old = uuid_to_base64(cluster.directory_ids[REPLACED])
+    wait_for("a leader", lambda: leader_of(cluster, NODES))
+    with Writer([cluster.addresses[n] for n in NODES]) as writer:
+        wait_for("some appends", lambda: len(writer.acked) >= 20)
+
+        # 1. The disk fails: the node stops, its data directory is gone.
+        assert cluster.stop(REPLACED) == 0
+        shutil.rmtree(cluster.data_dir(REPLACED))
+        wait_for("appends without it", lambda: len(writer.acked) >= 40)
+
+        # 2. The new disk is formatted to join the existing quorum: same cluster id and node
+        # id, no bootstrap voters (a new directory id).
+        formatted = _kraft(
+            "format",
+            "--data-dir",
+            str(cluster.data_dir(REPLACED)),
+            "--cluster-id",
+            cluster.cluster_id,
+            "--node-id",
+            str(REPLACED),
+            "--no-initial-controllers",
+        )
+        assert formatted.returncode == 0, formatted.stderr
+        new = uuid_to_base64(read_meta_properties(cluster.data_dir(REPLACED)).directory_id)
+        assert new != old
+
+        # 3. It starts as an observer and catches up; the old identity is still a voter.
+        cluster.start(REPLACED)
+        wait_for(
+            "node 3 to observe with its new directory id, caught up",
+            lambda: (new, 0, "Observer") in _rows_of(bootstrap, REPLACED),
+        )
+        assert (old, "Follower") in {(d, s) for d, _, s in _rows_of(bootstrap, REPLACED)}
+        info = kraft_info(cluster.addresses[REPLACED])
+        assert info is not None and info.state not in ("Leader", "Candidate")
+
+        # Adding first is refused: one voter per id, and id 3 is still a voter (old identity).
+        early = _kraft(
+            "quorum", "add-voter", "--bootstrap", bootstrap, "--command-config",
+            str(cluster.config_path(REPLACED)),
+        )  # fmt: skip
+        assert early.returncode != 0
+        assert "DUPLICATE_VOTER" in early.stderr + early.stdout
+
+        # 4. The old identity is removed (it is down: {1, 2} keep a majority) ...
+        removed = _kraft(
+            "quorum", "remove-voter", "--bootstrap", bootstrap,
+            "--controller-id", str(REPLACED), "--controller-directory-id", old,
+        )  # fmt: skip
+        assert removed.returncode == 0, removed.stderr
+        assert removed.stdout.startswith(
+            f"Removed KRaft controller {REPLACED} with directory id {old}"
+        )
+        # ... and 5. the new one added.
+        added = _kraft(
+            "quorum", "add-voter", "--bootstrap", bootstrap, "--command-config",
+            str(cluster.config_path(REPLACED)),
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        assert added.stdout.startswith(f"Added controller {REPLACED} with directory id {new}")
+
+        wait_for(
+            "three voters on every node",
+            lambda: all(
+                (i := kraft_info(cluster.addresses[n])) is not None and sorted(i.voters) == NODES
+                for n in NODES
+            ),
+        )
+        count = len(writer.acked)
+        wait_for("appends to the new quorum", lambda: len(writer.acked) >= count + 20)
+
+    # The voter set is {1, 2, (3, NEW)}. (The leader may still list (3, OLD) among its observers
+    # until that replica state expires, as Kafka's LeaderState keeps a removed voter's.)
+    report = asyncio.run(describe_quorum([cluster.addresses[n] for n in NODES]))
+    voters = {
+        (r.replica.id, uuid_to_base64(r.replica.directory_id)) for r in report.description.voters
+    }
+    kept = {(n, uuid_to_base64(cluster.directory_ids[n])) for n in NODES if n != REPLACED}
+    assert voters == {*kept, (REPLACED, new)}
+    observers = {
+        (r.replica.id, uuid_to_base64(r.replica.directory_id)) for r in report.description.observers
+    }
+    assert (REPLACED, new) not in observers
+
+    # The cluster still accepts appends, and every acknowledged record is on every node.
+    last = asyncio.run(append([cluster.addresses[n] for n in NODES], [b"after"], 8000))
+    acked = {**writer.acked, last.base_offset: b"after"}
+    end = max(acked) + 1
+    wait_for(
+        "every node to commit every acknowledged record",
+        lambda: all(
+            (i := kraft_info(cluster.addresses[n])) is not None
+            and i.high_watermark is not None
+            and i.high_watermark >= end
+            for n in NODES
+        ),
+    )
+    for n in NODES:
+        records = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
+        missing = {o: v for o, v in acked.items() if records.get(o) != v}
+        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    assert cluster.stop_all() == dict.fromkeys(NODES, 0)
