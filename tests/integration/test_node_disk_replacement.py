@@ -200,7 +200,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
         ),
     )
     for n in NODES:
-        records = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
+        records: dict[int, bytes | None] = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
         missing = {o: v for o, v in acked.items() if records.get(o) != v}
         assert missing == {}, f"node {n} lost acknowledged records {missing}"
     assert cluster.stop_all() == dict.fromkeys(NODES, 0)
