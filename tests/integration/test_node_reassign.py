@@ -140,3 +140,25 @@ def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record
     ack = asyncio.run(append([cluster.addresses[n] for n in NEW], [b"after"], 10_000))
     assert ack.leader_id in NEW
     assert cluster.stop_all() == dict.fromkeys(everyone, 0)
+
+
+def test_a_refused_step_stops_the_reassignment_with_the_step_named(cluster: LocalCluster) -> None:
+    wait_for("a leader", lambda: leader_of(cluster, OLD))
+    cluster.stop(4)  # node 4 does not fetch: the leader cannot add it
+    bootstrap = ",".join(str(cluster.addresses[n]) for n in OLD)
+    configs = [str(cluster.config_path(n)) for n in (2, 3, 4)]
+    out = _kraft(
+        "quorum",
+        "reassign",
+        "--bootstrap",
+        bootstrap,
+        "--timeout-ms",
+        "3000",
+        "--voters-from",
+        *configs,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "step 1 (add voter 4 " in out.stderr
+    assert "Step 1" not in out.stdout
+    report = asyncio.run(describe_quorum([cluster.addresses[n] for n in OLD]))
+    assert {r.replica.id for r in report.description.voters} == set(OLD)

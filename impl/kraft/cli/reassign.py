@@ -110,8 +110,10 @@ def _step_text(step: Step, endpoints: Mapping[ReplicaKey, Sequence[Listener]]) -
     return f"remove voter {_key_text(step.voter)}"
 
 
-async def _state(bootstrap: Sequence[Address]) -> tuple[frozenset[ReplicaKey], NodeId]:
-    report = await describe_quorum(bootstrap)
+async def _state(
+    bootstrap: Sequence[Address], timeout_ms: int
+) -> tuple[frozenset[ReplicaKey], NodeId]:
+    report = await describe_quorum(bootstrap, timeout_ms)
     voters = frozenset(r.replica for r in report.description.voters)
     return voters, report.description.leader_id
 
@@ -124,7 +126,7 @@ async def _run(
 ) -> int:
     from kraft.client_voters import add_voter, remove_voter
 
-    voters, leader = await _state(bootstrap)
+    voters, leader = await _state(bootstrap, timeout_ms)
     plan = plan_reassignment(voters, target, leader)
     print(
         f"Current voters: {', '.join(_key_text(k) for k in sorted(voters))}; leader {leader}",
@@ -139,7 +141,7 @@ async def _run(
     # Each step is planned again; a step that moved nothing (cannot happen against a correct
     # leader) must not loop forever.
     for _ in range(2 * len(plan) + 2):
-        voters, leader = await _state(bootstrap)
+        voters, leader = await _state(bootstrap, timeout_ms)
         steps = plan_reassignment(voters, target, leader)
         if not steps:
             print(f"Reassigned: the voters are {', '.join(str(k.id) for k in sorted(voters))}")
