@@ -151,8 +151,11 @@ async def _run(
         text = _step_text(step, target)
         try:
             if step.kind is StepKind.ADD:
+                # The node being added is no voter yet: ask the others (so the error told is
+                # the leader's answer, not that node's).
+                mine = {Address(x.host, x.port) for x in target[step.voter]}
                 answer = await add_voter(
-                    bootstrap,
+                    [a for a in bootstrap if a not in mine] or bootstrap,
                     step.voter.id,
                     step.voter.directory_id,
                     target[step.voter],
