@@ -8,6 +8,7 @@ them (org.apache.kafka.tools.MetadataQuorumCommand).
   `controller.listener.names` entry from `listeners` / `advertised.listeners` (kraft's
   default listener name when the file names none); then AddRaftVoter to the leader.
 - remove-voter takes `--controller-id` and `--controller-directory-id`; RemoveRaftVoter.
+- reassign (kraft.cli.reassign, registered here) runs a KIP-642 reassignment as such steps.
 
 Both print what they did as Kafka's tool does (`--dry-run`: what they would do). Exit status
 0 on success, 1 when the quorum refused or did not answer in time, 2 for bad arguments or an
@@ -25,10 +26,16 @@ from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail
 from kraft.errors import KraftError
 from kraft.protocol.rpc import Listener
 
-__all__ = ["add_commands", "controller_endpoints", "endpoint_text"]
+__all__ = [
+    "BadConfigError",
+    "add_commands",
+    "controller_endpoints",
+    "controller_of",
+    "endpoint_text",
+]
 
 
-class _BadConfigError(KraftError):
+class BadConfigError(KraftError):
     """The configuration file cannot describe a controller."""
 
 
@@ -82,6 +89,10 @@ def add_commands(qsub: SubParsers) -> None:
     remove.add_argument("--timeout-ms", type=int, default=30_000, help="give up after this long")
     remove.set_defaults(handler=cmd_remove_voter)
 
+    from kraft.cli import reassign
+
+    reassign.add_command(qsub)
+
 
 def endpoint_text(x: Listener) -> str:
     """NAME://host:port, an IPv6 host in brackets (Kafka's RaftVoterEndpoint)."""
@@ -97,7 +108,7 @@ def _parse_listeners(text: str, key: str) -> dict[str, Listener]:
         name, sep, rest = item.partition("://")
         host, colon, port = rest.rpartition(":")
         if not sep or not name or not colon or not port.isdigit() or int(port) > 65535:
-            raise _BadConfigError(f"{key}: expected NAME://host:port, got {item!r}")
+            raise BadConfigError(f"{key}: expected NAME://host:port, got {item!r}")
         host = host.strip("[]") or "localhost"
         out[name.upper()] = Listener(name.upper(), host, int(port))
     return out
@@ -116,13 +127,13 @@ def controller_endpoints(props: Mapping[str, str]) -> tuple[Listener, ...]:
     for name in names:
         endpoint = known.get(name)
         if endpoint is None:
-            raise _BadConfigError(f"cannot find information about controller listener name: {name}")
+            raise BadConfigError(f"cannot find information about controller listener name: {name}")
         if endpoint not in out:
             out.append(endpoint)
     return tuple(out)
 
 
-def _controller_of(path: Path) -> tuple[int, uuid.UUID, tuple[Listener, ...]]:
+def controller_of(path: Path) -> tuple[int, uuid.UUID, tuple[Listener, ...]]:
     from kraft.ids import NO_DIRECTORY
     from kraft.server.config import ConfigError, parse_properties
     from kraft.storage.meta_properties import MetaPropertiesError, read_meta_properties
@@ -130,30 +141,30 @@ def _controller_of(path: Path) -> tuple[int, uuid.UUID, tuple[Listener, ...]]:
     try:
         props = parse_properties(path.read_text(encoding="utf-8"), str(path))
     except OSError as e:
-        raise _BadConfigError(f"cannot read {path}: {e.strerror or e}") from None
+        raise BadConfigError(f"cannot read {path}: {e.strerror or e}") from None
     except ConfigError as e:
-        raise _BadConfigError(str(e)) from None
+        raise BadConfigError(str(e)) from None
     text = props.get("node.id")
     if text is None:
-        raise _BadConfigError(f"node.id not found in {path}: is it a controller's configuration?")
+        raise BadConfigError(f"node.id not found in {path}: is it a controller's configuration?")
     try:
         node_id = int(text)
     except ValueError:
-        raise _BadConfigError(f"node.id: expected an integer, got {text!r}") from None
+        raise BadConfigError(f"node.id: expected an integer, got {text!r}") from None
     if node_id < 0:
-        raise _BadConfigError(f"node.id is negative in {path}")
+        raise BadConfigError(f"node.id is negative in {path}")
     roles = props.get("process.roles")
     if roles is not None and "controller" not in roles:
-        raise _BadConfigError(f"process.roles in {path} does not contain 'controller'")
+        raise BadConfigError(f"process.roles in {path} does not contain 'controller'")
     directory = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
     if not directory:
-        raise _BadConfigError(f"neither metadata.log.dir nor log.dirs is set in {path}")
+        raise BadConfigError(f"neither metadata.log.dir nor log.dirs is set in {path}")
     try:
         meta = read_meta_properties(directory)
     except MetaPropertiesError as e:
-        raise _BadConfigError(str(e)) from None
+        raise BadConfigError(str(e)) from None
     if meta.directory_id == NO_DIRECTORY:
-        raise _BadConfigError(f"no directory id found in {directory}/meta.properties")
+        raise BadConfigError(f"no directory id found in {directory}/meta.properties")
     return node_id, meta.directory_id, controller_endpoints(props)
 
 
@@ -169,8 +180,8 @@ def cmd_add_voter(args: argparse.Namespace) -> int:
     if bootstrap is None:
         return 2
     try:
-        node_id, directory, endpoints = _controller_of(args.config)
-    except _BadConfigError as e:
+        node_id, directory, endpoints = controller_of(args.config)
+    except BadConfigError as e:
         return fail("quorum add-voter", str(e), 2)
     if not args.dry_run:
         try:

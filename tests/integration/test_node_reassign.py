@@ -1,0 +1,164 @@
+"""KIP-642 reassignment end to end on a real loopback cluster (issue #15): a dynamic quorum of
+voters {1,2,3} and three observers 4, 5, 6; under a steady stream of appends, `kraft quorum
+reassign --voters-from` (the new nodes' configuration files) moves the voters to {4,5,6} one
+change at a time, the leader removed last. Afterwards the leader's DescribeQuorum names
+exactly the new voters, every acknowledged record is on each of them, and the quorum still
+accepts appends."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_harness import FAST, leader_of
+from polling import kraft_info, wait_for
+
+from kraft.client import Address, ClientError, Producer, append, describe_quorum
+from kraft.client_read import read
+from kraft.cluster import LocalCluster, free_ports
+
+OLD = [1, 2, 3]
+NEW = [4, 5, 6]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    ports = free_ports(6)
+    c = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True)
+    for p in ports[3:]:
+        c.add_observer(p)
+    c.format()
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+class _Appender:
+    """Appends one record after another until stopped; remembers what was acknowledged."""
+
+    def __init__(self, bootstrap: list[Address]) -> None:
+        self.bootstrap = bootstrap
+        self.acked: dict[int, bytes] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        producer = Producer()
+        i = 0
+        while not self._stop.is_set():
+            value = f"r{i}".encode()
+            try:
+                ack = await append(self.bootstrap, [value], 5000, producer=producer)
+            except ClientError:
+                await asyncio.sleep(0.05)
+                continue  # unknown outcome: the producer resends the same value
+            self.acked[ack.base_offset] = value
+            i += 1
+            await asyncio.sleep(0.01)
+
+    def __enter__(self) -> _Appender:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record_lost(
+    cluster: LocalCluster,
+) -> None:
+    everyone = OLD + NEW
+    wait_for("a leader", lambda: leader_of(cluster, OLD))
+    for n in NEW:
+        wait_for(
+            f"node {n} to fetch as an observer",
+            lambda n=n: (
+                (i := kraft_info(cluster.addresses[n])) is not None and i.leader_id is not None
+            ),
+        )
+    bootstrap = ",".join(str(cluster.addresses[n]) for n in OLD)
+    configs = [str(cluster.config_path(n)) for n in NEW]
+
+    dry = _kraft(
+        "quorum", "reassign", "--bootstrap", bootstrap, "--dry-run", "--voters-from", *configs
+    )
+    assert dry.returncode == 0, dry.stderr
+    plan = [line.strip() for line in dry.stdout.splitlines() if line.startswith("  ")]
+    assert [p.split(" voter ")[0] for p in plan] == ["1. add", "2. add", "3. add"] + [
+        f"{i}. remove" for i in (4, 5, 6)
+    ]
+    report = asyncio.run(describe_quorum([cluster.addresses[n] for n in OLD]))
+    assert plan[-1].startswith(f"6. remove voter {report.description.leader_id} ")
+
+    with _Appender([cluster.addresses[n] for n in everyone]) as writer:
+        wait_for("some appends", lambda: len(writer.acked) >= 20)
+        done = _kraft("quorum", "reassign", "--bootstrap", bootstrap, "--voters-from", *configs)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Reassigned: the voters are 4, 5, 6" in done.stdout
+        before = len(writer.acked)
+        wait_for("appends after the reassignment", lambda: len(writer.acked) >= before + 20)
+
+    report = asyncio.run(describe_quorum([cluster.addresses[n] for n in NEW]))
+    keys = {(r.replica.id, r.replica.directory_id) for r in report.description.voters}
+    assert keys == {(n, cluster.directory_ids[n]) for n in NEW}
+    assert report.description.leader_id in NEW
+
+    end = max(writer.acked) + 1
+    wait_for(
+        "the new voters to commit every acknowledged record",
+        lambda: all(
+            (i := kraft_info(cluster.addresses[n])) is not None
+            and i.high_watermark is not None
+            and i.high_watermark >= end
+            for n in NEW
+        ),
+    )
+    for n in NEW:
+        records = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
+        missing = {o: v for o, v in writer.acked.items() if records.get(o) != v}
+        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    # The new quorum alone still takes appends.
+    ack = asyncio.run(append([cluster.addresses[n] for n in NEW], [b"after"], 10_000))
+    assert ack.leader_id in NEW
+    assert cluster.stop_all() == dict.fromkeys(everyone, 0)
+
+
+def test_a_refused_step_stops_the_reassignment_with_the_step_named(cluster: LocalCluster) -> None:
+    wait_for("a leader", lambda: leader_of(cluster, OLD))
+    cluster.stop(4)  # node 4 does not fetch: the leader cannot add it
+    bootstrap = ",".join(str(cluster.addresses[n]) for n in OLD)
+    configs = [str(cluster.config_path(n)) for n in (2, 3, 4)]
+    out = _kraft(
+        "quorum",
+        "reassign",
+        "--bootstrap",
+        bootstrap,
+        "--timeout-ms",
+        "3000",
+        "--voters-from",
+        *configs,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "step 1 (add voter 4 " in out.stderr
+    assert "Step 1" not in out.stdout
+    report = asyncio.run(describe_quorum([cluster.addresses[n] for n in OLD]))
+    assert {r.replica.id for r in report.description.voters} == set(OLD)
