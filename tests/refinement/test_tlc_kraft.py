@@ -131,6 +131,7 @@ def test_registry_has_the_kraft_models_and_mutants() -> None:
         "KRaftMutantHwmNoEpochCheck": "LeaderCompleteness",
         "KRaftMutantVotedForNotPersisted": "ElectionSafety",
         "KRaftMutantLeaderKeepsStaleHwm": "FetchedHighWatermarkMonotonic",
+        "KRaftMutantSnapshotBeyondHwm": "SnapshotMatchesLog",
     }
     assert {m.name: m.expect for m in WITNESSES} == {
         "KRaftWitnessNoPreVoteRejectedByFollower": "NoPreVoteRejectedByFollower",
