@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 from polling import kraft_info
 
-from kraft.client import NodeInfo
+from kraft.client import Address, ClientError, NodeInfo, Producer, append
 from kraft.cluster import LocalCluster, free_ports
 
 # Short timeouts keep a failover to about a second (Kafka's defaults are 1 s and 2 s).
@@ -36,3 +40,50 @@ def leader_of(cluster: LocalCluster, nodes: Iterable[int]) -> NodeInfo | None:
     if all(i is not None and i.epoch == lead.epoch and i.leader_id == lead.node_id for i in infos):
         return lead
     return None
+
+
+def kraft_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The `kraft` command, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+class BackgroundWriter:
+    """Appends one record after another on its own thread until the `with` block ends;
+    remembers what was acknowledged (offset -> value). An append of unknown outcome is resent
+    by the same idempotent producer, so a value is stored once."""
+
+    def __init__(self, bootstrap: list[Address], prefix: str = "v") -> None:
+        self.bootstrap = bootstrap
+        self.prefix = prefix
+        self.acked: dict[int, bytes] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        producer = Producer()
+        i = 0
+        while not self._stop.is_set():
+            value = f"{self.prefix}{i}".encode()
+            try:
+                ack = await append(self.bootstrap, [value], 5000, producer=producer)
+            except ClientError:
+                await asyncio.sleep(0.05)
+                continue
+            self.acked[ack.base_offset] = value
+            i += 1
+            await asyncio.sleep(0.01)
+
+    def __enter__(self) -> BackgroundWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)

@@ -8,17 +8,14 @@ states, the leader's DescribeQuorum agrees, and no acknowledged record is lost o
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of
+from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
 from polling import kraft_info, wait_for
 
-from kraft.client import Address, ClientError, Producer, append, describe_quorum
+from kraft.client import describe_quorum
 from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
@@ -37,47 +34,6 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         c.stop_all()
 
 
-def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kraft.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-class Writer:
-    """Appends one record after another until stopped; remembers what was acknowledged."""
-
-    def __init__(self, bootstrap: list[Address]) -> None:
-        self.bootstrap = bootstrap
-        self.acked: dict[int, bytes] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        producer = Producer()
-        i = 0
-        while not self._stop.is_set():
-            value = f"v{i}".encode()
-            try:
-                ack = await append(self.bootstrap, [value], 5000, producer=producer)
-            except ClientError:
-                await asyncio.sleep(0.05)
-                continue  # an unknown outcome: the producer resends the same value
-            self.acked[ack.base_offset] = value
-            i += 1
-            await asyncio.sleep(0.01)
-
-    def __enter__(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
 
 
 def _voters_everywhere(cluster: LocalCluster, nodes: list[int], voters: list[int]) -> bool:
@@ -91,7 +47,7 @@ def test_an_observer_is_added_and_a_voter_removed_with_no_acknowledged_record_lo
     voters = [1, 2, 3]
     everyone = [1, 2, 3, 4]
     lead = wait_for("a leader", lambda: leader_of(cluster, voters))
-    with Writer([cluster.addresses[n] for n in voters]) as writer:
+    with BackgroundWriter([cluster.addresses[n] for n in voters]) as writer:
         wait_for("some appends", lambda: len(writer.acked) >= 20)
         # Node 4 observes: it found the leader through its bootstrap servers.
         wait_for(
@@ -99,7 +55,7 @@ def test_an_observer_is_added_and_a_voter_removed_with_no_acknowledged_record_lo
             lambda: (i := kraft_info(cluster.addresses[4])) is not None and i.leader_id is not None,
         )
         bootstrap = ",".join(str(cluster.addresses[n]) for n in voters)
-        added = _kraft(
+        added = kraft_cli(
             "quorum",
             "add-voter",
             "--bootstrap",
@@ -119,7 +75,7 @@ def test_an_observer_is_added_and_a_voter_removed_with_no_acknowledged_record_lo
 
         leader_now = wait_for("a leader of four", lambda: leader_of(cluster, everyone))
         gone = next(n for n in voters if n != leader_now.node_id)
-        removed = _kraft(
+        removed = kraft_cli(
             "quorum",
             "remove-voter",
             "--bootstrap",

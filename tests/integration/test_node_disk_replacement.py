@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of
+from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
 from polling import kraft_info, wait_for
 
-from kraft.client import Address, ClientError, Producer, append, describe_quorum
+from kraft.client import append, describe_quorum
 from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
@@ -43,52 +40,11 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         c.stop_all()
 
 
-def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kraft.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-class Writer:
-    """Appends one record after another until stopped; remembers what was acknowledged."""
-
-    def __init__(self, bootstrap: list[Address]) -> None:
-        self.bootstrap = bootstrap
-        self.acked: dict[int, bytes] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        producer = Producer()
-        i = 0
-        while not self._stop.is_set():
-            value = f"v{i}".encode()
-            try:
-                ack = await append(self.bootstrap, [value], 5000, producer=producer)
-            except (ClientError, OSError, TimeoutError):
-                await asyncio.sleep(0.05)
-                continue  # an unknown outcome: the producer resends the same value
-            self.acked[ack.base_offset] = value
-            i += 1
-            await asyncio.sleep(0.01)
-
-    def __enter__(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
 
 
 def _replication(bootstrap: str) -> list[tuple[int, str, int, str]]:
     """`kraft quorum describe --replication` rows: (node id, directory id, lag, status)."""
-    done = _kraft("quorum", "describe", "--bootstrap", bootstrap, "--replication")
+    done = kraft_cli("quorum", "describe", "--bootstrap", bootstrap, "--replication")
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines()[1:] if line.strip()]
     return [(int(r[0]), r[1], int(r[3]), r[-1]) for r in rows]
@@ -104,7 +60,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
     bootstrap = ",".join(str(cluster.addresses[n]) for n in NODES)
     old = uuid_to_base64(cluster.directory_ids[REPLACED])
     wait_for("a leader", lambda: leader_of(cluster, NODES))
-    with Writer([cluster.addresses[n] for n in NODES]) as writer:
+    with BackgroundWriter([cluster.addresses[n] for n in NODES]) as writer:
         wait_for("some appends", lambda: len(writer.acked) >= 20)
 
         # 1. The disk fails: the node stops, its data directory is gone.
@@ -114,7 +70,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
 
         # 2. The new disk is formatted to join the existing quorum: same cluster id and node
         # id, no bootstrap voters (a new directory id).
-        formatted = _kraft(
+        formatted = kraft_cli(
             "format",
             "--data-dir",
             str(cluster.data_dir(REPLACED)),
@@ -139,7 +95,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
         assert info is not None and info.state not in ("Leader", "Candidate")
 
         # Adding first is refused: one voter per id, and id 3 is still a voter (old identity).
-        early = _kraft(
+        early = kraft_cli(
             "quorum", "add-voter", "--bootstrap", bootstrap, "--command-config",
             str(cluster.config_path(REPLACED)),
         )  # fmt: skip
@@ -147,7 +103,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
         assert "DUPLICATE_VOTER" in early.stderr + early.stdout
 
         # 4. The old identity is removed (it is down: {1, 2} keep a majority) ...
-        removed = _kraft(
+        removed = kraft_cli(
             "quorum", "remove-voter", "--bootstrap", bootstrap,
             "--controller-id", str(REPLACED), "--controller-directory-id", old,
         )  # fmt: skip
@@ -156,7 +112,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
             f"Removed KRaft controller {REPLACED} with directory id {old}"
         )
         # ... and 5. the new one added.
-        added = _kraft(
+        added = kraft_cli(
             "quorum", "add-voter", "--bootstrap", bootstrap, "--command-config",
             str(cluster.config_path(REPLACED)),
         )  # fmt: skip

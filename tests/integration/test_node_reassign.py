@@ -8,17 +8,14 @@ accepts appends."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of
+from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
 from polling import kraft_info, wait_for
 
-from kraft.client import Address, ClientError, Producer, append, describe_quorum
+from kraft.client import append, describe_quorum
 from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 
@@ -40,47 +37,6 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         c.stop_all()
 
 
-def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kraft.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-class _Appender:
-    """Appends one record after another until stopped; remembers what was acknowledged."""
-
-    def __init__(self, bootstrap: list[Address]) -> None:
-        self.bootstrap = bootstrap
-        self.acked: dict[int, bytes] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        producer = Producer()
-        i = 0
-        while not self._stop.is_set():
-            value = f"r{i}".encode()
-            try:
-                ack = await append(self.bootstrap, [value], 5000, producer=producer)
-            except ClientError:
-                await asyncio.sleep(0.05)
-                continue  # unknown outcome: the producer resends the same value
-            self.acked[ack.base_offset] = value
-            i += 1
-            await asyncio.sleep(0.01)
-
-    def __enter__(self) -> _Appender:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
 
 
 def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record_lost(
@@ -98,7 +54,7 @@ def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record
     bootstrap = ",".join(str(cluster.addresses[n]) for n in OLD)
     configs = [str(cluster.config_path(n)) for n in NEW]
 
-    dry = _kraft(
+    dry = kraft_cli(
         "quorum", "reassign", "--bootstrap", bootstrap, "--dry-run", "--voters-from", *configs
     )
     assert dry.returncode == 0, dry.stderr
@@ -109,9 +65,9 @@ def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record
     report = asyncio.run(describe_quorum([cluster.addresses[n] for n in OLD]))
     assert plan[-1].startswith(f"6. remove voter {report.description.leader_id} ")
 
-    with _Appender([cluster.addresses[n] for n in everyone]) as writer:
+    with BackgroundWriter([cluster.addresses[n] for n in everyone], prefix="r") as writer:
         wait_for("some appends", lambda: len(writer.acked) >= 20)
-        done = _kraft("quorum", "reassign", "--bootstrap", bootstrap, "--voters-from", *configs)
+        done = kraft_cli("quorum", "reassign", "--bootstrap", bootstrap, "--voters-from", *configs)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Reassigned: the voters are 4, 5, 6" in done.stdout
         before = len(writer.acked)
@@ -147,7 +103,7 @@ def test_a_refused_step_stops_the_reassignment_with_the_step_named(cluster: Loca
     cluster.stop(4)  # node 4 does not fetch: the leader cannot add it
     bootstrap = ",".join(str(cluster.addresses[n]) for n in OLD)
     configs = [str(cluster.config_path(n)) for n in (2, 3, 4)]
-    out = _kraft(
+    out = kraft_cli(
         "quorum",
         "reassign",
         "--bootstrap",
