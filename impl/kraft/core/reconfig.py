@@ -55,7 +55,7 @@ from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_records import refresh_voters, voter_set_of
 from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC
 from kraft.errors import ErrorCode
-from kraft.ids import NO_DIRECTORY, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import NO_DIRECTORY, ClusterId, Epoch, NodeId, Offset, ReplicaKey
 
 if TYPE_CHECKING:
     from kraft.core.leader import Peer
@@ -201,6 +201,23 @@ class VoterChanges:
         finally:
             r._reply_to = outer
 
+    def _first_checks(
+        self, cluster_id: ClusterId | None, voter: ReplicaKey, what: str
+    ) -> tuple[ErrorCode, str | None] | None:
+        """Kafka's first checks of AddRaftVoter and RemoveRaftVoter, in its order: the cluster
+        id, that we lead, that the voter key is valid. The refusal, or None."""
+        r = self._r
+        if cluster_id is not None and r._request_error(cluster_id) is not None:
+            return (
+                ErrorCode.INCONSISTENT_CLUSTER_ID,
+                f'The given id "{cluster_id}" doesn\'t match the cluster id "{r._cfg.cluster_id}"',
+            )
+        if r._state is not L or r._leader is None or r._shutting_down:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        if not self._valid_key(voter):
+            return ErrorCode.INVALID_REQUEST, f"{what} voter request didn't include a valid voter"
+        return None
+
     # ------------------------------------------------------------------ AddRaftVoter
 
     def handle_add_request(
@@ -211,18 +228,9 @@ class VoterChanges:
         def refuse(error: ErrorCode, message: str | None = None) -> None:
             r._send(src, AddVoterResponse(error, message))
 
-        if req.cluster_id is not None and r._request_error(req.cluster_id) is not None:
-            refuse(
-                ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f'The given id "{req.cluster_id}" doesn\'t match the cluster id '
-                f'"{r._cfg.cluster_id}"',
-            )
-            return
-        if r._state is not L or r._leader is None or r._shutting_down:
-            refuse(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return
-        if not self._valid_key(req.voter):
-            refuse(ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+        problem = self._first_checks(req.cluster_id, req.voter, "Add")
+        if problem is not None:
+            refuse(*problem)
             return
         if not self._has_default_listener(req.endpoints):
             refuse(
@@ -333,18 +341,9 @@ class VoterChanges:
         def refuse(error: ErrorCode, message: str | None = None) -> None:
             r._send(src, RemoveVoterResponse(error, message))
 
-        if req.cluster_id is not None and r._request_error(req.cluster_id) is not None:
-            refuse(
-                ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f'The given id "{req.cluster_id}" doesn\'t match the cluster id '
-                f'"{r._cfg.cluster_id}"',
-            )
-            return
-        if r._state is not L or r._leader is None or r._shutting_down:
-            refuse(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return
-        if not self._valid_key(req.voter):
-            refuse(ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
+        problem = self._first_checks(req.cluster_id, req.voter, "Remove")
+        if problem is not None:
+            refuse(*problem)
             return
         if self.operation_pending():
             refuse(
