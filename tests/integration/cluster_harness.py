@@ -9,9 +9,10 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from polling import kraft_info
+from polling import kraft_info, wait_for
 
 from kraft.client import Address, ClientError, NodeInfo, Producer, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 
 # Short timeouts keep a failover to about a second (Kafka's defaults are 1 s and 2 s).
@@ -87,3 +88,30 @@ class BackgroundWriter:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(30)
+
+
+def committed_records(cluster: LocalCluster, node: int) -> dict[int, bytes | None]:
+    """A node's committed records, offset -> value (a consumer's Fetch from offset 0)."""
+    return dict(asyncio.run(read(cluster.addresses[node], 0)).records)
+
+
+def assert_acknowledged_everywhere(
+    cluster: LocalCluster, nodes: Iterable[int], acked: dict[int, bytes]
+) -> None:
+    """Every node commits past the last acknowledged offset, and holds every acknowledged
+    value at its acknowledged offset (nothing acknowledged lost, nothing moved)."""
+    nodes = list(nodes)
+    end = max(acked) + 1
+    wait_for(
+        "every node to commit every acknowledged record",
+        lambda: all(
+            (i := kraft_info(cluster.addresses[n])) is not None
+            and i.high_watermark is not None
+            and i.high_watermark >= end
+            for n in nodes
+        ),
+    )
+    for n in nodes:
+        records = committed_records(cluster, n)
+        missing = {o: v for o, v in acked.items() if records.get(o) != v}
+        assert missing == {}, f"node {n} lost acknowledged records {missing}"

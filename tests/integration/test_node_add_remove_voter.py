@@ -12,11 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
+from cluster_harness import (
+    FAST,
+    BackgroundWriter,
+    assert_acknowledged_everywhere,
+    kraft_cli,
+    leader_of,
+)
 from polling import kraft_info, wait_for
 
 from kraft.client import describe_quorum
-from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
 
@@ -96,18 +101,5 @@ def test_an_observer_is_added_and_a_voter_removed_with_no_acknowledged_record_lo
     assert keys == {(n, cluster.directory_ids[n]) for n in rest}
     assert gone in {r.replica.id for r in report.description.observers}
 
-    end = max(writer.acked) + 1
-    wait_for(
-        "every node to commit every acknowledged record",
-        lambda: all(
-            (i := kraft_info(cluster.addresses[n])) is not None
-            and i.high_watermark is not None
-            and i.high_watermark >= end
-            for n in everyone
-        ),
-    )
-    for n in everyone:
-        records = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
-        missing = {o: v for o, v in writer.acked.items() if records.get(o) != v}
-        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    assert_acknowledged_everywhere(cluster, everyone, writer.acked)
     assert cluster.stop_all() == dict.fromkeys(everyone, 0)

@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of, make_cluster
+from cluster_harness import (
+    FAST,
+    assert_acknowledged_everywhere,
+    committed_records,
+    leader_of,
+    make_cluster,
+)
 from polling import kraft_info, wait_for
 
 from kraft.client import Address, AppendAck, ClientError, append
@@ -49,11 +55,6 @@ async def _append_many(
     return [str(r) for r in results if isinstance(r, BaseException)]
 
 
-def _committed(cluster: LocalCluster, node: int) -> dict[int, bytes | None]:
-    result = asyncio.run(read(cluster.addresses[node], 0))
-    return dict(result.records)
-
-
 def test_elect_append_kill_leader_restart_and_nothing_acknowledged_is_lost(
     cluster: LocalCluster,
 ) -> None:
@@ -83,21 +84,8 @@ def test_elect_append_kill_leader_restart_and_nothing_acknowledged_is_lost(
     assert asyncio.run(_append_many(live, "after", 20, acked)) == []
 
     cluster.start(first)
-    end = max(acked) + 1
-    wait_for(
-        "every node to commit every acknowledged record",
-        lambda: all(
-            (i := kraft_info(cluster.addresses[n])) is not None
-            and i.high_watermark is not None
-            and i.high_watermark >= end
-            for n in nodes
-        ),
-        timeout_s=15.0,
-    )
-    logs = {n: _committed(cluster, n) for n in nodes}
-    for n, records in logs.items():
-        missing = {o: v for o, v in acked.items() if records.get(o) != v}
-        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    assert_acknowledged_everywhere(cluster, nodes, acked)
+    logs = {n: committed_records(cluster, n) for n in nodes}
     # The committed prefixes agree record for record (LogMatching on what was read).
     shortest = min(len(r) for r in logs.values())
     prefixes = [sorted(r.items())[:shortest] for r in logs.values()]

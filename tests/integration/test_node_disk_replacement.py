@@ -16,11 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
+from cluster_harness import (
+    FAST,
+    BackgroundWriter,
+    assert_acknowledged_everywhere,
+    kraft_cli,
+    leader_of,
+)
 from polling import kraft_info, wait_for
 
 from kraft.client import append, describe_quorum
-from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import uuid_to_base64
 from kraft.storage.meta_properties import read_meta_properties
@@ -145,18 +150,5 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
     # The cluster still accepts appends, and every acknowledged record is on every node.
     last = asyncio.run(append([cluster.addresses[n] for n in NODES], [b"after"], 8000))
     acked = {**writer.acked, last.base_offset: b"after"}
-    end = max(acked) + 1
-    wait_for(
-        "every node to commit every acknowledged record",
-        lambda: all(
-            (i := kraft_info(cluster.addresses[n])) is not None
-            and i.high_watermark is not None
-            and i.high_watermark >= end
-            for n in NODES
-        ),
-    )
-    for n in NODES:
-        records: dict[int, bytes | None] = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
-        missing = {o: v for o, v in acked.items() if records.get(o) != v}
-        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    assert_acknowledged_everywhere(cluster, NODES, acked)
     assert cluster.stop_all() == dict.fromkeys(NODES, 0)

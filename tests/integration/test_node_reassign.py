@@ -12,11 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, BackgroundWriter, kraft_cli, leader_of
+from cluster_harness import (
+    FAST,
+    BackgroundWriter,
+    assert_acknowledged_everywhere,
+    kraft_cli,
+    leader_of,
+)
 from polling import kraft_info, wait_for
 
 from kraft.client import append, describe_quorum
-from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
 
 OLD = [1, 2, 3]
@@ -78,20 +83,7 @@ def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record
     assert keys == {(n, cluster.directory_ids[n]) for n in NEW}
     assert report.description.leader_id in NEW
 
-    end = max(writer.acked) + 1
-    wait_for(
-        "the new voters to commit every acknowledged record",
-        lambda: all(
-            (i := kraft_info(cluster.addresses[n])) is not None
-            and i.high_watermark is not None
-            and i.high_watermark >= end
-            for n in NEW
-        ),
-    )
-    for n in NEW:
-        records = dict(asyncio.run(read(cluster.addresses[n], 0)).records)
-        missing = {o: v for o, v in writer.acked.items() if records.get(o) != v}
-        assert missing == {}, f"node {n} lost acknowledged records {missing}"
+    assert_acknowledged_everywhere(cluster, NEW, writer.acked)
     # The new quorum alone still takes appends.
     ack = asyncio.run(append([cluster.addresses[n] for n in NEW], [b"after"], 10_000))
     assert ack.leader_id in NEW
