@@ -237,6 +237,12 @@ def _cluster_figures() -> list[Figure]:
     return bench_cluster.figures()
 
 
+def _reconfig_figures() -> list[Figure]:
+    from benchmarks import bench_reconfig
+
+    return bench_reconfig.figures()
+
+
 SUITES: dict[str, Callable[[], list[Figure]]] = {
     "record batch v2 codec": _records_figures,
     "replicated log: append and fetch path": _log_figures,
@@ -247,6 +253,9 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     ),
     "disk bytes under a long run with a bounded key set (retention)": _retention_figures,
     "3-node cluster on loopback (kraft vs PySyncObj)": _cluster_figures,
+    "voter changes on a loopback cluster (add-voter, remove-voter, reassign; KIP-853/642)": (
+        _reconfig_figures
+    ),
 }
 
 

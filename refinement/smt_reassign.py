@@ -11,6 +11,17 @@ of A (at least kraft.core.quorum_math.majority_size members) is disjoint from on
 
 `prove_reassignment_majorities(plan_sets)` takes the planner as a parameter so that a mutant
 (e.g. one swapping a voter for a new one in a single step) is shown to fail.
+
+`prove_replanned_executions(plan)` covers what `kraft quorum reassign` executes rather than one
+plan: before every step the command asks the leader for the current voters and leader and
+plans again, then runs only that plan's first step; the leader may change between any two
+steps (the removed leader resigns, an election makes any voter leader, a removed leader may
+still answer as leader until its removal commits). From every input the planner accepts, every
+voter set such an execution reaches is explored with every leader (each voter of that set, or
+one outside it): the replanned first step must exist (no refusal half-way, which would stop
+the command), lead to a non-empty set one member closer to the target (so every execution
+ends at the target after exactly as many steps as the first plan had, within the command's
+bound), and its pair of sets must have intersecting majorities (z3, as above).
 """
 
 from __future__ import annotations
@@ -24,14 +35,22 @@ import z3
 
 from kraft.core import quorum_math as qm
 from kraft.ids import DirectoryId, NodeId, ReplicaKey
-from kraft.reassign import ReassignError, plan_reassignment, voter_sets
+from kraft.reassign import ReassignError, Step, apply_step, plan_reassignment, voter_sets
 from refinement.smt import Z3, ProofResult
 
-__all__ = ["PlanSets", "planned_sets", "prove_reassignment_majorities"]
+__all__ = [
+    "PlanFn",
+    "PlanSets",
+    "planned_sets",
+    "prove_reassignment_majorities",
+    "prove_replanned_executions",
+]
 
 PlanSets = Callable[
     [frozenset[ReplicaKey], frozenset[ReplicaKey], NodeId], Sequence[frozenset[ReplicaKey]]
 ]
+
+PlanFn = Callable[[frozenset[ReplicaKey], frozenset[ReplicaKey], NodeId | None], Sequence[Step]]
 
 
 def planned_sets(
@@ -132,5 +151,71 @@ def prove_reassignment_majorities(
     return ProofResult(lemma, bound, True, seconds=time.perf_counter() - started)
 
 
+def _first_disjoint(
+    triples: dict[tuple[int, int, int], dict[str, int]],
+) -> dict[str, int] | None:
+    for (na, nb, common), witness in sorted(triples.items()):
+        found = _disjoint_majorities(na, nb, common)
+        if found is not None:
+            found.update(witness)
+            return found
+    return None
+
+
+def prove_replanned_executions(
+    plan: PlanFn = plan_reassignment, *, max_voters: int = 9
+) -> ProofResult:
+    """Every execution of `kraft quorum reassign` (plan again before each step, run its first
+    step, any leader between steps) from a current to a target set of 1..max_voters voters
+    that the planner accepts: never refused half-way, each step one member closer to the
+    target through non-empty sets, consecutive sets with intersecting majorities."""
+    started = time.perf_counter()
+    lemma = "ReplannedReassignmentMajoritiesIntersect"
+    bound = (
+        f"current and target sets of 1..{max_voters} voters, replanned before every step "
+        "with any leader (a voter of the current set or none)"
+    )
+    triples: dict[tuple[int, int, int], dict[str, int]] = {}
+    explored: set[tuple[frozenset[ReplicaKey], frozenset[ReplicaKey]]] = set()
+
+    def failed(claim: str, witness: dict[str, int]) -> ProofResult:
+        return ProofResult(lemma, bound, False, witness, claim, time.perf_counter() - started)
+
+    for current, target, leader in _inputs(max_voters):
+        try:
+            plan(current, target, leader)
+        except ReassignError:
+            continue  # refused before any step: the command changes nothing
+        stack = [current]
+        while stack:
+            now = stack.pop()
+            if now == target or (now, target) in explored:
+                continue
+            explored.add((now, target))
+            distance = len(now ^ target)
+            for who in [*sorted(k.id for k in now), None]:
+                witness = {
+                    "current": len(current),
+                    "target": len(target),
+                    "at": len(now),
+                    "distance": distance,
+                    "leader": -1 if who is None else int(who),
+                }
+                try:
+                    steps = plan(now, target, who)
+                    after = apply_step(now, steps[0]) if steps else now
+                except ReassignError:
+                    return failed("a replanned step exists", witness)
+                if not after or len(after ^ target) != distance - 1:
+                    return failed("each step is one member closer to the target", witness)
+                triples.setdefault((len(now), len(after), len(now & after)), witness)
+                stack.append(after)
+    found = _first_disjoint(triples)
+    if found is not None:
+        return failed("majorities intersect", found)
+    return ProofResult(lemma, bound, True, seconds=time.perf_counter() - started)
+
+
 if __name__ == "__main__":
     print(prove_reassignment_majorities())
+    print(prove_replanned_executions())
