@@ -40,3 +40,17 @@ def bootstrap_arg(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[,...]",
         help="nodes to ask first",
     )
+
+
+def positive_ms(text: str) -> int:
+    """An argparse type: a positive number of milliseconds (argparse then exits 2 with the
+    reason, never a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of milliseconds, got {text!r}"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value

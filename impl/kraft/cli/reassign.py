@@ -7,7 +7,8 @@ FILE ...`, the configuration files of the target's nodes (read as `add-voter` re
 each step the leader's DescribeQuorum gives the current voters and leader and the plan is made
 again (a leader change in between moves it last); then AddRaftVoter or RemoveRaftVoter, each
 answered once it commits. The target's endpoints join the bootstrap nodes, so the quorum stays
-reachable when the nodes given leave it. `--dry-run` prints the plan only.
+reachable when the nodes given leave it. `--dry-run` prints the plan only. Each step is
+printed when it starts (an add waits for the new voter to catch up) and when it has committed.
 
 Exit status 0 once the voters are the target, 1 when a step is refused or times out (the
 steps done stay done: running the command again continues), 2 for bad arguments.
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail
+from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail, positive_ms
 from kraft.client import Address, ClientError, describe_quorum
 from kraft.ids import DirectoryId, NodeId, ReplicaKey
 from kraft.protocol import uuid_to_base64
@@ -68,7 +70,10 @@ def add_command(qsub: SubParsers) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
     p.add_argument(
-        "--timeout-ms", type=int, default=30_000, help="give up on a step after this long"
+        "--timeout-ms",
+        type=positive_ms,
+        default=30_000,
+        help="give up on a step after this long",
     )
     p.set_defaults(handler=cmd_reassign)
 
@@ -138,9 +143,12 @@ async def _run(
     if dry_run:
         return 0
     done = 0
-    # Each step is planned again; a step that moved nothing (cannot happen against a correct
-    # leader) must not loop forever.
-    for _ in range(2 * len(plan) + 2):
+    total = len(plan)
+    # Each step is planned again (from the voters and leader of that moment); every step
+    # brings the voters one member closer to the target, so the count stays `total`
+    # (refinement/smt_reassign.py proves it for any leader between steps). A step that moved
+    # nothing (cannot happen against a correct leader) must not loop forever.
+    for _ in range(2 * total + 2):
         voters, leader = await _state(bootstrap, timeout_ms)
         steps = plan_reassignment(voters, target, leader)
         if not steps:
@@ -149,6 +157,9 @@ async def _run(
         step = steps[0]
         done += 1
         text = _step_text(step, target)
+        # Progress before the wait: adding a voter waits for it to catch up.
+        print(f"Step {done}/{total}: {text} (leader {leader}) ...", flush=True)
+        started = time.monotonic()
         try:
             if step.kind is StepKind.ADD:
                 # The node being added is no voter yet: ask the others (so the error told is
@@ -167,7 +178,12 @@ async def _run(
                 )
         except ClientError as e:
             return fail(_COMMAND, f"step {done} ({text}) failed: {e}")
-        print(f"Step {done}: {text}: done (leader {answer.leader_id})", flush=True)
+        took = time.monotonic() - started
+        print(
+            f"Step {done}/{total}: committed in {took:.2f} s (answered by leader "
+            f"{answer.leader_id})",
+            flush=True,
+        )
     return fail(_COMMAND, f"the voters did not reach the target after {done} steps")
 
 

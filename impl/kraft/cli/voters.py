@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail
+from kraft.cli.common import SubParsers, addresses, bootstrap_arg, fail, positive_ms
 from kraft.errors import KraftError
 from kraft.protocol.rpc import Listener
 
@@ -63,7 +63,9 @@ def add_commands(qsub: SubParsers) -> None:
         help="the configuration file of the node to add",
     )
     add.add_argument("--dry-run", action="store_true", help="print what would be done only")
-    add.add_argument("--timeout-ms", type=int, default=30_000, help="give up after this long")
+    add.add_argument(
+        "--timeout-ms", type=positive_ms, default=30_000, help="give up after this long"
+    )
     add.set_defaults(handler=cmd_add_voter)
 
     remove = qsub.add_parser(
@@ -86,7 +88,9 @@ def add_commands(qsub: SubParsers) -> None:
         help="the directory id of the voter to remove (Kafka's base64 form)",
     )
     remove.add_argument("--dry-run", action="store_true", help="print what would be done only")
-    remove.add_argument("--timeout-ms", type=int, default=30_000, help="give up after this long")
+    remove.add_argument(
+        "--timeout-ms", type=positive_ms, default=30_000, help="give up after this long"
+    )
     remove.set_defaults(handler=cmd_remove_voter)
 
     from kraft.cli import reassign
