@@ -27,12 +27,14 @@ from kraft.core.effects import (
     InstallSnapshot,
     PersistElectionState,
     Send,
+    StateChanged,
     TruncateLog,
     ValidateSnapshot,
     WriteSnapshotChunk,
 )
 from kraft.core.events import ClientAppend, Event, SnapshotValidated, Tick
 from kraft.core.messages import VoteResponse
+from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import encode_batch, encode_records
@@ -194,6 +196,51 @@ def test_a_truncated_append_is_an_error_never_an_ack(tmp_path: Path) -> None:
         assert lost.result().error is ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert "not known to be committed" in (lost.result().message or "")
         assert kept.result().error is ErrorCode.NONE
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_appends_pending_when_the_leader_steps_down_are_answered_outcome_unknown_at_once(
+    tmp_path: Path,
+) -> None:
+    """A leader that resigns (its removal committed, or check-quorum) learns whether its
+    pending appends commit only once it follows the next leader, an election timeout or more
+    later; its clients hear at once that the outcome is unknown, so that their idempotent
+    producer resends to the new leader (Kafka's controller fails its pending writes with
+    NOT_CONTROLLER when it renounces). Never an acknowledgement: a later AppendCommitted of
+    the same request changes nothing."""
+
+    async def run() -> None:
+        driver, replica, _, log = _driver(tmp_path)
+        pending = driver.client_append(((None, b"in flight"),), 5000)
+        driver.process_batch()
+        assert not pending.done()
+        replica.next_effects = [StateChanged(ReplicaState.LEADER, ReplicaState.RESIGNED, E)]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        outcome = pending.result()
+        assert outcome.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert "outcome is unknown" in (outcome.message or "")
+        assert outcome.leader_id is None
+        replica.next_effects = [HighWatermarkMoved(Offset(1)), committed(1, 0, 0)]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert pending.result() is outcome
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_a_state_change_of_a_non_leader_leaves_pending_appends_alone(tmp_path: Path) -> None:
+    async def run() -> None:
+        driver, replica, _, log = _driver(tmp_path)
+        pending = driver.client_append(((None, b"v"),), 5000)
+        driver.process_batch()
+        replica.next_effects = [StateChanged(ReplicaState.CANDIDATE, ReplicaState.LEADER, E)]
+        driver.submit(Tick(0))
+        driver.process_batch()
+        assert not pending.done()
         log.close()
 
     asyncio.run(run())

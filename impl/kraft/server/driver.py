@@ -40,7 +40,9 @@ Client appends are answered only once decided. The core decides (kraft.core.comm
 AppendResult that refuses is answered at once; an accepted append is answered by its
 AppendCommitted (success) or AppendLost (an error: not known to be committed), released like
 any outbound effect, so never before what it depends on is durable. A timeout is the driver's
-own answer: outcome unknown. Never a false acknowledgement.
+own answer: outcome unknown; so is a leader's stepping down (StateChanged from Leader), which
+answers its pending appends at once rather than when it next follows a leader. Never a false
+acknowledgement.
 
 The batch is stepped without awaiting, so other tasks of the node (DescribeQuorum, reads)
 only ever see the replica and the log between whole steps; while an fsync runs they may see
@@ -96,6 +98,7 @@ from kraft.core.events import (
     VoterVersionsChecked,
 )
 from kraft.core.replica import Replica
+from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import KeyValue
@@ -380,6 +383,8 @@ class Driver:
                 self._emit(functools.partial(self._lost, e))
             elif isinstance(e, StateChanged):
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
+                if e.old is ReplicaState.LEADER and self._pending:
+                    self._emit(functools.partial(self._stepped_down, e.epoch))
             elif isinstance(e, ShutdownComplete):
                 self._emit(self._shutdown_done.set)
             elif isinstance(e, MessageRefused):
@@ -502,6 +507,21 @@ class Driver:
                 leader_id=self.replica.view().leader_id,
             ),
         )
+
+    def _stepped_down(self, epoch: Epoch) -> None:
+        """No longer the leader: this node learns its pending appends' outcome only once it
+        follows the next leader (a removed leader: an election timeout or more later). Its
+        clients hear now that the outcome is unknown, so an idempotent producer resends to
+        the new leader (as Kafka's controller fails its pending writes when it renounces)."""
+        for request_id in list(self._pending):
+            self._answer(
+                request_id,
+                AppendOutcome(
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    f"the leader of epoch {epoch} stepped down before these records were known"
+                    " to be committed: their outcome is unknown",
+                ),
+            )
 
     def _hwm_moved(self, hwm: Offset) -> None:
         self.high_watermark = hwm
