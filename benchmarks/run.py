@@ -300,7 +300,11 @@ def render(
     ]
     for suite in [*SUITES, *(s for s in results if s not in SUITES)]:
         if suite in kept and suite not in results and suite not in errors:
-            lines += [f"## {suite}", *kept[suite]]
+            # One blank line after a kept section, also after the file's last one.
+            body = kept[suite]
+            while body and not body[-1].strip():
+                body = body[:-1]
+            lines += [f"## {suite}", *body, ""]
             continue
         if suite not in results:
             continue

@@ -30,3 +30,12 @@ def test_render_gives_the_ratio_of_medians_and_marks_gone_and_new_figures() -> N
     assert "| s: a | 20.00 ops/s | 30.00 ops/s | 1.50x |" in table
     assert "| s: gone | 1 | (gone) | |" in table
     assert "| s: new | (new) | 2.00 | |" in table
+
+
+def test_a_section_written_after_the_files_last_kept_one_starts_on_its_own_line() -> None:
+    from benchmarks.run import SUITES, _sections
+
+    first, second = list(SUITES)[:2]
+    before = f"# Benchmarks\n\n## {first}\n\n| a | b |"  # the file's end: no newline
+    md = render_benchmarks({second: [Figure("x", 1.0, "ms", "", None)]}, {}, _sections(before))
+    assert f"| a | b |\n\n## {second}\n" in md
