@@ -192,7 +192,7 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
     )
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout.strip() == (
-        f"Removed KRaft controller 2 with directory id {uuid_to_base64(directory2)}"
+        f"Removed  KRaft controller 2 with directory id {uuid_to_base64(directory2)}"
     )
     wait_for(
         "node 2 an observer again",
