@@ -129,11 +129,23 @@ def test_kafka_metadata_quorum_describes_adds_and_removes_on_a_kraft_leader(
     wait_for("voters 1-4, caught up", lambda: _settled(everyone, [1, 2, 3, 4], []), WAIT_S)
     _compare_describe(procs, str(cluster.addresses[follower]), "--status")
 
-    # Kafka's refusals from a kraft leader: Kafka's exceptions, exit 1.
+    # Kafka's refusals from a kraft leader: Kafka's exceptions with Kafka's text, exit 1.
+    def replica(n: int, d: str) -> str:
+        return f"ReplicaKey(id={n}, directoryId={d})"
+
+    voters = "[" + ", ".join(replica(n, directory[n]) for n in (1, 2, 3, 4)) + "]"
     again = _kafka(procs, everyone, "--command-config", config4, "add-controller")
-    assert again.returncode == 1 and "DuplicateVoterException" in again.stderr, again.stderr
+    assert again.returncode == 1, again.stderr
+    assert again.stderr.splitlines()[0] == (
+        "org.apache.kafka.common.errors.DuplicateVoterException: The voter id for "
+        f"{replica(4, directory[4])} is already part of the set of voters {voters}."
+    )
     wrong = _kafka(procs, everyone, *remove4, directory[1])
-    assert wrong.returncode == 1 and "VoterNotFoundException" in wrong.stderr, wrong.stderr
+    assert wrong.returncode == 1, wrong.stderr
+    assert wrong.stderr.splitlines()[0] == (
+        "org.apache.kafka.common.errors.VoterNotFoundException: Cannot remove voter "
+        f"{replica(4, directory[1])} from the set of voters {voters}"
+    )
 
     removed = _kafka(procs, everyone, *remove4, directory[4])
     assert removed.returncode == 0, f"{removed.stdout}\n{removed.stderr}"

@@ -166,6 +166,9 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         timeout_s=60.0,
     )
     assert again.returncode == 1 and "DUPLICATE_VOTER" in again.stderr, again.stderr
+    # Kafka's text (the voter as its ReplicaKey prints itself), which a kraft leader copies.
+    node2 = f"ReplicaKey(id=2, directoryId={uuid_to_base64(directory2)})"
+    assert f"The voter id for {node2} is already part of the set of voters [" in again.stderr
 
     # Removing a voter the leader does not have: Kafka's VOTER_NOT_FOUND, exit 1.
     unknown = kraft_cli(
@@ -179,6 +182,8 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         uuid_to_base64(directory2),
     )
     assert unknown.returncode == 1 and "VOTER_NOT_FOUND" in unknown.stderr, unknown.stderr
+    node7 = f"ReplicaKey(id=7, directoryId={uuid_to_base64(directory2)})"
+    assert f"Cannot remove voter {node7} from the set of voters [" in unknown.stderr
 
     removed = kraft_cli(
         "quorum",

@@ -382,3 +382,25 @@ def test_the_high_watermark_never_decreases_across_a_change() -> None:
     assert h.replica._leader.hwm == hwm  # type: ignore[union-attr]
     _fetch(h, key(3), end + 1)  # node 3 has the Voters record too: the change commits
     assert h.view.high_watermark == end + 1
+
+
+def test_refusals_name_voters_as_kafka_does() -> None:
+    """Kafka's tool prints the leader's error message: a voter as Kafka's ReplicaKey prints
+    itself, `ReplicaKey(id=N, directoryId=<base64>)`, the voter set as a list of those (Kafka
+    4.3.1's text, kafka-metadata-quorum against a Kafka leader; the set here in id order)."""
+    from kraft.protocol import uuid_to_base64
+
+    def text(n: int) -> str:
+        return f"ReplicaKey(id={n}, directoryId={uuid_to_base64(key(n).directory_id)})"
+
+    voters = f"[{text(1)}, {text(2)}, {text(3)}]"
+    h = _dynamic()
+    [dup] = _answers(_ask(h, _add(2)), AddVoterResponse)
+    assert dup == AddVoterResponse(
+        ErrorCode.DUPLICATE_VOTER,
+        f"The voter id for {text(2)} is already part of the set of voters {voters}.",
+    )
+    [missing] = _answers(_ask(h, RemoveVoterRequest(CLUSTER, key(7))), RemoveVoterResponse)
+    assert missing == RemoveVoterResponse(
+        ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {text(7)} from the set of voters {voters}"
+    )

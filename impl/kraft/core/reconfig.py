@@ -90,6 +90,12 @@ VOTER_CHANGE_RESPONSES: tuple[type[Message], ...] = (
 )
 
 
+def _kafka_text(voters: tuple[ReplicaKey, ...]) -> str:
+    """A voter set as Kafka's error messages print it (a Java Set of ReplicaKey; in id order
+    here, where Kafka's order is its HashSet's)."""
+    return "[" + ", ".join(v.kafka_text() for v in sorted(voters)) + "]"
+
+
 class _Kind(Enum):
     ADD = "add"
     REMOVE = "remove"
@@ -252,7 +258,8 @@ class VoterChanges:
         if r._voters.contains_id(req.voter.id):
             refuse(
                 ErrorCode.DUPLICATE_VOTER,
-                f"The voter id for {req.voter} is already part of the set of voters.",
+                f"The voter id for {req.voter.kafka_text()} is already part of the set of "
+                f"voters {_kafka_text(r._voters.voters)}.",
             )
             return
         self._accept(
@@ -297,7 +304,8 @@ class VoterChanges:
             self._finish(
                 change_id,
                 ErrorCode.INVALID_REQUEST,
-                f"Aborted add voter operation for {change.voter} since the kraft.version range "
+                f"Aborted add voter operation for {change.voter.kafka_text()} since the "
+                f"kraft.version range "
                 f"{span} doesn't support the finalized version {version}",
             )
             return
@@ -305,7 +313,8 @@ class VoterChanges:
             self._finish(
                 change_id,
                 ErrorCode.REQUEST_TIMED_OUT,
-                f"Aborted add voter operation for {change.voter} since it is lagging behind",
+                f"Aborted add voter operation for {change.voter.kafka_text()} since it is lagging "
+                "behind",
             )
             return
         entry = VoterEntry(
@@ -367,7 +376,8 @@ class VoterChanges:
         if len(keep) == len(current.voters) or not keep:
             refuse(
                 ErrorCode.VOTER_NOT_FOUND,
-                f"Cannot remove voter {req.voter} from the set of voters {r._voters.voters}",
+                f"Cannot remove voter {req.voter.kafka_text()} from the set of voters "
+                f"{_kafka_text(r._voters.voters)}",
             )
             return
         change = _Change(
