@@ -54,7 +54,10 @@ def observer_ids(fields: dict[str, str]) -> list[int]:
 
 
 def _same_kind(a: str, b: str, what: str) -> None:
-    assert _INT.fullmatch(a) and _INT.fullmatch(b), f"{what}: {a!r} / {b!r}"
+    """Two integers (or `--human-readable`'s "N ms ago") of the same form, -1 on both sides
+    or on neither."""
+    x, y = _INT.fullmatch(a), _INT.fullmatch(b)
+    assert x and y and x.group(1) == y.group(1), f"{what}: {a!r} / {b!r}"
     assert (a == "-1") == (b == "-1"), f"{what}: {a!r} / {b!r}"
 
 

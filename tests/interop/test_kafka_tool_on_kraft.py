@@ -62,14 +62,15 @@ def _settled(bootstrap: str, voters: list[int], observers: list[int]) -> dict[st
 
 
 def _compare_describe(procs: Procs, bootstrap: str, *flags: str) -> None:
-    """Both tools on the same quorum, Kafka's first, ours right after."""
-    compare = {"--status": assert_same_status, "--replication": assert_same_replication}
+    """Both tools on the same quorum, Kafka's first, ours right after (each of `flags` the
+    options of one run)."""
     for flag in flags:
-        theirs = _kafka(procs, bootstrap, "describe", flag)
+        theirs = _kafka(procs, bootstrap, "describe", *flag.split())
         assert theirs.returncode == 0, f"{theirs.stdout}\n{theirs.stderr}"
-        ours = _ours(bootstrap, "describe", flag)
+        ours = _ours(bootstrap, "describe", *flag.split())
         assert ours.returncode == 0, ours.stderr
-        compare[flag](ours.stdout, theirs.stdout)
+        same = assert_same_status if flag == "--status" else assert_same_replication
+        same(ours.stdout, theirs.stdout)
 
 
 def _add_line(node: int, directory: str, port: int) -> str:
@@ -152,7 +153,7 @@ def test_kafka_metadata_quorum_describes_adds_and_removes_on_a_kraft_leader(
     # Kafka's text, its two spaces included.
     assert removed.stdout == f"Removed  KRaft controller 4 with directory id {directory[4]}\n"
     wait_for("voters 1-3 and observer 4 again", lambda: _settled(everyone, [1, 2, 3], [4]), WAIT_S)
-    _compare_describe(procs, everyone, "--replication")
+    _compare_describe(procs, everyone, "--replication --human-readable")
 
     # The kraft leader removed by Kafka's tool: answered once committed; it resigns and
     # another kraft node leads; the tool adds it back (an observer now, caught up).
@@ -227,6 +228,7 @@ def test_describe_compare_catches_a_difference() -> None:
         _table([header, follower, leader]),
         table.replace("Leader  \t", "Leader\t"),
         _table([header, leader, [*follower[:4], "-1", "200", "Follower"]]),
+        _table([header, leader, [*follower[:4], "200 ms ago", "200", "Follower"]]),
     ):
         with pytest.raises(AssertionError):
             assert_same_replication(table, broken)
