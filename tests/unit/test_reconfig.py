@@ -404,3 +404,16 @@ def test_refusals_name_voters_as_kafka_does() -> None:
     assert missing == RemoveVoterResponse(
         ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {text(7)} from the set of voters {voters}"
     )
+
+
+def test_a_voter_added_back_takes_its_place_in_id_order() -> None:
+    """Kafka's VoterSet is a HashMap by id and its Voters record lists that map's values:
+    ids below the table's size in ascending order, not the new voter last. {1, 2, 3} less 2,
+    then 2 added back, is written (1, 2, 3), so every describe lists 1, 2, 3 again."""
+    h = _dynamic()
+    assert _appended_voters(_ask(h, RemoveVoterRequest(CLUSTER, key(2)))) == [_record(1, 3)]
+    _fetch(h, key(3), 4)  # commits the removal
+    _fetch(h, key(2), 4)  # node 2 fetches on, an observer now
+    _ask(h, _add(2))
+    assert _appended_voters(_checked(h, 2)) == [_record(1, 2, 3)]
+    assert [v.id for v in h.replica._voters] == [1, 2, 3]
