@@ -262,6 +262,20 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
         "directoryId": uuid_to_base64(kraft_dir),
         "endpoints": [f"CONTROLLER://{kraft3}"],
     }
+    # Both members of the quorum, asked alike, answer alike: DescribeCluster (the Kafka
+    # admin client's way to the active controller) and ApiVersions of the KRaft APIs.
+    kafka1, kraft_answers = _wire_answers(nodes[1].address), _wire_answers(kraft3)
+    # Kafka lists the controllers registered in its metadata (1 and 2, which registered when
+    # it started and still runs), kraft the voters (1 and 3: it keeps no registrations);
+    # the rest, the active controller and node 1's entry included, is the same.
+    theirs, mine = kafka1["describe_cluster"], kraft_answers["describe_cluster"]
+    assert isinstance(theirs, dict) and isinstance(mine, dict)
+    kafka_brokers, kraft_brokers = theirs.pop("brokers"), mine.pop("brokers")
+    assert mine == theirs and theirs["controller_id"] == 1
+    assert [b["broker_id"] for b in kafka_brokers] == [1, 2]
+    assert [b["broker_id"] for b in kraft_brokers] == [1, 3]
+    assert kraft_brokers[0] == kafka_brokers[0]
+    assert kraft_answers["api_versions"] == kafka1["api_versions"]
     before = kraft_info(kraft3)
     assert before is not None and before.high_watermark is not None
     wait_for(
@@ -304,6 +318,36 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
     for k in nodes.values():
         assert k.fatal_lines() == [], k.name
     assert observer.stop(3) == 0
+
+
+def _wire_answers(address: Address) -> dict[str, object]:
+    """What a node answers to DescribeCluster (v2, the controllers) and which versions of the
+    KRaft APIs its ApiVersions answer lists (Fetch: at most Kafka's newest)."""
+    from kraft.client import Connection, describe_cluster_request
+    from kraft.protocol import SUPPORTED_APIS, ApiKey
+    from kraft.protocol.values import get_int, get_structs
+
+    async def ask() -> dict[str, object]:
+        async with await Connection.open(address) as conn:
+            cluster = dict(
+                await conn.request(ApiKey.DESCRIBE_CLUSTER, 2, describe_cluster_request())
+            )
+            versions = await conn.request(
+                ApiKey.API_VERSIONS,
+                4,
+                {"client_software_name": "t", "client_software_version": "1"},
+            )
+        cluster.pop("throttle_time_ms", None)
+        table = {
+            get_int(a, "api_key"): (get_int(a, "min_version"), get_int(a, "max_version"))
+            for a in get_structs(versions, "api_keys")
+        }
+        return {
+            "describe_cluster": cluster,
+            "api_versions": {k: table.get(k) for k in SUPPORTED_APIS if k != ApiKey.FETCH},
+        }
+
+    return asyncio.run(ask())
 
 
 def _kraft_observer(procs: Procs, cluster_id: str, bootstrap: str) -> LocalCluster:
