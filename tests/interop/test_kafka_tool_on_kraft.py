@@ -25,7 +25,7 @@ from describe_compare import (
     status_fields,
     voter_ids,
 )
-from kafka_harness import KRAFT_QUORUM, METADATA_QUORUM, Procs, kraft_cli, ports_for, run_tool
+from kafka_harness import METADATA_QUORUM, Procs, kraft_cli, ports_for, quorum_timeouts, run_tool
 from polling import wait_for
 
 from kraft.cluster import LocalCluster
@@ -89,7 +89,12 @@ def test_kafka_metadata_quorum_describes_adds_and_removes_on_a_kraft_leader(
         [ports[n] for n in (1, 2, 3)],
         dynamic=True,
         # Kafka's add-controller needs controller.listener.names to find the endpoints.
-        overrides={**KRAFT_QUORUM, "controller.listener.names": "CONTROLLER"},
+        # Timeouts generous enough that no election happens between two runs on a busy
+        # machine (the tables compare the leader's epoch exactly).
+        overrides={
+            **quorum_timeouts(1500, 3000, kraft=True),
+            "controller.listener.names": "CONTROLLER",
+        },
     )
     procs.track(cluster)
     assert cluster.add_observer(ports[4]) == 4
