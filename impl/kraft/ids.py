@@ -42,9 +42,10 @@ class ReplicaKey:
 
     def kafka_text(self) -> str:
         """Kafka's ReplicaKey.toString, as its error messages name a voter:
-        `ReplicaKey(id=N, directoryId=<the directory id in Kafka's base64 form>)`."""
+        `ReplicaKey(id=N, directoryId=<Kafka's base64 form, or <undefined> if none>)`."""
         raw = base64.urlsafe_b64encode(self.directory_id.bytes).decode("ascii").rstrip("=")
-        return f"ReplicaKey(id={self.id}, directoryId={raw})"
+        text = "<undefined>" if self.directory_id == NO_DIRECTORY else raw
+        return f"ReplicaKey(id={self.id}, directoryId={text})"
 
 
 @dataclass(frozen=True, slots=True, order=True)

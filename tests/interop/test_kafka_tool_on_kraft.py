@@ -30,6 +30,8 @@ from kafka_harness import METADATA_QUORUM, Procs, kraft_cli, ports_for, quorum_t
 from polling import wait_for
 
 from kraft.cluster import LocalCluster
+from kraft.core.java_order import voter_keys_text
+from kraft.ids import NodeId, ReplicaKey
 from kraft.protocol import uuid_to_base64
 
 pytestmark = pytest.mark.interop
@@ -136,11 +138,12 @@ def test_kafka_metadata_quorum_describes_adds_and_removes_on_a_kraft_leader(
     wait_for("voters 1-4, caught up", lambda: _settled(everyone, [1, 2, 3, 4], []), WAIT_S)
     _compare_describe(procs, str(cluster.addresses[follower]), "--status")
 
-    # Kafka's refusals from a kraft leader: Kafka's exceptions with Kafka's text, exit 1.
+    # Kafka's refusals from a kraft leader: Kafka's exceptions with Kafka's text (the voter
+    # set in its HashSet's order), exit 1.
     def replica(n: int, d: str) -> str:
         return f"ReplicaKey(id={n}, directoryId={d})"
 
-    voters = "[" + ", ".join(replica(n, directory[n]) for n in (1, 2, 3, 4)) + "]"
+    voters = voter_keys_text(ReplicaKey(NodeId(n), cluster.directory_ids[n]) for n in (1, 2, 3, 4))
     again = _kafka(procs, everyone, "--command-config", config4, "add-controller")
     assert again.returncode == 1, again.stderr
     assert again.stderr.splitlines()[0] == (

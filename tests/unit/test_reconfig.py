@@ -387,7 +387,8 @@ def test_the_high_watermark_never_decreases_across_a_change() -> None:
 def test_refusals_name_voters_as_kafka_does() -> None:
     """Kafka's tool prints the leader's error message: a voter as Kafka's ReplicaKey prints
     itself, `ReplicaKey(id=N, directoryId=<base64>)`, the voter set as a list of those (Kafka
-    4.3.1's text, kafka-metadata-quorum against a Kafka leader; the set here in id order)."""
+    4.3.1's text, kafka-metadata-quorum against a Kafka leader; the set in the order of
+    Kafka's HashSet, kraft.core.java_order, which for these three keys is their id order)."""
     from kraft.protocol import uuid_to_base64
 
     def text(n: int) -> str:

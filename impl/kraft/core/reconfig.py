@@ -41,6 +41,7 @@ from kraft.core.effects import (
     CheckVoterVersions,
 )
 from kraft.core.events import VoterVersionsChecked
+from kraft.core.java_order import voter_keys_text
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -88,12 +89,6 @@ VOTER_CHANGE_RESPONSES: tuple[type[Message], ...] = (
     RemoveVoterResponse,
     UpdateVoterResponse,
 )
-
-
-def _kafka_text(voters: tuple[ReplicaKey, ...]) -> str:
-    """A voter set as Kafka's error messages print it (a Java Set of ReplicaKey; in id order
-    here, where Kafka's order is its HashSet's)."""
-    return "[" + ", ".join(v.kafka_text() for v in sorted(voters)) + "]"
 
 
 class _Kind(Enum):
@@ -259,7 +254,7 @@ class VoterChanges:
             refuse(
                 ErrorCode.DUPLICATE_VOTER,
                 f"The voter id for {req.voter.kafka_text()} is already part of the set of "
-                f"voters {_kafka_text(r._voters.voters)}.",
+                f"voters {voter_keys_text(r._voters.voters)}.",
             )
             return
         self._accept(
@@ -377,7 +372,7 @@ class VoterChanges:
             refuse(
                 ErrorCode.VOTER_NOT_FOUND,
                 f"Cannot remove voter {req.voter.kafka_text()} from the set of voters "
-                f"{_kafka_text(r._voters.voters)}",
+                f"{voter_keys_text(r._voters.voters)}",
             )
             return
         change = _Change(
