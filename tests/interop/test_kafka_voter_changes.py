@@ -37,10 +37,10 @@ from polling import kraft_info, wait_for
 from kraft.client import Address
 from kraft.client_voters import kraft_version_range
 from kraft.cluster import LocalCluster
-from kraft.core.java_order import voter_keys_text
+from kraft.core.java_order import hash_order, replica_key_hash, voter_keys_text
 from kraft.errors import ErrorCode
-from kraft.ids import NodeId, ReplicaKey
-from kraft.protocol import uuid_to_base64
+from kraft.ids import DirectoryId, NodeId, ReplicaKey
+from kraft.protocol import uuid_from_base64, uuid_to_base64
 from kraft.storage.meta_properties import (
     generate_cluster_id,
     generate_directory_id,
@@ -325,6 +325,14 @@ def test_kraft_adds_and_removes_a_kafka_controller_of_a_kafka_quorum(procs: Proc
     assert statuses[3] == "Observer"
     assert statuses.get(2, "Observer") == "Observer"
     assert "Follower" not in statuses.values()
+    # The Kafka leader lists its observers by the buckets of its HashMap of ReplicaKey, the
+    # order a kraft leader answers in (kraft.protocol.rpc.in_kafka_order).
+    observer_rows = [
+        ReplicaKey(NodeId(int(row[0])), DirectoryId(uuid_from_base64(row[1])))
+        for row in (line.split() for line in repl.splitlines()[1:] if line.strip())
+        if row[-1] == "Observer"
+    ]
+    assert hash_order(observer_rows, replica_key_hash) == observer_rows
     for k in nodes.values():
         assert k.fatal_lines() == [], k.name
     assert observer.stop(3) == 0
