@@ -4,9 +4,10 @@ quorum describe` prints, cell for cell but the times; `add-controller` (reading 
 node's configuration file and meta.properties, as it does for a Kafka controller) and
 `remove-controller` change the kraft leader's voter set, exit 0 and print what they print
 against a Kafka leader; Kafka's errors (DUPLICATE_VOTER, VOTER_NOT_FOUND) come back as Kafka's
-exceptions. Its `remove-controller --dry-run` prints byte for byte what ours prints. Last, Kafka's
-tool removes the kraft leader itself: it answers once the change commits, resigns, and a
-new kraft leader takes over; the tool adds it back.
+exceptions with Kafka's texts (the voter set in Java's HashSet order). Its `remove-controller
+--dry-run` prints byte for byte what ours prints. Last, Kafka's tool removes the kraft leader
+itself: it answers once the change commits, resigns, and a new kraft leader takes over; the
+tool adds it back.
 
 One kraft cluster (three voters, one observer) and twelve runs of Kafka's tool (under a second
 each on an idle machine)."""
