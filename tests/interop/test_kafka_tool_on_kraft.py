@@ -92,13 +92,10 @@ def test_kafka_metadata_quorum_describes_adds_and_removes_on_a_kraft_leader(
         procs.root / "kraft",
         [ports[n] for n in (1, 2, 3)],
         dynamic=True,
-        # Kafka's add-controller needs controller.listener.names to find the endpoints.
         # Timeouts generous enough that no election happens between two runs on a busy
-        # machine (the tables compare the leader's epoch exactly).
-        overrides={
-            **quorum_timeouts(1500, 3000, kraft=True),
-            "controller.listener.names": "CONTROLLER",
-        },
+        # machine (the tables compare the leader's epoch exactly). The configuration files
+        # as LocalCluster writes them are what Kafka's add-controller reads.
+        overrides=quorum_timeouts(1500, 3000, kraft=True),
     )
     procs.track(cluster)
     assert cluster.add_observer(ports[4]) == 4
