@@ -163,6 +163,8 @@ class LocalCluster(NodeFiles):
                 "process.roles": "controller",
                 quorum[0]: quorum[1],
                 "listeners": f"CONTROLLER://{a.host}:{a.port}",
+                # What Kafka's kafka-metadata-quorum add-controller needs to read the file.
+                "controller.listener.names": "CONTROLLER",
                 "metadata.log.dir": str(self.data_dir(n)),
                 **self.overrides,
             }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass
 from typing import NewType
@@ -38,6 +39,13 @@ class ReplicaKey:
         if self.directory_id == NO_DIRECTORY:
             return str(self.id)
         return f"{self.id}:{self.directory_id}"
+
+    def kafka_text(self) -> str:
+        """Kafka's ReplicaKey.toString, as its error messages name a voter:
+        `ReplicaKey(id=N, directoryId=<Kafka's base64 form, or <undefined> if none>)`."""
+        raw = base64.urlsafe_b64encode(self.directory_id.bytes).decode("ascii").rstrip("=")
+        text = "<undefined>" if self.directory_id == NO_DIRECTORY else raw
+        return f"ReplicaKey(id={self.id}, directoryId={text})"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -114,7 +114,7 @@ def test_a_voter_whose_disk_is_replaced_rejoins_under_its_new_directory_id(
         )  # fmt: skip
         assert removed.returncode == 0, removed.stderr
         assert removed.stdout.startswith(
-            f"Removed KRaft controller {REPLACED} with directory id {old}"
+            f"Removed  KRaft controller {REPLACED} with directory id {old}"
         )
         # ... and 5. the new one added.
         added = kraft_cli(

@@ -221,3 +221,26 @@ def test_describe_quorum_refusals_are_kafkas() -> None:
             ],
         }
     ]
+
+
+def test_a_leader_lists_voters_and_observers_in_kafkas_hash_map_order() -> None:
+    """Kafka's leader answers with its LeaderState maps' values: voters from a HashMap by id,
+    observers from a HashMap by ReplicaKey (kraft.core.java_order), so Kafka's tool prints
+    them in that order; a kraft leader answers in the same order."""
+    from kraft.protocol.rpc import in_kafka_order
+
+    def replica(n: int, directory: int) -> ReplicaDescription:
+        return ReplicaDescription(
+            ReplicaKey(NodeId(n), DirectoryId(uuid.UUID(int=directory))), 5, 1, 1
+        )
+
+    # Voters 1, 2 and 17 of a table of 16: 17 shares 1's bucket.
+    voters = tuple(replica(n, n) for n in (1, 2, 17))
+    # Observers hash to 31 * (31 + id) + directory: 4 with 13 (1098, bucket 10), 5 with 0
+    # ("no directory", 1116, bucket 12), 6 with 5 (1152, bucket 0).
+    observers = (replica(4, 13), replica(5, 0), replica(6, 5))
+    d = QuorumDescription(NodeId(1), Epoch(3), Offset(5), voters, observers)
+    ordered = in_kafka_order(d)
+    assert [r.replica.id for r in ordered.voters] == [1, 17, 2]
+    assert [r.replica.id for r in ordered.observers] == [6, 4, 5]
+    assert (ordered.leader_id, ordered.leader_epoch, ordered.high_watermark) == (1, 3, 5)

@@ -382,3 +382,39 @@ def test_the_high_watermark_never_decreases_across_a_change() -> None:
     assert h.replica._leader.hwm == hwm  # type: ignore[union-attr]
     _fetch(h, key(3), end + 1)  # node 3 has the Voters record too: the change commits
     assert h.view.high_watermark == end + 1
+
+
+def test_refusals_name_voters_as_kafka_does() -> None:
+    """Kafka's tool prints the leader's error message: a voter as Kafka's ReplicaKey prints
+    itself, `ReplicaKey(id=N, directoryId=<base64>)`, the voter set as a list of those (Kafka
+    4.3.1's text, kafka-metadata-quorum against a Kafka leader; the set in the order of
+    Kafka's HashSet, kraft.core.java_order, which for these three keys is their id order)."""
+    from kraft.protocol import uuid_to_base64
+
+    def text(n: int) -> str:
+        return f"ReplicaKey(id={n}, directoryId={uuid_to_base64(key(n).directory_id)})"
+
+    voters = f"[{text(1)}, {text(2)}, {text(3)}]"
+    h = _dynamic()
+    [dup] = _answers(_ask(h, _add(2)), AddVoterResponse)
+    assert dup == AddVoterResponse(
+        ErrorCode.DUPLICATE_VOTER,
+        f"The voter id for {text(2)} is already part of the set of voters {voters}.",
+    )
+    [missing] = _answers(_ask(h, RemoveVoterRequest(CLUSTER, key(7))), RemoveVoterResponse)
+    assert missing == RemoveVoterResponse(
+        ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {text(7)} from the set of voters {voters}"
+    )
+
+
+def test_a_voter_added_back_takes_its_place_in_id_order() -> None:
+    """Kafka's VoterSet is a HashMap by id and its Voters record lists that map's values:
+    ids below the table's size in ascending order, not the new voter last. {1, 2, 3} less 2,
+    then 2 added back, is written (1, 2, 3), so every describe lists 1, 2, 3 again."""
+    h = _dynamic()
+    assert _appended_voters(_ask(h, RemoveVoterRequest(CLUSTER, key(2)))) == [_record(1, 3)]
+    _fetch(h, key(3), 4)  # commits the removal
+    _fetch(h, key(2), 4)  # node 2 fetches on, an observer now
+    _ask(h, _add(2))
+    assert _appended_voters(_checked(h, 2)) == [_record(1, 2, 3)]
+    assert [v.id for v in h.replica._voters] == [1, 2, 3]

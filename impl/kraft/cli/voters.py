@@ -232,7 +232,8 @@ def cmd_remove_voter(args: argparse.Namespace) -> int:
             )
         except ClientError as e:
             return fail("quorum remove-voter", str(e))
-    verb = "DRY RUN of removing" if args.dry_run else "Removed"
+    # Kafka's words to the byte, the two spaces its format string puts after the verb too.
+    verb = "DRY RUN of removing " if args.dry_run else "Removed "
     print(
         f"{verb} KRaft controller {args.controller_id} with directory id "
         f"{uuid_to_base64(directory)}"

@@ -41,6 +41,7 @@ from kraft.core.effects import (
     CheckVoterVersions,
 )
 from kraft.core.events import VoterVersionsChecked
+from kraft.core.java_order import voter_keys_text
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -252,7 +253,8 @@ class VoterChanges:
         if r._voters.contains_id(req.voter.id):
             refuse(
                 ErrorCode.DUPLICATE_VOTER,
-                f"The voter id for {req.voter} is already part of the set of voters.",
+                f"The voter id for {req.voter.kafka_text()} is already part of the set of "
+                f"voters {voter_keys_text(r._voters.voters)}.",
             )
             return
         self._accept(
@@ -297,7 +299,8 @@ class VoterChanges:
             self._finish(
                 change_id,
                 ErrorCode.INVALID_REQUEST,
-                f"Aborted add voter operation for {change.voter} since the kraft.version range "
+                f"Aborted add voter operation for {change.voter.kafka_text()} since the "
+                f"kraft.version range "
                 f"{span} doesn't support the finalized version {version}",
             )
             return
@@ -305,7 +308,8 @@ class VoterChanges:
             self._finish(
                 change_id,
                 ErrorCode.REQUEST_TIMED_OUT,
-                f"Aborted add voter operation for {change.voter} since it is lagging behind",
+                f"Aborted add voter operation for {change.voter.kafka_text()} since it is lagging "
+                "behind",
             )
             return
         entry = VoterEntry(
@@ -367,7 +371,8 @@ class VoterChanges:
         if len(keep) == len(current.voters) or not keep:
             refuse(
                 ErrorCode.VOTER_NOT_FOUND,
-                f"Cannot remove voter {req.voter} from the set of voters {r._voters.voters}",
+                f"Cannot remove voter {req.voter.kafka_text()} from the set of voters "
+                f"{voter_keys_text(r._voters.voters)}",
             )
             return
         change = _Change(

@@ -99,6 +99,7 @@ from kraft.protocol.rpc import (
     describe_quorum_error_response,
     describe_quorum_response,
     error_response,
+    in_kafka_order,
     request_from_wire,
     response_to_wire,
     sender_of,
@@ -394,8 +395,9 @@ class RequestServer:
         if desc is None:
             answer = describe_quorum_error_response(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         else:
-            # Voters come named by their key in the voter set (the core's description).
-            answer = describe_quorum_response(desc, version, self._controllers())
+            # Voters come named by their key in the voter set (the core's description), in
+            # the order of a Kafka leader's answer.
+            answer = describe_quorum_response(in_kafka_order(desc), version, self._controllers())
         self._reply(conn, ApiKey.DESCRIBE_QUORUM, version, corr, answer)
 
     def _describe_cluster(

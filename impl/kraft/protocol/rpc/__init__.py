@@ -24,6 +24,7 @@ from kraft.protocol.rpc.describe_quorum import (
     describe_quorum_nodes_from_wire,
     describe_quorum_request,
     describe_quorum_response,
+    in_kafka_order,
     with_voter_set_keys,
 )
 from kraft.protocol.rpc.registry import (
@@ -62,6 +63,7 @@ __all__ = [
     "describe_quorum_request",
     "describe_quorum_response",
     "error_response",
+    "in_kafka_order",
     "is_request",
     "request_from_wire",
     "request_to_wire",

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Final
 
+from kraft.core.java_order import hash_order, replica_key_hash
 from kraft.core.quorum_info import QuorumDescription, ReplicaDescription
 from kraft.errors import ErrorCode
 from kraft.ids import NO_DIRECTORY, NodeId, Offset, ReplicaKey
@@ -158,6 +159,16 @@ def with_voter_set_keys(
         for r in description.voters
     )
     return dataclasses.replace(description, voters=voters)
+
+
+def in_kafka_order(description: QuorumDescription) -> QuorumDescription:
+    """The description with its voters and observers in the order a Kafka leader answers:
+    the values of its LeaderState's HashMaps, voters by id, observers by ReplicaKey (their
+    order of insertion, which decides only within a bucket, is ours: voter-set order, first
+    fetch). Kafka's tool prints them in that order."""
+    voters = hash_order(description.voters, lambda r: int(r.replica.id))
+    observers = hash_order(description.observers, lambda r: replica_key_hash(r.replica))
+    return dataclasses.replace(description, voters=tuple(voters), observers=tuple(observers))
 
 
 def _replica_description(m: Message) -> ReplicaDescription:
