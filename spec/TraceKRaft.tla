@@ -48,7 +48,10 @@ TraceInit ==
 \* <<base, last, epoch>>.
 FetchMatches(r, p) ==
     /\ r.type = "FetchResponse"
-    /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    \* An answer to a bootstrap fetch (BootstrapFetch) comes from Kafka's id -2, -3, ... of
+    \* a bootstrap server: from some voter.
+    /\ r.src = p.src \/ p.src < -1
+    /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
     /\ r.kind = p.kind
     \* An error answer carries the responder's HWM in the implementation, none in KRaft.
     /\ p.kind # "error" => r.hwm = p.hwm
@@ -128,14 +131,29 @@ TraceSendFetchRequest(s) ==
                    fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])]
     IN
     /\ alive[s]
-    /\ \/ s \in Voters /\ state[s] = "Follower"
-       \/ s \in Observers
+    /\ FetchesNow(s)
     /\ ~Fetching(s)
     /\ messages' = IF leader[s] # Nil THEN Add(messages, req(leader[s]))
-                   ELSE AddAll(messages, {req(d) : d \in Voters \ {s}})
+                   ELSE AddAll(messages, {req(d) : d \in VotersOf(s) \ {s}})
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
+
+\* A node of a dynamic quorum that knows no leader and is no voter also sends Fetch to its
+\* `controller.quorum.bootstrap.servers` (the bootstrap voters) itself, outside the core
+\* (kraft.server.node's discovery, like Kafka's observers): the request the core would send
+\* by its own discovery rule, here to one bootstrap voter; the trace shows it only where a
+\* voter handles it.  A request already sent needs none.
+BootstrapFetch(m) ==
+    LET s == m.src IN
+    IF m \in sent THEN UNCHANGED vars
+    ELSE /\ Dynamic
+         /\ m.type = "FetchRequest" /\ m.dst \in Voters
+         /\ alive[s] /\ s \notin VotersOf(s) /\ leader[s] = Nil
+         /\ m.epoch = currentEpoch[s] /\ m.fetchOffset = Len(log[s])
+         /\ m.lastFetchedEpoch = LastEpoch(log[s])
+         /\ messages' = Add(messages, m)
+         /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 \* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
 \* timeout, while the old one may still be in the network.
@@ -237,6 +255,7 @@ TraceCommit(lg, n, e) ==
 DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
+      [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
       [] op.a = "Drop" -> Drop(op)
       [] op.a = "HandleVoteRequest" -> HandleVoteRequest(cur)
       [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
@@ -255,6 +274,11 @@ DoOp(op) ==
       [] op.a = "ClientAppend" -> ClientAppend(op.n, "v")
       [] op.a = "SendFetchRequest" -> TraceSendFetchRequest(op.n)
       [] op.a = "AdvanceHighWatermark" -> AdvanceHighWatermark(op.n)
+      \* The voter a change names (-1 when the trace does not say: any replica).
+      [] op.a = "AddVoter" ->
+            IF op.x = -1 THEN \E t \in Server : AddVoter(op.n, t) ELSE AddVoter(op.n, op.x)
+      [] op.a = "RemoveVoter" ->
+            IF op.x = -1 THEN \E t \in Server : RemoveVoter(op.n, t) ELSE RemoveVoter(op.n, op.x)
       [] op.a = "Crash" -> Crash(op.n)
       [] op.a = "Restart" -> Restart(op.n)
       [] op.a = "CreateSnapshot" -> CreateSnapshot(op.n, op.x)

@@ -17,8 +17,9 @@ from kraft.trace_format import JsonObject, TraceEvent
 
 NIL = -1
 
-# Spec message types; other messages (EndQuorumEpochResponse, voter changes) are not
-# modelled by KRaft.tla and their events are stutter steps.
+# Spec message types; other messages (EndQuorumEpochResponse, the voter-change RPCs) are not
+# modelled by KRaft.tla: their events are stutter steps, unless the step appended a Voters
+# record (the actions AddVoter / RemoveVoter).
 _MODELLED = frozenset(
     {
         "VoteRequest",
@@ -300,12 +301,29 @@ def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
     return SnapshotSizes(chunks, sizes, answers)
 
 
+# AddVoter / RemoveVoter when the trace does not name the voter: any replica (TraceKRaft).
+ANY_VOTER = -1
+
+
+def _voter_id(msg: JsonObject | None) -> int:
+    """The voter an AddRaftVoter / RemoveRaftVoter request names (its id), or ANY_VOTER."""
+    if msg is None:
+        return ANY_VOTER
+    v = msg.get("voter")
+    if isinstance(v, dict):
+        return _int(v, "id", ANY_VOTER)
+    return v if isinstance(v, int) and not isinstance(v, bool) else ANY_VOTER
+
+
 @dataclass
 class _Mapper:
-    """Translates events in order; remembers the fetches a leader holds (long polling)."""
+    """Translates events in order; remembers the fetches a leader holds (long polling) and
+    the voter the last AddRaftVoter request to a leader named (its AddVoter step comes later,
+    once the new voter answered ApiVersions, with no message)."""
 
     snaps: SnapshotSizes
     parked: dict[int, list[_Parked]] = field(default_factory=dict)
+    adding: dict[int, int] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
         node = ev.node if ev.node is not None else 0
@@ -327,6 +345,8 @@ class _Mapper:
             self.parked.pop(node, None)
             return [_op("LoseDisk", node)]
         acts = list(ev.actions)
+        if msg is not None and msg.get("type") == "AddVoterRequest":
+            self.adding[node] = _voter_id(msg)
         if (
             not acts
             and msg is not None
@@ -366,6 +386,13 @@ class _Mapper:
                         i += 1
             elif a == "ClientAppend":
                 ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
+            elif a == "AddVoter":
+                # KIP-853: the leader appends a Voters record with the voter added.
+                voter = self.adding.pop(node, ANY_VOTER)
+                ops.append(_op("AddVoter", node, x=voter))
+            elif a == "RemoveVoter":
+                voter = _voter_id(msg) if _is_type(msg, "RemoveVoterRequest") else ANY_VOTER
+                ops.append(_op("RemoveVoter", node, x=voter))
             elif a == "CreateSnapshot":
                 # The snapshot a SnapshotWritten made durable (its id is the event's).
                 snap = _pair(msg, "snapshotId")
@@ -406,6 +433,10 @@ class _Mapper:
             return 0
         m, exact = spec_message(msg)
         any_pre = not vote_response_kind_known(msg)
+        if t == "FetchRequest" and _int(msg, "maxWaitMs", 0) == 0:
+            # Maybe a node's discovery fetch to a bootstrap server (TraceKRaft's
+            # BootstrapFetch; the sender's trace shows no SendFetchRequest for it).
+            ops.append(_op("BootstrapFetch", node, m=m))
         ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
         if t == "EndQuorumEpochRequest":
             # The implementation learns the resigning leader first; its election, if any,
@@ -465,6 +496,10 @@ class _Mapper:
         return [p.request for p in chosen]
 
 
+def _is_type(msg: JsonObject | None, t: str) -> bool:
+    return msg is not None and msg.get("type") == t
+
+
 def _state(ev: TraceEvent) -> tuple[bool, dict[str, TlaValue]]:
     st = ev.state
     if st is None or ev.node is None or ev.action in ("DropMessage", "DuplicateMessage"):
@@ -491,6 +526,31 @@ class MappedTrace:
     max_log: int
     crashes: int
     snapshot_sizes: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict)
+    # A dynamic quorum (kraft.version 1, KRaft.tla's Dynamic): see is_dynamic.
+    dynamic: bool = False
+
+
+# BecomeLeader's records in a dynamic quorum whose voter set no Voters record states yet:
+# LeaderChange, KRaftVersion and Voters (KRaft.tla's StartOfEpochRecords).
+_DYNAMIC_START_RECORDS = 3
+
+
+def is_dynamic(events: Sequence[TraceEvent]) -> bool:
+    """Whether the trace is of a dynamic quorum: a voter change was made, or a new leader
+    appended the three start-of-epoch records of one (a static quorum's leader appends one)."""
+    ends: dict[int, int] = {}
+    for ev in events:
+        if "AddVoter" in ev.actions or "RemoveVoter" in ev.actions:
+            return True
+        if ev.node is None or ev.state is None:
+            continue
+        end = _int(ev.state, "endOffset", 0)
+        if "BecomeLeader" in ev.actions and "ClientAppend" not in ev.actions:
+            if end - ends.get(ev.node, 0) == _DYNAMIC_START_RECORDS:
+                return True
+        if ev.state.get("state") != "Down":
+            ends[ev.node] = end
+    return False
 
 
 def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
@@ -521,4 +581,5 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
         max_log=max_log,
         crashes=crashes,
         snapshot_sizes=snaps.sizes,
+        dynamic=is_dynamic(events),
     )
