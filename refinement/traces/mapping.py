@@ -324,6 +324,9 @@ class _Mapper:
     snaps: SnapshotSizes
     parked: dict[int, list[_Parked]] = field(default_factory=dict)
     adding: dict[int, int] = field(default_factory=dict)
+    # Discovery fetches (max wait 0) handled, per fetching node: the voters that answered,
+    # in order; an answer from a bootstrap server's id (-2, -3, ...) is the first one's.
+    discovery: dict[int, list[int]] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
         node = ev.node if ev.node is not None else 0
@@ -433,7 +436,10 @@ class _Mapper:
             return 0
         m, exact = spec_message(msg)
         any_pre = not vote_response_kind_known(msg)
+        if t == "FetchResponse":
+            m["src"] = self._answerer(node, _int(msg, "src"))
         if t == "FetchRequest" and _int(msg, "maxWaitMs", 0) == 0:
+            self.discovery.setdefault(_int(msg, "src"), []).append(node)
             # Maybe a node's discovery fetch to a bootstrap server (TraceKRaft's
             # BootstrapFetch; the sender's trace shows no SendFetchRequest for it).
             ops.append(_op("BootstrapFetch", node, m=m))
@@ -481,6 +487,16 @@ class _Mapper:
                 deadline = ev.time + _int(msg, "maxWaitMs", 0)
                 self.parked.setdefault(node, []).append(_Parked(m, deadline))
         return 0
+
+    def _answerer(self, node: int, src: int) -> int:
+        """The voter whose answer to a discovery fetch of `node` arrives from `src` (a
+        bootstrap server's id -2, -3, ... stands for the first voter not yet answered)."""
+        pending = self.discovery.get(node, [])
+        if src < NIL:
+            return pending.pop(0) if pending else src
+        if src in pending:
+            pending.remove(src)
+        return src
 
     def _take_parked(self, node: int, count: int, now: int) -> list[dict[str, TlaValue]]:
         """The held fetches a step answers: all of them, or those whose wait expired."""
