@@ -561,9 +561,12 @@ def is_dynamic(events: Sequence[TraceEvent]) -> bool:
         if ev.node is None or ev.state is None:
             continue
         end = _int(ev.state, "endOffset", 0)
-        if "BecomeLeader" in ev.actions and "ClientAppend" not in ev.actions:
-            if end - ends.get(ev.node, 0) == _DYNAMIC_START_RECORDS:
-                return True
+        if (
+            "BecomeLeader" in ev.actions
+            and "ClientAppend" not in ev.actions
+            and end - ends.get(ev.node, 0) == _DYNAMIC_START_RECORDS
+        ):
+            return True
         if ev.state.get("state") != "Down":
             ends[ev.node] = end
     return False
