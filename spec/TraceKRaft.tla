@@ -155,6 +155,16 @@ BootstrapFetch(m) ==
          /\ messages' = Add(messages, m)
          /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
+\* A follower that is no voter (an observer) and whose leader stopped answering forgets it and
+\* finds the leader again from the voters, in its epoch (Kafka's observers; the implementation
+\* takes this step with its next SendFetchRequest).  Only a replica outside its voter set: a
+\* voter's fetch timeout is its ElectionTimeout.
+ForgetLeader(s) ==
+    /\ alive[s] /\ state[s] = "Follower" /\ s \notin VotersOf(s)
+    /\ state' = [state EXCEPT ![s] = "Unattached"]
+    /\ leader' = [leader EXCEPT ![s] = Nil]
+    /\ UNCHANGED <<currentEpoch, votedFor, alive, logVars, leaderVars, messages, ghostVars>>
+
 \* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
 \* timeout, while the old one may still be in the network.
 TraceSendFetchSnapshotRequest(s) ==
@@ -256,6 +266,7 @@ DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
       [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
+      [] op.a = "ForgetLeader" -> ForgetLeader(op.n)
       [] op.a = "Drop" -> Drop(op)
       [] op.a = "HandleVoteRequest" -> HandleVoteRequest(cur)
       [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
