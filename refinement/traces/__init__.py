@@ -16,6 +16,7 @@ from refinement.traces.conformance import (
     SNAPSHOT_CONFORMANCE_PROFILES,
     ConformanceRun,
     conformance,
+    reconfig_conformance_profiles,
     simulate_trace,
 )
 from refinement.traces.mapping import MappedTrace, map_trace, spec_message
@@ -33,6 +34,7 @@ __all__ = [
     "conformance",
     "map_trace",
     "merge_traces",
+    "reconfig_conformance_profiles",
     "simulate_trace",
     "spec_message",
     "validate_trace",

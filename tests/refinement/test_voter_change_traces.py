@@ -16,14 +16,21 @@ is uncommitted, a removed leader that counts itself toward the HWM.
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from kraft.trace_format import TraceEvent, read_trace
-from refinement.traces import TraceValidation, map_trace, validate_trace
+from refinement.traces import (
+    TraceValidation,
+    map_trace,
+    reconfig_conformance_profiles,
+    validate_trace,
+)
 from refinement.traces.mapping import ANY_VOTER, is_dynamic
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trace-node-voter-changes.ndjson"
@@ -96,6 +103,27 @@ def test_a_dynamic_quorum_is_recognised_by_its_first_leaders_three_records():
     assert not is_dynamic(static)
     assert is_dynamic(dynamic)
     assert is_dynamic([_event(0, 1, ("RemoveVoter",), end=2)])
+
+
+@dataclass(frozen=True)
+class _Profile:
+    dynamic: bool = False
+    voter_disk_loss_rate: float = 0.0
+
+
+def test_reconfig_conformance_profiles_are_the_dynamic_ones(monkeypatch: pytest.MonkeyPatch):
+    faults = types.ModuleType("refinement.faults")
+    faults.PROFILES = {  # type: ignore[attr-defined]
+        "lossy": _Profile(),
+        "lossy+reconfig": _Profile(dynamic=True),
+        "crashes+reconfig": _Profile(dynamic=True, voter_disk_loss_rate=0.15),
+    }
+    monkeypatch.setitem(sys.modules, "refinement.faults", faults)
+    assert reconfig_conformance_profiles() == ("lossy+reconfig",)
+    assert reconfig_conformance_profiles(voter_disk_loss=True) == (
+        "lossy+reconfig",
+        "crashes+reconfig",
+    )
 
 
 # --------------------------------------------------------------------------- TLC runs
