@@ -132,6 +132,8 @@ def test_registry_has_the_kraft_models_and_mutants() -> None:
         "KRaftMutantVotedForNotPersisted": "ElectionSafety",
         "KRaftMutantLeaderKeepsStaleHwm": "FetchedHighWatermarkMonotonic",
         "KRaftMutantSnapshotBeyondHwm": "SnapshotMatchesLog",
+        "KRaftMutantTwoUncommittedChanges": "AtMostOneUncommittedVoterChange",
+        "KRaftMutantRemovedLeaderCountsItself": "MajorityReachedNewHighWatermark",
     }
     assert {m.name: m.expect for m in WITNESSES} == {
         "KRaftWitnessNoPreVoteRejectedByFollower": "NoPreVoteRejectedByFollower",
