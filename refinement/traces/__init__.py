@@ -3,6 +3,8 @@ against spec/KRaft.tla through spec/TraceKRaft.tla (documented in spec/README.md
 validation").
 
 - mapping: each trace event as spec steps ("ops") and the state to compare after them;
+- lookahead: what the whole trace shows beyond one event (chunk sizes, answer counts, a
+  dynamic quorum);
 - validate: one trace through TLC, and which event it rejects;
 - merge: the per-node traces of a real cluster as one trace;
 - conformance: simulated seeds under fault profiles, each trace validated;

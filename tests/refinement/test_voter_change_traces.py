@@ -31,7 +31,8 @@ from refinement.traces import (
     reconfig_conformance_profiles,
     validate_trace,
 )
-from refinement.traces.mapping import ANY_VOTER, is_dynamic
+from refinement.traces.lookahead import is_dynamic
+from refinement.traces.mapping import ANY_VOTER
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trace-node-voter-changes.ndjson"
 BOOTSTRAP_VOTERS = (1, 2, 3)
