@@ -337,6 +337,14 @@ TraceSnapshotMatchesLog ==
         /\ log[s][x[1]].epoch = x[2]
         /\ \A i \in 1..x[1] : \E ep \in 0..MaxEpoch : <<i, log[s][i], ep>> \in committed
 
+\* KRaft's AtMostOneUncommittedVoterChange, evaluated faster (membership per epoch, as
+\* TraceCommit).
+TraceAtMostOneUncommittedVoterChange ==
+    \A s \in Server :
+        Cardinality({i \in 1..Len(log[s]) :
+                        /\ IsVotersRecord(log[s][i])
+                        /\ \A ep \in 0..MaxEpoch : <<i, log[s][i], ep>> \notin committed}) <= 1
+
 \* KRaft's safety invariants, required after every event (with CheckSafety): the bridging
 \* steps must not make an unsafe behaviour look acceptable.  LogMatching is left out: it is
 \* quadratic in the log length, and every log is held to the trace anyway.
@@ -348,6 +356,7 @@ SafetyOK ==
         /\ MajorityReachedHighWatermark
         /\ LogStartAtSnapshot
         /\ TraceSnapshotMatchesLog
+        /\ Dynamic => TraceAtMostOneUncommittedVoterChange
 
 \* The spec state a report shows: per server, and the messages in flight.
 ServerView(s) ==
