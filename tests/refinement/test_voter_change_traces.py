@@ -9,6 +9,12 @@ KRaftVersion and Voters; three appends; `kraft quorum add-voter` makes node 4 a 
 appends; `kraft quorum remove-voter` removes the leader (node 3), which leads without counting
 itself until the removal commits, resigns, and node 2 is elected by {1, 2, 4}; two appends.
 
+The second fixture, trace-node-voter-changes-snapshots.ndjson, is one trace of everything
+TraceKRaft covers (election, replication, snapshots and voter changes): the same cluster taking
+snapshots every 4 KiB with the log start moved to each (spec/README.md's snapshot overrides of
+tests/integration/test_node_traces_tlc.py); node 4 starts late, catches up by FetchSnapshot as
+an observer, is added as a voter, and the leader removes itself as above.
+
 Accepted as logged; rejected at the edited event: a RemoveVoter of a replica outside the voter
 set, an AddVoter before the leader's LeaderChange record committed, a second change while one
 is uncommitted, a removed leader that counts itself toward the HWM.
@@ -35,6 +41,7 @@ from refinement.traces.lookahead import is_dynamic
 from refinement.traces.mapping import ANY_VOTER
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trace-node-voter-changes.ndjson"
+WITH_SNAPSHOTS = Path(__file__).parent / "fixtures" / "trace-node-voter-changes-snapshots.ndjson"
 BOOTSTRAP_VOTERS = (1, 2, 3)
 
 
@@ -173,6 +180,18 @@ def test_the_fixture_shows_every_voter_change_step(trace: list[TraceEvent]):
 
 @pytest.mark.tlc
 def test_the_trace_of_a_dynamic_quorum_with_voter_changes_is_accepted(trace: list[TraceEvent]):
+    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
+    assert res.accepted, res.summary()
+    assert res.events == len(trace)
+
+
+@pytest.mark.tlc
+def test_a_trace_of_elections_snapshots_and_voter_changes_is_accepted():
+    trace = read_trace(WITH_SNAPSHOTS)
+    install = _first(trace, lambda ev: "InstallSnapshot" in ev.actions)
+    assert trace[install].node == 4 and _add_voter(trace) > install
+    remove = _first(trace, lambda ev: "RemoveVoter" in ev.actions)
+    assert any("Resign" in ev.actions and ev.node == trace[remove].node for ev in trace[remove:])
     res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
     assert res.accepted, res.summary()
     assert res.events == len(trace)
