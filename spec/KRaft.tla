@@ -25,19 +25,34 @@
 (* HandleFetchSnapshotRequest/Response) and installs it (InstallSnapshot).*)
 (* MaxSnapshots = 0 disables all of it: no snapshot is ever taken.        *)
 (*                                                                         *)
+(* Voter changes (KIP-853 as Apache Kafka ships it, KIP-856's rules), with *)
+(* Dynamic = TRUE (kraft.version 1): the voter set of a replica is the one *)
+(* of the last Voters record of its history (snapshot and log), else the   *)
+(* bootstrap set `Voters`; the first leader writes that set into the log   *)
+(* (BecomeLeader appends LeaderChange, KRaftVersion and Voters records).   *)
+(* A change takes effect when appended and is undone when truncated.      *)
+(* AddVoter / RemoveVoter (VoterChanges = TRUE): one uncommitted change at *)
+(* a time, only once the LeaderChange record of the leader's epoch is      *)
+(* committed; a leader outside its voter set does not count itself for the *)
+(* HWM and resigns (Resign).  Replicas are ids: the directory ids of       *)
+(* KIP-853 and disk loss are KRaftReconfig.tla's.  Dynamic = FALSE (and    *)
+(* VoterChanges = FALSE) is the static quorum of kraft.version 0.          *)
+(*                                                                         *)
 (* Action names are the trace event names of the implementation.          *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
 CONSTANTS
     Server,       \* all replicas
-    Voters,       \* the voter set (static here; KRaftReconfig changes it)
+    Voters,       \* the static voter set, or the bootstrap voter set when Dynamic
     Values,       \* client values a leader may append
     MaxEpoch,     \* no election beyond this epoch
     MaxLogLen,    \* ClientAppend only while the leader's log is shorter
     MaxMessages,  \* a send is enabled only while the bag holds fewer messages
     MaxRestarts,  \* total number of crashes
     MaxSnapshots, \* CreateSnapshot only while a replica holds fewer (0: no snapshots)
+    Dynamic,      \* kraft.version 1: the voter set is the log's (FALSE: static voters)
+    VoterChanges, \* AddVoter / RemoveVoter enabled (needs Dynamic; bounded by MaxLogLen)
     Nil,          \* "none" for votedFor / leader
     Mutant        \* "none" in every real model; see spec/mutants/
 
@@ -45,8 +60,10 @@ ASSUME /\ Voters \subseteq Server /\ Voters # {}
        /\ Nil \notin Server
        /\ MaxEpoch \in Nat /\ MaxLogLen \in Nat /\ MaxMessages \in Nat /\ MaxRestarts \in Nat
        /\ MaxSnapshots \in Nat
+       /\ Dynamic \in BOOLEAN /\ VoterChanges \in BOOLEAN /\ (VoterChanges => Dynamic)
        /\ Mutant \in {"none", "HwmNoEpochCheck", "VotedForNotPersisted", "LeaderKeepsStaleHwm",
-                      "SnapshotBeyondHwm"}
+                      "SnapshotBeyondHwm", "EarlyVoterChange", "TwoUncommittedChanges",
+                      "RemovedLeaderCountsItself"}
 
 Observers == Server \ Voters
 
@@ -54,6 +71,10 @@ States == {"Unattached", "Voted", "Prospective", "Candidate", "Leader", "Followe
 
 \* The value of the LeaderChange control record a new leader appends first.
 LC == "LC"
+\* The values of the KRaftVersion and Voters control records (a Voters record also carries
+\* the field `voters`: the whole voter set).
+KV == "KRaftVersion"
+VR == "Voters"
 
 VARIABLES
     state,          \* role of each server
@@ -91,7 +112,16 @@ vars == <<serverVars, logVars, leaderVars, fetched, messages, ghostVars, snapVar
 Min(a, b) == IF a < b THEN a ELSE b
 Max(a, b) == IF a > b THEN a ELSE b
 
-IsMajority(S) == 2 * Cardinality(S \cap Voters) > Cardinality(Voters)
+\* Voter sets (KIP-853): the last Voters record of a history, else the bootstrap set.
+IsVotersRecord(r) == r.value = VR
+LastVotersIdx(l) ==
+    LET I == {i \in 1..Len(l) : IsVotersRecord(l[i])}
+    IN IF I = {} THEN 0 ELSE CHOOSE i \in I : \A j \in I : j <= i
+VotersIn(l) == IF LastVotersIdx(l) = 0 THEN Voters ELSE l[LastVotersIdx(l)].voters
+VotersOf(s) == IF Dynamic THEN VotersIn(log[s]) ELSE Voters
+
+IsMajorityOf(S, V) == 2 * Cardinality(S \cap V) > Cardinality(V)
+IsMajority(S) == IsMajorityOf(S, Voters)
 
 LastEpoch(l) == IF l = <<>> THEN 0 ELSE l[Len(l)].epoch
 
@@ -141,7 +171,7 @@ Reply(resp, req) == messages' = Add(Remove(messages, req), resp)
 \* (KIP-996) carry its current epoch, unchanged.
 VoteRequests(c, e, pre) ==
     {[type |-> "VoteRequest", src |-> c, dst |-> t, epoch |-> e, preVote |-> pre,
-      lastEpoch |-> LastEpoch(log[c]), endOffset |-> Len(log[c])] : t \in Voters \ {c}}
+      lastEpoch |-> LastEpoch(log[c]), endOffset |-> Len(log[c])] : t \in VotersOf(c) \ {c}}
 
 \* The orderings of a set, for the preferred-successor list of EndQuorumEpoch.
 Orderings(S) == {f \in [1..Cardinality(S) -> S] : \A i, j \in DOMAIN f : i # j => f[i] # f[j]}
@@ -240,10 +270,11 @@ LossState(s) ==
 \* again into Prospective).  No pre-vote at MaxEpoch: it could not lead to a candidate.
 ElectionTimeout(s) ==
     /\ alive[s]
-    /\ s \in Voters
+    \* A Resigned leader that removed itself moves on too (Kafka's pollResigned).
+    /\ s \in VotersOf(s) \/ state[s] = "Resigned"
     /\ currentEpoch[s] < MaxEpoch
     /\ CASE state[s] \in {"Unattached", "Voted", "Follower", "Candidate"} ->
-              /\ Room(Cardinality(Voters) - 1)
+              /\ Room(Cardinality(VotersOf(s)) - 1)
               /\ state' = [state EXCEPT ![s] = "Prospective"]
               /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
               /\ votesRejected' = [votesRejected EXCEPT ![s] = {}]
@@ -272,9 +303,9 @@ ElectionTimeout(s) ==
 BecomeCandidate(s) ==
     /\ alive[s]
     /\ state[s] = "Prospective"
-    /\ IsMajority(votesGranted[s])
+    /\ IsMajorityOf(votesGranted[s], VotersOf(s))
     /\ currentEpoch[s] < MaxEpoch
-    /\ Room(Cardinality(Voters) - 1)
+    /\ Room(Cardinality(VotersOf(s)) - 1)
     /\ state' = [state EXCEPT ![s] = "Candidate"]
     /\ currentEpoch' = [currentEpoch EXCEPT ![s] = @ + 1]
     /\ votedFor' = [votedFor EXCEPT ![s] = s]
@@ -307,7 +338,9 @@ HandleVoteRequest(m) ==
         leader1 == IF newer THEN Nil ELSE leader[s]
         upToDate == LogUpToDate(m.lastEpoch, m.endOffset, log[s])
         grant == /\ m.epoch = epoch1
-                 /\ c \in Voters /\ s \in Voters
+                 \* KIP-853 (Kafka 4.x canGrantVote): in a dynamic quorum any replica may
+                 \* grant; the candidate counts only its voters' grants.
+                 /\ Dynamic \/ (c \in Voters /\ s \in Voters)
                  /\ CASE state1 \in {"Unattached", "Voted", "Prospective"} ->
                            IF pre THEN upToDate
                            ELSE IF voted1 # Nil THEN voted1 = c
@@ -343,7 +376,8 @@ HandleVoteRequest(m) ==
 HandleVoteResponse(m) ==
     LET c == m.dst
         rejected1 == votesRejected[c] \cup {m.src}
-        counts == m.epoch = currentEpoch[c] /\ m.src \notin votesGranted[c] \cup votesRejected[c]
+        counts == /\ m.epoch = currentEpoch[c] /\ m.src \notin votesGranted[c] \cup votesRejected[c]
+                  /\ m.src \in VotersOf(c)  \* the answer of a non-voter is not counted
     IN
     /\ m.type = "VoteResponse"
     /\ alive[c]
@@ -361,7 +395,7 @@ HandleVoteResponse(m) ==
                       /\ votesGranted' = [votesGranted EXCEPT ![c] = @ \cup {m.src}]
                       /\ UNCHANGED <<state, votesRejected>>
                  [] state[c] = "Prospective" /\ m.preVote /\ counts /\ ~m.granted ->
-                      IF IsMajority(Voters \ rejected1)
+                      IF IsMajorityOf(VotersOf(c) \ rejected1, VotersOf(c))
                       THEN /\ votesRejected' = [votesRejected EXCEPT ![c] = rejected1]
                            /\ UNCHANGED <<state, votesGranted>>
                       ELSE /\ state' = [state EXCEPT ![c] = LossState(c)]
@@ -375,22 +409,33 @@ HandleVoteResponse(m) ==
     /\ Discard(m)
     /\ UNCHANGED <<alive, logVars, ghostVars>>
 
+\* The records a new leader appends: the LeaderChange record of its epoch and, in a dynamic
+\* quorum whose voter set no Voters record states yet (the bootstrap checkpoint's), the
+\* KRaftVersion and Voters records that write it into the log (Kafka's
+\* appendStartOfEpochControlRecords).
+StartOfEpochRecords(c) ==
+    LET e == currentEpoch[c] IN
+    IF Dynamic /\ LastVotersIdx(log[c]) = 0
+    THEN <<[epoch |-> e, value |-> LC], [epoch |-> e, value |-> KV],
+           [epoch |-> e, value |-> VR, voters |-> Voters]>>
+    ELSE <<[epoch |-> e, value |-> LC]>>
+
 \* A candidate with a majority becomes leader, appends the LeaderChange record of its epoch
 \* and announces itself with BeginQuorumEpoch.
 BecomeLeader(c) ==
     /\ alive[c]
     /\ state[c] = "Candidate"
-    /\ IsMajority(votesGranted[c])
-    /\ Room(Cardinality(Voters) - 1)
+    /\ IsMajorityOf(votesGranted[c], VotersOf(c))
+    /\ Room(Cardinality(VotersOf(c)) - 1)
     /\ state' = [state EXCEPT ![c] = "Leader"]
     /\ leader' = [leader EXCEPT ![c] = c]
-    /\ log' = [log EXCEPT ![c] = Append(@, [epoch |-> currentEpoch[c], value |-> LC])]
+    /\ log' = [log EXCEPT ![c] = @ \o StartOfEpochRecords(c)]
     /\ endOffset' = [endOffset EXCEPT ![c] = NoOffsets]
     /\ endorsed' = [endorsed EXCEPT ![c] = {c}]
     /\ elected' = elected \cup {<<currentEpoch[c], c>>}
     /\ messages' = AddAll(messages,
           {[type |-> "BeginQuorumEpochRequest", src |-> c, dst |-> t, epoch |-> currentEpoch[c]]
-             : t \in Voters \ {c}})
+             : t \in VotersOf(c) \ {c}})
     /\ UNCHANGED <<currentEpoch, votedFor, alive, highWatermark, votesGranted, votesRejected,
                    restarts, committed>>
 
@@ -445,12 +490,12 @@ HandleBeginQuorumEpochResponse(m) ==
 Resign(l) ==
     /\ alive[l]
     /\ state[l] = "Leader"
-    /\ Room(Cardinality(Voters \ {l}))
-    /\ \E succ \in Orderings(Voters \ {l}) :
+    /\ Room(Cardinality(VotersOf(l) \ {l}))
+    /\ \E succ \in Orderings(VotersOf(l) \ {l}) :
           /\ \A i, j \in DOMAIN succ : i < j => endOffset[l][succ[i]] >= endOffset[l][succ[j]]
           /\ messages' = AddAll(messages,
                 {[type |-> "EndQuorumEpochRequest", src |-> l, dst |-> t, epoch |-> currentEpoch[l],
-                  successors |-> succ] : t \in Voters \ {l}})
+                  successors |-> succ] : t \in VotersOf(l) \ {l}})
     /\ state' = [state EXCEPT ![l] = "Resigned"]
     /\ endOffset' = [endOffset EXCEPT ![l] = NoOffsets]
     /\ endorsed' = [endorsed EXCEPT ![l] = {}]
@@ -485,6 +530,12 @@ HandleEndQuorumEpochRequest(m) ==
 -----------------------------------------------------------------------------
 (* Replication *)
 
+\* Who fetches: a voter as Follower; a replica outside its voter set (an observer, a removed
+\* voter) unless it leads or stands, from its leader or, to find it, any voter.
+FetchesNow(s) ==
+    IF s \in VotersOf(s) THEN state[s] = "Follower"
+    ELSE state[s] \in {"Unattached", "Voted", "Follower"}
+
 ClientAppend(l, v) ==
     /\ alive[l]
     /\ state[l] = "Leader"
@@ -497,14 +548,13 @@ ClientAppend(l, v) ==
 \* Fetch pauses while a snapshot is fetched.
 SendFetchRequest(s) ==
     /\ alive[s]
-    /\ \/ s \in Voters /\ state[s] = "Follower"
-       \/ s \in Observers
+    /\ FetchesNow(s)
     /\ ~Fetching(s)
     /\ ~\E m \in DOMAIN messages :
           \/ m.type = "FetchRequest" /\ m.src = s
           \/ m.type = "FetchResponse" /\ m.dst = s
     /\ Room(1)
-    /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE Voters) \ {s} :
+    /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE VotersOf(s)) \ {s} :
           messages' = Add(messages,
              [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
               fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])])
@@ -539,7 +589,7 @@ HandleFetchRequest(m) ==
                           SubSeq(log[l], m.fetchOffset + 1, m.fetchOffset + k),
                           LeaderHwm(l), 0, 0), m)
             /\ endOffset' = [endOffset EXCEPT ![l][f] = m.fetchOffset]
-            /\ endorsed' = [endorsed EXCEPT ![l] = IF f \in Voters THEN @ \cup {f} ELSE @]
+            /\ endorsed' = [endorsed EXCEPT ![l] = IF f \in VotersOf(l) THEN @ \cup {f} ELSE @]
             /\ UNCHANGED votesGranted
        ELSE /\ Reply(FetchResponse(l, f, currentEpoch[l], l, "diverging", m, <<>>,
                                    LeaderHwm(l), divEpoch, divEnd), m)
@@ -591,13 +641,16 @@ HandleFetchResponse(m) ==
     /\ Discard(m)
     /\ UNCHANGED <<alive, votesRejected, restarts, elected>>
 
-\* The largest offset that a majority of voters (the leader by its own log end) has reached.
+\* The largest offset that a majority of the leader's voters (the leader by its own log end,
+\* and only if it is one of them: a removed leader does not count itself) has reached.
 MajorityOffset(l) ==
-    LET reached(n) == {v \in Voters :
-                          IF v = l THEN Len(log[l]) >= n ELSE endOffset[l][v] >= n}
+    LET V == VotersOf(l)
+        reached(n) == {v \in V : IF v = l THEN Len(log[l]) >= n ELSE endOffset[l][v] >= n}
+        extra == IF Mutant = "RemovedLeaderCountsItself" /\ l \notin V THEN 1 ELSE 0
+        enough(n) == 2 * (Cardinality(reached(n)) + extra) > Cardinality(V)
     IN CHOOSE n \in 0..Len(log[l]) :
-          /\ IsMajority(reached(n))
-          /\ \A n2 \in (n + 1)..Len(log[l]) : ~IsMajority(reached(n2))
+          /\ enough(n)
+          /\ \A n2 \in (n + 1)..Len(log[l]) : ~enough(n2)
 
 \* KIP-595: the HWM only moves to an offset past the start of the leader's epoch, i.e. whose
 \* record carries the leader's epoch (the LeaderChange record makes that quick).
@@ -612,6 +665,41 @@ AdvanceHighWatermark(l) ==
     /\ highWatermark' = [highWatermark EXCEPT ![l] = n]
     /\ Commit(log[l], n, currentEpoch[l])
     /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
+
+-----------------------------------------------------------------------------
+(* Voter changes (KIP-853 / KIP-856) *)
+
+\* A leader changes its voter set only when no change is in flight (its last Voters record is
+\* committed: the TwoUncommittedChanges mutant does not wait) and once the LeaderChange
+\* record of its epoch is committed, i.e. its HWM is known (Kafka: no change before the
+\* leader's high watermark is known; the single-server-change bug of Ongaro, raft-dev 2015,
+\* without it: the EarlyVoterChange mutant).  Voters records count toward MaxLogLen.
+CanChangeVoters(l) ==
+    /\ VoterChanges
+    /\ alive[l]
+    /\ state[l] = "Leader"
+    /\ Len(log[l]) < MaxLogLen
+    /\ Mutant = "TwoUncommittedChanges" \/ LastVotersIdx(log[l]) <= highWatermark[l]
+    /\ Mutant = "EarlyVoterChange" \/ HwmKnown(l)
+
+\* AddRaftVoter: replica s (not a voter by id) joins; the leader appends the new set.  Kafka
+\* also waits for s to be caught up (availability only: not modelled).
+AddVoter(l, s) ==
+    /\ CanChangeVoters(l)
+    /\ s \notin VotersOf(l)
+    /\ log' = [log EXCEPT ![l] = Append(@, [epoch |-> currentEpoch[l], value |-> VR,
+                                            voters |-> VotersOf(l) \cup {s}])]
+    /\ UNCHANGED <<serverVars, highWatermark, leaderVars, messages, ghostVars>>
+
+\* RemoveRaftVoter: voter v leaves (never the last one); v may be the leader itself, which
+\* then leads without counting itself until it resigns.
+RemoveVoter(l, v) ==
+    /\ CanChangeVoters(l)
+    /\ v \in VotersOf(l)
+    /\ Cardinality(VotersOf(l)) > 1
+    /\ log' = [log EXCEPT ![l] = Append(@, [epoch |-> currentEpoch[l], value |-> VR,
+                                            voters |-> VotersOf(l) \ {v}])]
+    /\ UNCHANGED <<serverVars, highWatermark, leaderVars, messages, ghostVars>>
 
 -----------------------------------------------------------------------------
 (* Snapshots (KIP-630) *)
@@ -784,7 +872,7 @@ Restart(s) ==
     /\ votesGranted' = [votesGranted EXCEPT ![s] = IF st = "Candidate" THEN {s} ELSE {}]
     /\ endorsed' = [endorsed EXCEPT ![s] = {}]
     /\ IF st = "Candidate"
-       THEN /\ Room(Cardinality(Voters) - 1)
+       THEN /\ Room(Cardinality(VotersOf(s)) - 1)
             /\ messages' = AddAll(messages, VoteRequests(s, currentEpoch[s], FALSE))
        ELSE UNCHANGED messages
     /\ UNCHANGED <<currentEpoch, leader, log, votesRejected, ghostVars>>
@@ -874,6 +962,8 @@ NextExceptFetchResponse ==
     \/ \E s \in Server, v \in Values : ClientAppend(s, v) /\ KeepFetched /\ NoSnapStep
     \/ \E s \in Server : SendFetchRequest(s) /\ KeepFetched /\ NoSnapStep
     \/ \E s \in Server : AdvanceHighWatermark(s) /\ KeepFetched /\ NoSnapStep
+    \/ \E s, t \in Server : AddVoter(s, t) /\ KeepFetched /\ NoSnapStep
+    \/ \E s, t \in Server : RemoveVoter(s, t) /\ KeepFetched /\ NoSnapStep
     \/ \E s \in Server : Crash(s) /\ KeepFetched /\ NoSnapStep
     \/ \E s \in Server : Restart(s) /\ KeepFetched /\ NoSnapStep
     \/ \E m \in DOMAIN messages : HandleVoteRequest(m) /\ KeepFetched /\ NoSnapStep
@@ -896,7 +986,8 @@ Spec == Init /\ [][Next]_vars
 -----------------------------------------------------------------------------
 (* Safety *)
 
-Entry == [epoch : 0..MaxEpoch, value : Values \cup {LC}]
+Entry == [epoch : 0..MaxEpoch, value : Values \cup {LC, KV}]
+    \cup [epoch : 0..MaxEpoch, value : {VR}, voters : SUBSET Server]
 
 TypeOK ==
     /\ state \in [Server -> States]
@@ -907,11 +998,11 @@ TypeOK ==
     /\ \A s \in Server : highWatermark[s] \in 0..Len(log[s])
     /\ alive \in [Server -> BOOLEAN]
     /\ endOffset \in [Server -> [Server -> Nat]]
-    /\ votesGranted \in [Server -> SUBSET Voters]
-    /\ votesRejected \in [Server -> SUBSET Voters]
+    /\ votesGranted \in [Server -> SUBSET Server]
+    /\ votesRejected \in [Server -> SUBSET Server]
     /\ fetched \in [Server -> BOOLEAN]
     /\ \A s \in Server : fetched[s] => state[s] = "Follower"
-    /\ endorsed \in [Server -> SUBSET Voters]
+    /\ endorsed \in [Server -> SUBSET Server]
     /\ \A m \in DOMAIN messages : messages[m] \in Nat \ {0}
     /\ restarts \in 0..MaxRestarts
     /\ \A s \in Server : logStart[s] \in 0..Len(log[s])
@@ -933,16 +1024,19 @@ LeaderCompleteness ==
     \A l \in Server : state[l] = "Leader" =>
         \A c \in committed : c[3] < currentEpoch[l] => Holds(l, c)
 
-\* A committed record stays, at its offset, on a majority of voters and in the log of every
-\* leader of its commit epoch or later.
+\* A committed record stays, at its offset, on a majority of voters (of a static quorum: a
+\* dynamic one's voter sets change) and in the log of every leader of its commit epoch or
+\* later.
 CommittedNeverLost ==
     \A c \in committed :
-        /\ IsMajority({v \in Voters : Holds(v, c)})
+        /\ ~Dynamic => IsMajority({v \in Voters : Holds(v, c)})
         /\ \A l \in Server : state[l] = "Leader" /\ currentEpoch[l] >= c[3] => Holds(l, c)
 
-\* Every record below a leader's HWM is held by a majority of voters.
+\* Every record below a leader's HWM is held by a majority of voters (of a static quorum: in a
+\* dynamic one, a later change may add a voter that does not hold it yet; see
+\* MajorityReachedNewHighWatermark).
 MajorityReachedHighWatermark ==
-    \A l \in Server : state[l] = "Leader" =>
+    \A l \in Server : ~Dynamic /\ state[l] = "Leader" =>
         IsMajority({v \in Voters :
             /\ Len(log[v]) >= highWatermark[l]
             /\ SubSeq(log[v], 1, highWatermark[l]) = SubSeq(log[l], 1, highWatermark[l])})
@@ -971,7 +1065,27 @@ SnapshotMatchesLog ==
         /\ log[s][x[1]].epoch = x[2]
         /\ \A i \in 1..x[1] : \E c \in committed : c[1] = i /\ c[2] = log[s][i]
 
+\* No history holds two Voters records that are not committed (one change at a time).
+AtMostOneUncommittedVoterChange ==
+    \A s \in Server :
+        Cardinality({i \in 1..Len(log[s]) :
+                        /\ IsVotersRecord(log[s][i])
+                        /\ ~\E c \in committed : c[1] = i /\ c[2] = log[s][i]}) <= 1
+
 \* Action properties (checked as PROPERTIES).
+
+\* Whenever a leader moves its HWM to n, a majority of its current voters hold its log up to
+\* n (the leader itself only if it is a voter).  A removed leader that counted itself breaks
+\* it (the RemovedLeaderCountsItself mutant).
+MajorityReachedNewHighWatermark ==
+    [][\A l \in Server :
+         (state[l] = "Leader" /\ state'[l] = "Leader" /\ highWatermark'[l] > highWatermark[l])
+            => IsMajorityOf({v \in VotersOf(l) :
+                               /\ Len(log[v]) >= highWatermark'[l]
+                               /\ SubSeq(log[v], 1, highWatermark'[l])
+                                    = SubSeq(log[l], 1, highWatermark'[l])},
+                            VotersOf(l))]_vars
+
 EpochMonotonic == [][\A s \in Server : currentEpoch'[s] >= currentEpoch[s]]_vars
 
 \* The HWM a running server exposes never decreases (it restarts from 0 after a crash).

@@ -48,7 +48,10 @@ TraceInit ==
 \* <<base, last, epoch>>.
 FetchMatches(r, p) ==
     /\ r.type = "FetchResponse"
-    /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    \* An answer to a bootstrap fetch (BootstrapFetch) comes from Kafka's id -2, -3, ... of
+    \* a bootstrap server: from some voter.
+    /\ r.src = p.src \/ p.src < -1
+    /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
     /\ r.kind = p.kind
     \* An error answer carries the responder's HWM in the implementation, none in KRaft.
     /\ p.kind # "error" => r.hwm = p.hwm
@@ -128,14 +131,39 @@ TraceSendFetchRequest(s) ==
                    fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])]
     IN
     /\ alive[s]
-    /\ \/ s \in Voters /\ state[s] = "Follower"
-       \/ s \in Observers
+    /\ FetchesNow(s)
     /\ ~Fetching(s)
     /\ messages' = IF leader[s] # Nil THEN Add(messages, req(leader[s]))
-                   ELSE AddAll(messages, {req(d) : d \in Voters \ {s}})
+                   ELSE AddAll(messages, {req(d) : d \in VotersOf(s) \ {s}})
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
+
+\* A node of a dynamic quorum that knows no leader and is no voter also sends Fetch to its
+\* `controller.quorum.bootstrap.servers` (the bootstrap voters) itself, outside the core
+\* (kraft.server.node's discovery, like Kafka's observers): the request the core would send
+\* by its own discovery rule, here to one bootstrap voter; the trace shows it only where a
+\* voter handles it.  A request already sent needs none.
+BootstrapFetch(m) ==
+    LET s == m.src IN
+    IF m \in sent THEN UNCHANGED vars
+    ELSE /\ Dynamic
+         /\ m.type = "FetchRequest" /\ m.dst \in Voters
+         /\ alive[s] /\ s \notin VotersOf(s) /\ leader[s] = Nil
+         /\ m.epoch = currentEpoch[s] /\ m.fetchOffset = Len(log[s])
+         /\ m.lastFetchedEpoch = LastEpoch(log[s])
+         /\ messages' = Add(messages, m)
+         /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
+\* A follower that is no voter (an observer) and whose leader stopped answering forgets it and
+\* finds the leader again from the voters, in its epoch (Kafka's observers; the implementation
+\* takes this step with its next SendFetchRequest).  Only a replica outside its voter set: a
+\* voter's fetch timeout is its ElectionTimeout.
+ForgetLeader(s) ==
+    /\ alive[s] /\ state[s] = "Follower" /\ s \notin VotersOf(s)
+    /\ state' = [state EXCEPT ![s] = "Unattached"]
+    /\ leader' = [leader EXCEPT ![s] = Nil]
+    /\ UNCHANGED <<currentEpoch, votedFor, alive, logVars, leaderVars, messages, ghostVars>>
 
 \* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
 \* timeout, while the old one may still be in the network.
@@ -237,6 +265,8 @@ TraceCommit(lg, n, e) ==
 DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
+      [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
+      [] op.a = "ForgetLeader" -> ForgetLeader(op.n)
       [] op.a = "Drop" -> Drop(op)
       [] op.a = "HandleVoteRequest" -> HandleVoteRequest(cur)
       [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
@@ -255,6 +285,11 @@ DoOp(op) ==
       [] op.a = "ClientAppend" -> ClientAppend(op.n, "v")
       [] op.a = "SendFetchRequest" -> TraceSendFetchRequest(op.n)
       [] op.a = "AdvanceHighWatermark" -> AdvanceHighWatermark(op.n)
+      \* The voter a change names (-1 when the trace does not say: any replica).
+      [] op.a = "AddVoter" ->
+            IF op.x = -1 THEN \E t \in Server : AddVoter(op.n, t) ELSE AddVoter(op.n, op.x)
+      [] op.a = "RemoveVoter" ->
+            IF op.x = -1 THEN \E t \in Server : RemoveVoter(op.n, t) ELSE RemoveVoter(op.n, op.x)
       [] op.a = "Crash" -> Crash(op.n)
       [] op.a = "Restart" -> Restart(op.n)
       [] op.a = "CreateSnapshot" -> CreateSnapshot(op.n, op.x)
@@ -302,6 +337,14 @@ TraceSnapshotMatchesLog ==
         /\ log[s][x[1]].epoch = x[2]
         /\ \A i \in 1..x[1] : \E ep \in 0..MaxEpoch : <<i, log[s][i], ep>> \in committed
 
+\* KRaft's AtMostOneUncommittedVoterChange, evaluated faster (membership per epoch, as
+\* TraceCommit).
+TraceAtMostOneUncommittedVoterChange ==
+    \A s \in Server :
+        Cardinality({i \in 1..Len(log[s]) :
+                        /\ IsVotersRecord(log[s][i])
+                        /\ \A ep \in 0..MaxEpoch : <<i, log[s][i], ep>> \notin committed}) <= 1
+
 \* KRaft's safety invariants, required after every event (with CheckSafety): the bridging
 \* steps must not make an unsafe behaviour look acceptable.  LogMatching is left out: it is
 \* quadratic in the log length, and every log is held to the trace anyway.
@@ -313,6 +356,7 @@ SafetyOK ==
         /\ MajorityReachedHighWatermark
         /\ LogStartAtSnapshot
         /\ TraceSnapshotMatchesLog
+        /\ Dynamic => TraceAtMostOneUncommittedVoterChange
 
 \* The spec state a report shows: per server, and the messages in flight.
 ServerView(s) ==

@@ -3,6 +3,8 @@ against spec/KRaft.tla through spec/TraceKRaft.tla (documented in spec/README.md
 validation").
 
 - mapping: each trace event as spec steps ("ops") and the state to compare after them;
+- lookahead: what the whole trace shows beyond one event (chunk sizes, answer counts, a
+  dynamic quorum);
 - validate: one trace through TLC, and which event it rejects;
 - merge: the per-node traces of a real cluster as one trace;
 - conformance: simulated seeds under fault profiles, each trace validated;
@@ -16,6 +18,7 @@ from refinement.traces.conformance import (
     SNAPSHOT_CONFORMANCE_PROFILES,
     ConformanceRun,
     conformance,
+    reconfig_conformance_profiles,
     simulate_trace,
 )
 from refinement.traces.mapping import MappedTrace, map_trace, spec_message
@@ -33,6 +36,7 @@ __all__ = [
     "conformance",
     "map_trace",
     "merge_traces",
+    "reconfig_conformance_profiles",
     "simulate_trace",
     "spec_message",
     "validate_trace",

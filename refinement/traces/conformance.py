@@ -7,7 +7,13 @@ where X loses messages, crashes at each step of a transfer where X has node faul
 corrupted chunk fails validation, the bridging step AbandonSnapFetch; a crash is KRaft's
 Crash); and `disk-loss`, whose observers lose their data directory (the bridging step
 LoseDisk of spec/TraceKRaft.tla). The simulator's voters are nodes 1..3 (SIM_VOTERS) and any
-further node an observer, which TLC is told."""
+further node an observer, which TLC is told.
+
+Voter changes (KIP-853): a trace of a dynamic quorum (refinement.faults' `NAME+reconfig`
+profiles, where the simulator has them) is validated the same way: SIM_VOTERS are its bootstrap
+voters and validate_trace sees from the trace that the quorum is dynamic (mapping.is_dynamic:
+KRaft.tla's Dynamic and VoterChanges). reconfig_conformance_profiles() names those profiles;
+pass them as `profiles` (they are not in CONFORMANCE_PROFILES until the simulator has them)."""
 
 from __future__ import annotations
 
@@ -35,6 +41,22 @@ SNAPSHOT_CONFORMANCE_PROFILES = (
 CONFORMANCE_PROFILES = BASE_CONFORMANCE_PROFILES + SNAPSHOT_CONFORMANCE_PROFILES
 # The voters of every simulated run here (SimConfig's default count, ids 1..n).
 SIM_VOTERS: tuple[int, ...] = tuple(range(1, 4))
+
+
+def reconfig_conformance_profiles(*, voter_disk_loss: bool = False) -> tuple[str, ...]:
+    """The simulator's profiles of a dynamic quorum whose voters change (empty where
+    refinement.faults has none). A voter that loses its disk comes back with a new directory
+    id, which KRaft.tla does not model (replicas are ids; KRaftReconfig.tla's DiskLoss has
+    directory ids): TraceKRaft rejects such a trace at the voter's LoseDisk, so profiles that
+    draw voter disk losses are left out unless `voter_disk_loss`."""
+    from refinement.faults import PROFILES
+
+    return tuple(
+        name
+        for name, p in PROFILES.items()
+        if getattr(p, "dynamic", False)
+        and (voter_disk_loss or not getattr(p, "voter_disk_loss_rate", 0.0))
+    )
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ the event, plus the acting node's logged state to compare after the last one. Ow
 value syntax of those records and the bookkeeping the mapping needs across events (the fetches
 a leader holds; what later answers show of an answer the leader's step did not log: a
 FetchSnapshot chunk's length, a snapshot's size, a size-limited Fetch answer's record count).
-The mapping is documented in spec/README.md ("Trace validation").
+What the whole trace shows beyond one event (sizes, counts, a dynamic quorum) is
+refinement.traces.lookahead's. The mapping is documented in spec/README.md ("Trace
+validation").
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kraft.trace_format import JsonObject, TraceEvent
+from refinement.traces.lookahead import (
+    NIL,
+    SnapshotSizes,
+    is_dynamic,
+    snapshot_sizes,
+)
+from refinement.traces.lookahead import json_int as _int
+from refinement.traces.lookahead import json_pair as _pair
 
-NIL = -1
-
-# Spec message types; other messages (EndQuorumEpochResponse, voter changes) are not
-# modelled by KRaft.tla and their events are stutter steps.
+# Spec message types; other messages (EndQuorumEpochResponse, the voter-change RPCs) are not
+# modelled by KRaft.tla: their events are stutter steps, unless the step appended a Voters
+# record (the actions AddVoter / RemoveVoter).
 _MODELLED = frozenset(
     {
         "VoteRequest",
@@ -89,23 +98,8 @@ def tla(value: TlaValue) -> str:
 # --------------------------------------------------------------------------- the mapping
 
 
-def _int(obj: JsonObject | None, key: str, default: int = NIL) -> int:
-    if obj is None:
-        return default
-    v = obj.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else default
-
-
 def _nil(v: int) -> int:
     return NIL if v < 0 else v
-
-
-def _pair(msg: JsonObject | None, key: str) -> tuple[int, int] | None:
-    """An [offset, epoch] pair (a snapshot id) of a logged message, or None."""
-    v = None if msg is None else msg.get(key)
-    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v):
-        return int(str(v[0])), int(str(v[1]))
-    return None
 
 
 _NO_SNAPSHOT = (-1, -1)
@@ -245,67 +239,35 @@ class _Parked:
     deadline: int
 
 
-# A FetchSnapshot chunk: (leader, follower, snapshot id, position).
-ChunkKey = tuple[int, int, tuple[int, int], int]
+# AddVoter / RemoveVoter when the trace does not name the voter: any replica (TraceKRaft).
+ANY_VOTER = -1
 
 
-@dataclass(frozen=True)
-class SnapshotSizes:
-    """What the trace shows of the snapshots served: each chunk's length in bytes and each
-    snapshot's size, from every FetchSnapshotResponse logged (received or dropped). A leader
-    handles a FetchSnapshotRequest before its answer is logged; the spec's leader then sends a
-    chunk of the length the answer will show."""
-
-    chunks: dict[ChunkKey, int]
-    sizes: dict[tuple[int, tuple[int, int]], int]
-    # Fetch answers with records, in trace order: (leader, follower, fetch offset) ->
-    # (event index, record count) of each answer logged (received or dropped).
-    fetch_answers: dict[tuple[int, int, int], list[tuple[int, int]]]
-
-    def answer_counts(self, leader: int, follower: int, offset: int, at: int) -> tuple[int, ...]:
-        """The record counts that may be the answer's to the fetch from `offset` that `leader`
-        handled at event `at`: those of every answer to a fetch from that offset logged after
-        `at`. Which one is this fetch's the trace cannot always say (a follower may have two
-        fetches in flight; an answer lost unlogged leaves only other fetches' answers), so the
-        spec may send any of them, or the whole rest of the log (TraceHandleFetchRequest)."""
-        later = {
-            c for index, c in self.fetch_answers.get((leader, follower, offset), []) if index > at
-        }
-        return tuple(sorted(later))
-
-
-def snapshot_sizes(events: Sequence[TraceEvent]) -> SnapshotSizes:
-    chunks: dict[ChunkKey, int] = {}
-    sizes: dict[tuple[int, tuple[int, int]], int] = {}
-    answers: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
-    for ev in events:
-        msg = ev.message
-        if msg is not None and msg.get("type") == "FetchResponse":
-            batches = msg.get("batches")
-            if isinstance(batches, list) and batches and isinstance(batches[0], list):
-                first = batches[0][0]
-                last = batches[-1][1] if isinstance(batches[-1], list) else None
-                if isinstance(first, int) and isinstance(last, int):
-                    key = (_int(msg, "src"), _int(msg, "dst"), first)
-                    answers.setdefault(key, []).append((ev.index, last - first + 1))
-            continue
-        if msg is None or msg.get("type") != "FetchSnapshotResponse" or _int(msg, "error", 0):
-            continue
-        snap = _pair(msg, "snapshotId")
-        if snap is None:
-            continue
-        src, dst = _int(msg, "src"), _int(msg, "dst")
-        chunks[(src, dst, snap, _int(msg, "position", 0))] = _int(msg, "chunkBytes", 0)
-        sizes[(src, snap)] = _int(msg, "size", 0)
-    return SnapshotSizes(chunks, sizes, answers)
+def _voter_id(msg: JsonObject | None) -> int:
+    """The voter an AddRaftVoter / RemoveRaftVoter request names (its id), or ANY_VOTER."""
+    if msg is None:
+        return ANY_VOTER
+    v = msg.get("voter")
+    if isinstance(v, dict):
+        return _int(v, "id", ANY_VOTER)
+    return v if isinstance(v, int) and not isinstance(v, bool) else ANY_VOTER
 
 
 @dataclass
 class _Mapper:
-    """Translates events in order; remembers the fetches a leader holds (long polling)."""
+    """Translates events in order; remembers the fetches a leader holds (long polling) and
+    the voter the last AddRaftVoter request to a leader named (its AddVoter step comes later,
+    once the new voter answered ApiVersions, with no message)."""
 
     snaps: SnapshotSizes
     parked: dict[int, list[_Parked]] = field(default_factory=dict)
+    adding: dict[int, int] = field(default_factory=dict)
+    # Discovery fetches (max wait 0) handled, per fetching node: the voters that answered,
+    # in order; an answer from a bootstrap server's id (-2, -3, ...) is the first one's.
+    discovery: dict[int, list[int]] = field(default_factory=dict)
+    # Whether a node's last logged state named no leader; the last logged state itself.
+    leaderless: dict[int, bool] = field(default_factory=dict)
+    last: dict[int, JsonObject] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
         node = ev.node if ev.node is not None else 0
@@ -327,6 +289,8 @@ class _Mapper:
             self.parked.pop(node, None)
             return [_op("LoseDisk", node)]
         acts = list(ev.actions)
+        if msg is not None and msg.get("type") == "AddVoterRequest":
+            self.adding[node] = _voter_id(msg)
         if (
             not acts
             and msg is not None
@@ -366,11 +330,20 @@ class _Mapper:
                         i += 1
             elif a == "ClientAppend":
                 ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
+            elif a == "AddVoter":
+                # KIP-853: the leader appends a Voters record with the voter added.
+                voter = self.adding.pop(node, ANY_VOTER)
+                ops.append(_op("AddVoter", node, x=voter))
+            elif a == "RemoveVoter":
+                voter = _voter_id(msg) if _is_type(msg, "RemoveVoterRequest") else ANY_VOTER
+                ops.append(_op("RemoveVoter", node, x=voter))
             elif a == "CreateSnapshot":
                 # The snapshot a SnapshotWritten made durable (its id is the event's).
                 snap = _pair(msg, "snapshotId")
                 ops.append(_op("CreateSnapshot", node, x=snap[0] if snap else -1))
             elif a in _NODE_ACTIONS:
+                if a == "SendFetchRequest" and self._forgot_leader(ev):
+                    ops.append(_op("ForgetLeader", node))
                 ops.append(_op(a, node))
             elif a not in _SILENT_ACTIONS:
                 ops.append(_op(f"Unmapped:{a}", node))
@@ -378,6 +351,9 @@ class _Mapper:
         for j in range(1, len(ops)):
             if ops[j]["a"] == "HandleFetchRequest" and ops[j - 1]["a"] == "Recv":
                 ops[j]["xs"] = self._fetch_counts(ops[j - 1]["m"], ev.index)
+        if ev.state is not None and ev.node is not None:
+            self.leaderless[ev.node] = ev.state.get("leader") is None
+            self.last[ev.node] = ev.state
         return ops or [_op("Skip")]
 
     def _fetch_counts(self, request: TlaValue, at: int) -> tuple[int, ...]:
@@ -406,6 +382,13 @@ class _Mapper:
             return 0
         m, exact = spec_message(msg)
         any_pre = not vote_response_kind_known(msg)
+        if t == "FetchResponse":
+            m["src"] = self._answerer(node, _int(msg, "src"))
+        if t == "FetchRequest" and _int(msg, "maxWaitMs", 0) == 0:
+            self.discovery.setdefault(_int(msg, "src"), []).append(node)
+            # Maybe a node's discovery fetch to a bootstrap server (TraceKRaft's
+            # BootstrapFetch; the sender's trace shows no SendFetchRequest for it).
+            ops.append(_op("BootstrapFetch", node, m=m))
         ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
         if t == "EndQuorumEpochRequest":
             # The implementation learns the resigning leader first; its election, if any,
@@ -420,7 +403,7 @@ class _Mapper:
                    _int(msg, "position", 0))  # fmt: skip
             ops.append(_op("HandleFetchSnapshotRequest", node, x=self.snaps.chunks.get(key, 0)))
             return 0
-        ldr = _int(msg, "leaderId") if t == "VoteResponse" else NIL
+        ldr = _int(msg, "leaderId") if t == "VoteResponse" or self._finds_leader(ev, msg) else NIL
         learn = ldr >= 0 and ldr != node
         if learn:
             # The implementation learns a leader of its epoch from the response before it
@@ -451,6 +434,42 @@ class _Mapper:
                 self.parked.setdefault(node, []).append(_Parked(m, deadline))
         return 0
 
+    def _forgot_leader(self, ev: TraceEvent) -> bool:
+        """A follower that is no voter and whose leader stopped answering forgets it and asks
+        the voters again, in its epoch (TraceKRaft's ForgetLeader): Follower before, Unattached
+        with no leader after, the same epoch."""
+        before = self.last.get(ev.node if ev.node is not None else 0)
+        after = ev.state
+        return (
+            before is not None
+            and after is not None
+            and before.get("state") == "Follower"
+            and after.get("state") == "Unattached"
+            and after.get("leader") is None
+            and before.get("epoch") == after.get("epoch")
+        )
+
+    def _finds_leader(self, ev: TraceEvent, msg: JsonObject) -> bool:
+        """A Fetch answer from the leader to a node that knew none (it asked the voters, e.g.
+        a replica that just joined a dynamic quorum): the node learns the leader and takes the
+        records in one step, as its own learn-then-handle does."""
+        node = ev.node if ev.node is not None else 0
+        return (
+            msg.get("type") == "FetchResponse"
+            and _int(msg, "leaderId") == _int(msg, "src")
+            and self.leaderless.get(node, False)
+        )
+
+    def _answerer(self, node: int, src: int) -> int:
+        """The voter whose answer to a discovery fetch of `node` arrives from `src` (a
+        bootstrap server's id -2, -3, ... stands for the first voter not yet answered)."""
+        pending = self.discovery.get(node, [])
+        if src < NIL:
+            return pending.pop(0) if pending else src
+        if src in pending:
+            pending.remove(src)
+        return src
+
     def _take_parked(self, node: int, count: int, now: int) -> list[dict[str, TlaValue]]:
         """The held fetches a step answers: all of them, or those whose wait expired."""
         if count == 0:
@@ -463,6 +482,10 @@ class _Mapper:
             chosen = due[:count] if len(due) >= count else held[:count]
         self.parked[node] = [p for p in held if all(p is not c for c in chosen)]
         return [p.request for p in chosen]
+
+
+def _is_type(msg: JsonObject | None, t: str) -> bool:
+    return msg is not None and msg.get("type") == t
 
 
 def _state(ev: TraceEvent) -> tuple[bool, dict[str, TlaValue]]:
@@ -491,6 +514,8 @@ class MappedTrace:
     max_log: int
     crashes: int
     snapshot_sizes: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict)
+    # A dynamic quorum (kraft.version 1, KRaft.tla's Dynamic): see is_dynamic.
+    dynamic: bool = False
 
 
 def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
@@ -521,4 +546,5 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
         max_log=max_log,
         crashes=crashes,
         snapshot_sizes=snaps.sizes,
+        dynamic=is_dynamic(events),
     )

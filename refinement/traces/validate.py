@@ -47,7 +47,11 @@ def trace_module(mapped: MappedTrace, *, target: int = 0, check_safety: bool = T
     return "\n".join(lines) + "\n"
 
 
-def trace_config(mapped: MappedTrace, voters: Iterable[int] | None = None) -> str:
+def trace_config(
+    mapped: MappedTrace, voters: Iterable[int] | None = None, dynamic: bool | None = None
+) -> str:
+    """dynamic: KRaft.tla's Dynamic and VoterChanges (default: as the trace shows)."""
+    dynamic = mapped.dynamic if dynamic is None else dynamic
     servers = "{" + ", ".join(str(s) for s in mapped.servers) + "}"
     voter_set = servers if voters is None else "{" + ", ".join(str(v) for v in voters) + "}"
     return "\n".join(
@@ -61,6 +65,8 @@ def trace_config(mapped: MappedTrace, voters: Iterable[int] | None = None) -> st
             "    MaxMessages = 1000000",
             f"    MaxRestarts = {mapped.crashes + 1}",
             "    MaxSnapshots = 1000000",
+            f"    Dynamic = {tla(dynamic)}",
+            f"    VoterChanges = {tla(dynamic)}",
             "    SnapshotSize <- TraceSnapshotSize",
             "    Nil <- NilValue",
             "    Commit <- TraceCommit",
@@ -119,12 +125,13 @@ def _run(
     check_safety: bool,
     timeout_s: float | None,
     voters: Iterable[int] | None,
+    dynamic: bool | None,
 ) -> TlcResult:
     (workdir / "TraceData.tla").write_text(
         trace_module(mapped, target=target, check_safety=check_safety)
     )
     cfg = workdir / "TraceKRaft.cfg"
-    cfg.write_text(trace_config(mapped, voters))
+    cfg.write_text(trace_config(mapped, voters, dynamic))
     res = run_tlc(workdir / "TraceKRaft.tla", cfg, workers=1, timeout_s=timeout_s)
     if not res.ok:
         raise TlcError(
@@ -181,12 +188,19 @@ def validate_trace(
     timeout_s: float | None = 600.0,
     invariants: bool = True,
     voters: Iterable[int] | None = None,
+    dynamic: bool | None = None,
+    report: bool = True,
 ) -> TraceValidation:
     """Check with TLC that some behaviour of TraceKRaft (KRaft plus bridging steps) matches
     every event of the trace; on a rejection, name the first event none can match.
 
     invariants: also require KRaft's safety invariants after every event.
-    voters: the voter ids (default: every node of the trace)."""
+    voters: the voter ids (default: every node of the trace); of a dynamic quorum, the
+        bootstrap voters (`kraft format --initial-controllers`).
+    dynamic: a dynamic quorum (kraft.version 1; default: whether the trace shows one,
+        mapping.is_dynamic).
+    report: on a rejection, run TLC again to print the spec state before the event (else
+        state_before is None: a test that needs only the event saves the second run)."""
     events = _load(path_or_events)
     start = time.monotonic()
     if not events:
@@ -203,6 +217,7 @@ def validate_trace(
             check_safety=invariants,
             timeout_s=timeout_s,
             voters=voters,
+            dynamic=dynamic,
         )
         # TLC's depth counts states: the initial one plus one per step.
         steps = max(res.depth - 1, 0)
@@ -218,7 +233,7 @@ def validate_trace(
             )
         index = _event_at_step(mapped.op_counts, steps)
         before: list[str] = []
-        if index > 0:
+        if index > 0 and report:
             again = _run(
                 workdir,
                 mapped,
@@ -226,6 +241,7 @@ def validate_trace(
                 check_safety=invariants,
                 timeout_s=timeout_s,
                 voters=voters,
+                dynamic=dynamic,
             )
             before = _reports(again.raw_output)
     return TraceValidation(
@@ -233,7 +249,9 @@ def validate_trace(
         events=len(events),
         first_unmatched=events[index].index,
         event=encode(events[index]),
-        state_before=_format_report(before[0]) if before else "the initial state",
+        state_before=(
+            None if not report else _format_report(before[0]) if before else "the initial state"
+        ),
         seconds=time.monotonic() - start,
         distinct_states=res.distinct_states,
     )

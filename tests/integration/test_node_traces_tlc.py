@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of, make_cluster
+from cluster_harness import FAST, kraft_cli, leader_of, make_cluster
 from polling import kraft_info, wait_for
 
 from kraft.client import Address, append
 from kraft.cluster import LocalCluster, free_ports
+from kraft.protocol import uuid_to_base64
 from refinement.traces import merge_traces, validate_trace
 
 
@@ -147,3 +148,58 @@ def test_merged_traces_of_a_snapshot_catch_up_are_accepted_by_tlc(tmp_path: Path
         f"first_unmatched={res.first_unmatched}\nevent={res.event}\n"
         f"state_before=\n{res.state_before}\n(cluster run {run_s:.1f} s)"
     )
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+def test_merged_traces_of_voter_changes_are_accepted_by_tlc(tmp_path: Path) -> None:
+    """KIP-853 on real nodes (how tests/refinement/fixtures/trace-node-voter-changes.ndjson
+    was made): a dynamic quorum of 1, 2, 3 and node 4 observing through its bootstrap servers;
+    `kraft quorum add-voter` makes 4 a voter, `remove-voter` removes the leader, which resigns
+    once that commits; a leader of {1, 2, 4} is elected. The merged traces validate against
+    KRaft.tla with Dynamic and VoterChanges (spec/README.md, "Trace validation")."""
+    ports = free_ports(4)
+    cluster = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True, trace=True)
+    cluster.add_observer(ports[3])
+    cluster.format()
+    voters, everyone = [1, 2, 3], [1, 2, 3, 4]
+    cluster.start()
+    try:
+        _leader(cluster, voters)
+        _append_all([cluster.addresses[n] for n in voters], "before", 3)
+        wait_for(
+            "node 4 to find the leader",
+            lambda: (i := kraft_info(cluster.addresses[4])) is not None and i.leader_id is not None,
+        )
+        bootstrap = ",".join(str(cluster.addresses[n]) for n in voters)
+        config = str(cluster.config_path(4))
+        added = kraft_cli(
+            "quorum", "add-voter", "--bootstrap", bootstrap, "--command-config", config
+        )
+        assert added.returncode == 0, added.stderr
+        wait_for("four voters everywhere", lambda: _voters_are(cluster, everyone, everyone))
+        gone = _leader(cluster, everyone)
+        directory = uuid_to_base64(cluster.directory_ids[gone])
+        removed = kraft_cli(
+            "quorum", "remove-voter", "--bootstrap", bootstrap,
+            "--controller-id", str(gone), "--controller-directory-id", directory,
+        )  # fmt: skip
+        assert removed.returncode == 0, removed.stderr
+        rest = [n for n in everyone if n != gone]
+        wait_for("three voters everywhere", lambda: _voters_are(cluster, everyone, rest), 20.0)
+        assert _leader(cluster, rest) != gone
+        _append_all([cluster.addresses[n] for n in rest], "after", 2)
+    finally:
+        codes = cluster.stop_all()
+    assert codes == dict.fromkeys(everyone, 0)
+
+    events = merge_traces(cluster.trace_path(n) for n in everyone)
+    taken = {a for e in events for a in e.actions}
+    assert {"AddVoter", "RemoveVoter", "Resign"} <= taken
+    res = validate_trace(events, timeout_s=300.0, voters=voters)
+    assert res.accepted, res.summary()
+
+
+def _voters_are(cluster: LocalCluster, nodes: list[int], voters: list[int]) -> bool:
+    infos = [kraft_info(cluster.addresses[n]) for n in nodes]
+    return all(i is not None and sorted(i.voters) == voters for i in infos)

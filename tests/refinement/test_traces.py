@@ -34,7 +34,7 @@ from refinement.traces import (
     spec_message,
     validate_trace,
 )
-from refinement.traces.mapping import snapshot_sizes
+from refinement.traces.lookahead import snapshot_sizes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The simulator's traces follow the implementation in this checkout; the spec models pre-vote,

@@ -1,0 +1,261 @@
+"""Trace validation of voter changes (KIP-853, issue #15): traces of a dynamic quorum checked by
+TLC against spec/KRaft.tla (Dynamic, VoterChanges) through spec/TraceKRaft.tla.
+
+The fixture tests/refinement/fixtures/trace-node-voter-changes.ndjson is the merged trace of a
+real loopback cluster (kraft.cluster.LocalCluster, dynamic=True, trace=True: three voters
+formatted with `kraft format --initial-controllers` and a fourth node that knows only
+`controller.quorum.bootstrap.servers`): node 3 is elected and appends LeaderChange,
+KRaftVersion and Voters; three appends; `kraft quorum add-voter` makes node 4 a voter; two
+appends; `kraft quorum remove-voter` removes the leader (node 3), which leads without counting
+itself until the removal commits, resigns, and node 2 is elected by {1, 2, 4}; two appends.
+
+The second fixture, trace-node-voter-changes-snapshots.ndjson, is one trace of everything
+TraceKRaft covers (election, replication, snapshots and voter changes): the same cluster taking
+snapshots every 4 KiB with the log start moved to each (spec/README.md's snapshot overrides of
+tests/integration/test_node_traces_tlc.py); node 4 starts late, catches up by FetchSnapshot as
+an observer, is added as a voter, and the leader removes itself as above.
+
+Accepted as logged; rejected at the edited event: a RemoveVoter of a replica outside the voter
+set, an AddVoter before the leader's LeaderChange record committed, a second change while one
+is uncommitted, a removed leader that counts itself toward the HWM.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from kraft.trace_format import TraceEvent, read_trace
+from refinement.traces import (
+    TraceValidation,
+    map_trace,
+    reconfig_conformance_profiles,
+    validate_trace,
+)
+from refinement.traces.lookahead import is_dynamic
+from refinement.traces.mapping import ANY_VOTER
+
+FIXTURE = Path(__file__).parent / "fixtures" / "trace-node-voter-changes.ndjson"
+WITH_SNAPSHOTS = Path(__file__).parent / "fixtures" / "trace-node-voter-changes-snapshots.ndjson"
+BOOTSTRAP_VOTERS = (1, 2, 3)
+
+
+def _event(
+    index: int,
+    node: int,
+    actions: tuple[str, ...],
+    message: dict[str, object] | None = None,
+    end: int = 1,
+) -> TraceEvent:
+    state = {"state": "Leader", "epoch": 1, "votedFor": None, "leader": node, "endOffset": end,
+             "lastEpoch": 1, "hwm": None, "logStartOffset": 0}  # fmt: skip
+    return TraceEvent(
+        index=index,
+        time=0,
+        node=node,
+        action=actions[0] if actions else "Tick",
+        actions=actions,
+        message=message,  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]
+    )
+
+
+def _ops(events: list[TraceEvent]) -> list[list[tuple[str, object]]]:
+    mapped = map_trace(events)
+    return [[(str(op["a"]), op["x"]) for op in r["ops"]] for r in mapped.records]  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- mapping (no TLC)
+
+
+def test_remove_voter_names_the_requested_voter_and_add_voter_the_last_request():
+    remove = {"type": "RemoveVoterRequest", "src": -1, "dst": 3, "voter": 2}
+    add = {"type": "AddVoterRequest", "src": -1, "dst": 3, "voter": {"id": 4}}
+    events = [
+        _event(0, 3, ("RemoveVoter",), remove, end=2),
+        _event(1, 3, (), add, end=2),
+        _event(2, 3, ("AddVoter",), None, end=3),
+        _event(3, 3, ("AddVoter",), None, end=4),
+    ]
+    ops = _ops(events)
+    assert ops[0] == [("RemoveVoter", 2)]
+    assert ops[2] == [("AddVoter", 4)]
+    # No request names the voter: any replica (TraceKRaft chooses).
+    assert ops[3] == [("AddVoter", ANY_VOTER)]
+
+
+def test_an_answer_from_a_bootstrap_server_is_the_answer_of_the_voter_that_handled_the_fetch():
+    fetch = {"type": "FetchRequest", "src": 4, "dst": 2, "replicaEpoch": 0, "fetchOffset": 0,
+             "lastFetchedEpoch": 0, "maxWaitMs": 0}  # fmt: skip
+    answer = {"type": "FetchResponse", "src": -3, "dst": 4, "error": 6, "leaderEpoch": 0,
+              "leaderId": -1, "highWatermark": -1, "batches": []}  # fmt: skip
+    events = [
+        _event(0, 2, ("HandleFetchRequest",), fetch),
+        _event(1, 4, ("HandleFetchResponse",), answer),
+    ]
+    mapped = map_trace(events)
+    first, second = (r["ops"] for r in mapped.records)
+    assert [op["a"] for op in first] == ["BootstrapFetch", "Recv", "HandleFetchRequest"]  # type: ignore[index, union-attr]
+    recv = second[0]  # type: ignore[index]
+    assert recv["a"] == "Recv" and recv["m"]["src"] == 2  # type: ignore[index]
+
+
+def test_a_dynamic_quorum_is_recognised_by_its_first_leaders_three_records():
+    static = [_event(0, 1, ("HandleVoteResponse", "BecomeLeader"), end=1)]
+    dynamic = [_event(0, 1, ("HandleVoteResponse", "BecomeLeader"), end=3)]
+    assert not is_dynamic(static)
+    assert is_dynamic(dynamic)
+    assert is_dynamic([_event(0, 1, ("RemoveVoter",), end=2)])
+
+
+@dataclass(frozen=True)
+class _Profile:
+    dynamic: bool = False
+    voter_disk_loss_rate: float = 0.0
+
+
+def test_reconfig_conformance_profiles_are_the_dynamic_ones(monkeypatch: pytest.MonkeyPatch):
+    faults = types.ModuleType("refinement.faults")
+    faults.PROFILES = {  # type: ignore[attr-defined]
+        "lossy": _Profile(),
+        "lossy+reconfig": _Profile(dynamic=True),
+        "crashes+reconfig": _Profile(dynamic=True, voter_disk_loss_rate=0.15),
+    }
+    monkeypatch.setitem(sys.modules, "refinement.faults", faults)
+    assert reconfig_conformance_profiles() == ("lossy+reconfig",)
+    assert reconfig_conformance_profiles(voter_disk_loss=True) == (
+        "lossy+reconfig",
+        "crashes+reconfig",
+    )
+
+
+# --------------------------------------------------------------------------- TLC runs
+
+
+@pytest.fixture(scope="module")
+def trace() -> list[TraceEvent]:
+    return read_trace(FIXTURE)
+
+
+def _first(trace: list[TraceEvent], pred: Callable[[TraceEvent], bool]) -> int:
+    return next(i for i, ev in enumerate(trace) if pred(ev))
+
+
+def _rejected_at(trace: list[TraceEvent], i: int) -> TraceValidation:
+    """Validate the trace up to the edited event i (the rest cannot change the verdict); one
+    TLC run (no report of the state before it)."""
+    res = validate_trace(trace[: i + 1], voters=BOOTSTRAP_VOTERS, timeout_s=120.0, report=False)
+    assert not res.accepted
+    assert res.first_unmatched == trace[i].index, res.summary()
+    assert res.event is not None and f'"index":{trace[i].index},' in res.event
+    return res
+
+
+def _with_state(ev: TraceEvent, **changes: object) -> TraceEvent:
+    assert ev.state is not None
+    return replace(ev, state={**ev.state, **changes})  # type: ignore[dict-item]
+
+
+def _add_voter(trace: list[TraceEvent]) -> int:
+    return _first(trace, lambda ev: "AddVoter" in ev.actions)
+
+
+def test_the_fixture_shows_every_voter_change_step(trace: list[TraceEvent]):
+    mapped = map_trace(trace)
+    assert mapped.dynamic and mapped.servers == (1, 2, 3, 4)
+    first = _first(trace, lambda ev: "BecomeLeader" in ev.actions)
+    assert trace[first].state is not None and trace[first].state["endOffset"] == 3
+    remove = _first(trace, lambda ev: "RemoveVoter" in ev.actions)
+    removed = trace[remove].node
+    assert trace[remove].message is not None and trace[remove].message["voter"] == removed
+    resign = _first(trace, lambda ev: "Resign" in ev.actions)
+    assert resign > remove and trace[resign].node == removed
+    assert _add_voter(trace) < remove
+
+
+@pytest.mark.tlc
+def test_the_trace_of_a_dynamic_quorum_with_voter_changes_is_accepted(trace: list[TraceEvent]):
+    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
+    assert res.accepted, res.summary()
+    assert res.events == len(trace)
+
+
+@pytest.mark.tlc
+def test_a_trace_of_elections_snapshots_and_voter_changes_is_accepted():
+    trace = read_trace(WITH_SNAPSHOTS)
+    install = _first(trace, lambda ev: "InstallSnapshot" in ev.actions)
+    assert trace[install].node == 4 and _add_voter(trace) > install
+    remove = _first(trace, lambda ev: "RemoveVoter" in ev.actions)
+    assert any("Resign" in ev.actions and ev.node == trace[remove].node for ev in trace[remove:])
+    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
+    assert res.accepted, res.summary()
+    assert res.events == len(trace)
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+def test_removing_a_replica_outside_the_voter_set_is_rejected(trace: list[TraceEvent]):
+    # The AddVoter of node 4 becomes a RemoveVoter of node 4: not a voter yet.
+    i = _add_voter(trace)
+    edited = list(trace)
+    request = {"type": "RemoveVoterRequest", "src": -1, "dst": trace[i].node, "voter": 4}
+    edited[i] = replace(trace[i], action="RemoveVoter", actions=("RemoveVoter",), message=request)
+    _rejected_at(edited, i)
+
+
+@pytest.mark.tlc
+def test_a_change_before_the_leader_change_record_commits_is_rejected(trace: list[TraceEvent]):
+    # The first leader adds node 4 as it is elected: its LeaderChange record is not committed.
+    i = _first(trace, lambda ev: "BecomeLeader" in ev.actions)
+    ev = trace[i]
+    assert ev.state is not None
+    edited = list(trace)
+    edited[i] = _with_state(
+        replace(ev, actions=(*ev.actions, "AddVoter")),
+        endOffset=int(str(ev.state["endOffset"])) + 1,
+    )
+    _rejected_at(edited, i)
+
+
+@pytest.mark.tlc
+def test_a_second_change_while_one_is_uncommitted_is_rejected(trace: list[TraceEvent]):
+    i = _add_voter(trace)
+    ev = trace[i]
+    assert ev.state is not None and ev.state["hwm"] < ev.state["endOffset"]  # type: ignore[operator]
+    request = {"type": "RemoveVoterRequest", "src": -1, "dst": ev.node, "voter": 1}
+    edited = list(trace)
+    edited[i] = _with_state(
+        replace(ev, actions=("AddVoter", "RemoveVoter"), message=request),
+        endOffset=int(str(ev.state["endOffset"])) + 1,
+    )
+    _rejected_at(edited, i)
+
+
+@pytest.mark.tlc
+def test_a_removed_leader_counting_itself_toward_the_hwm_is_rejected(trace: list[TraceEvent]):
+    # After removing itself the leader needs two of {1, 2, 4}; the first fetch that reaches
+    # the removal record (node 4's) would be a majority only with the leader's own log.
+    remove = _first(trace, lambda ev: "RemoveVoter" in ev.actions)
+    leader = trace[remove].node
+    assert trace[remove].state is not None
+    end = trace[remove].state["endOffset"]
+    i = _first(
+        trace[remove:],
+        lambda ev: (
+            ev.node == leader
+            and ev.actions == ("HandleFetchRequest",)
+            and ev.message is not None
+            and ev.message.get("fetchOffset") == end
+        ),
+    )
+    i += remove
+    edited = list(trace)
+    edited[i] = _with_state(
+        replace(trace[i], actions=("HandleFetchRequest", "AdvanceHighWatermark")), hwm=end
+    )
+    _rejected_at(edited, i)
