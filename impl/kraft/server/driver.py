@@ -9,6 +9,12 @@ makes every append durable, then the held effects are released in their order. S
 leaves the node before the records it depends on are on disk, however many steps shared that
 fsync (kraft.core.effects).
 
+Coalescing: the client appends that arrive in one loop iteration are stepped in that batch,
+so they share its one fsync (and, with quorum.append.linger.ms, the core's accumulator puts
+those arriving within the linger into one record batch, kraft.core.appends: a linger delays
+only the appends; the loop goes on stepping fetches, votes and other clients meanwhile, and
+wakes at the linger's end, the replica's next deadline).
+
 Within a batch, client appends are stepped after the other events, so that what a peer's
 message releases (a HWM that answers clients, a Fetch answered from records already durable)
 is not held behind the fsync of this batch's appends. The fsync runs on a worker thread: the
@@ -178,7 +184,6 @@ class Driver:
         clock: Clock,
         *,
         voter_ids: tuple[NodeId, ...],
-        append_linger_ms: int = 0,
         trace: TraceFile | None = None,
         snapshot_files: FileSnapshots | None = None,
         quorum_state_version: int = 0,
@@ -196,7 +201,6 @@ class Driver:
         self._clock = clock
         self._voter_ids = voter_ids
         self._qs_version = quorum_state_version
-        self._linger_ms = append_linger_ms
         self._trace = trace
         self._queue: deque[Event] = deque()
         self._wake = asyncio.Event()
@@ -261,8 +265,6 @@ class Driver:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
-            if self._linger_ms > 0 and any(isinstance(e, ClientAppend) for e in self._queue):
-                await asyncio.sleep(self._linger_ms / 1000)
             self._step_batch()
             if self._flush_pending:
                 # On a thread (fsync releases the GIL); what is held stays held until it returns.
