@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from replica_harness import Harness, build_log, grant, of, sent, stand
 from test_replica_fetch import follower, ok, the_fetch
+from test_snapshots_follower import follower as snapshot_follower
+from test_snapshots_follower import start_transfer
 
 from kraft.core.effects import ActionTaken, ElectionState, PersistElectionState
 from kraft.core.events import Receive, SendFailed, Tick
-from kraft.core.messages import FetchRequest, VoteRequest, VoteResponse
+from kraft.core.messages import FetchRequest, Request, VoteRequest, VoteResponse
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.ids import Epoch, NodeId
 
@@ -18,7 +20,7 @@ S = ReplicaState
 QUARTER = 1000 // 4  # a quarter of the default election timeout
 
 
-def _broken_at(h: Harness, now: int, req: FetchRequest, dst: int = 2) -> None:
+def _broken_at(h: Harness, now: int, req: Request, dst: int = 2) -> None:
     h.now = now
     h.step(SendFailed(now, NodeId(dst), req, broken=True))
 
@@ -104,3 +106,12 @@ def test_a_false_alarm_does_not_disturb_a_live_leader() -> None:
     h.step(Receive(h.now, NodeId(2), leader_refusal))
     assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.FOLLOWER, 2, 2)
     assert h.stored is not None and h.stored.epoch == 2
+
+
+def test_a_break_under_a_snapshot_fetch_counts_too() -> None:
+    """The leader crashed while this follower fetched a snapshot from it (KIP-630)."""
+    h = snapshot_follower(fetch_timeout_ms=2000)
+    req = start_transfer(h)
+    _broken_at(h, 10, req)
+    at, _ = _stands_at(h)
+    assert 10 <= at < 10 + QUARTER
