@@ -66,6 +66,10 @@ class FaultProfile:
     disk_loss_rate: float = 0.0
     # At least this many observers run under this profile (added to the configuration's).
     observers: int = 0
+    # A request to a node that is down fails as a real node's does when the connection is
+    # refused: SendFailed(broken=True), so that a follower of a crashed leader stands early
+    # (kraft.core.follower). False: a plain SendFailed, as before.
+    notice_breaks: bool = False
 
     @property
     def snapshots(self) -> bool:

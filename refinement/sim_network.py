@@ -197,7 +197,8 @@ class SimNetwork(SimBase):
         if src.replica is None or src.inc != inc:
             return
         assert isinstance(dst_id, int) and isinstance(request, _REQUEST_MESSAGES)
-        self._step(src, SendFailed(self.now, NodeId(dst_id), request), None, None, None)
+        broken = self._profile.notice_breaks  # refused: the node is down
+        self._step(src, SendFailed(self.now, NodeId(dst_id), request, broken), None, None, None)
 
     def _schedule_tick(self, node: _Node, deadline: int) -> None:
         if node.tick_at < 0 or deadline < node.tick_at:

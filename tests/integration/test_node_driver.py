@@ -36,7 +36,7 @@ from kraft.core.events import ClientAppend, Event, SnapshotValidated, Tick
 from kraft.core.messages import VoteResponse
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import encode_batch, encode_records
 from kraft.server.driver import Driver
 from kraft.server.snapshot_store import FileSnapshots
@@ -139,7 +139,14 @@ def _driver(
 def test_one_fsync_per_batch_and_nothing_sent_before_it(tmp_path: Path) -> None:
     async def run() -> None:
         driver, replica, rec, log = _driver(tmp_path)
-        futures = [driver.client_append(((None, f"v{i}".encode()),), 5000) for i in range(3)]
+        # Idempotent appends, so that each is its own step (plain ones would be coalesced
+        # into one, kraft.server.coalesce).
+        futures = [
+            driver.client_append(
+                ((None, f"v{i}".encode()),), 5000, producer=ProducerId(10 + i), sequence=0
+            )
+            for i in range(3)
+        ]
         driver.process_batch()
         # Three appends, three FlushLogs, one fsync; every Send encoded at once but released
         # only after the fsync, in order.

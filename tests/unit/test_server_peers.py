@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kraft.core.events import Event
-from kraft.ids import NodeId
+from kraft.core.events import Event, SendFailed
+from kraft.core.messages import FetchRequest
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.server.peers import PeerLink, Peers, _endpoints_of
 
 
@@ -72,3 +73,68 @@ def test_endpoints_are_read_from_node_endpoints_and_bad_ones_ignored() -> None:
     assert _endpoints_of(body) == [(2, "127.0.0.1", 9092)]
     assert _endpoints_of({}) == []
     assert _endpoints_of({"node_endpoints": [{"node_id": "2"}]}) == []
+
+
+def _fetch_request() -> FetchRequest:
+    return FetchRequest(
+        cluster_id=ClusterId("c"),
+        replica=ReplicaKey(NodeId(1)),
+        replica_epoch=Epoch(1),
+        fetch_offset=Offset(0),
+        last_fetched_epoch=Epoch(0),
+        log_start_offset=Offset(0),
+        max_bytes=1024,
+        max_wait_ms=500,
+    )
+
+
+def _link(port: int, events: list[Event], timeout_ms: int = 5000) -> PeerLink:
+    return PeerLink(
+        NodeId(2),
+        "127.0.0.1",
+        port,
+        events.append,
+        lambda: 0,
+        client_id="test",
+        request_timeout_ms=timeout_ms,
+        max_frame_bytes=1 << 20,
+    )
+
+
+async def _failure(link: PeerLink, events: list[Event]) -> SendFailed:
+    link.prepare(_fetch_request())()
+    while not events:
+        await asyncio.sleep(0.01)
+    await link.close()
+    [failed] = events
+    assert isinstance(failed, SendFailed) and failed.dst == 2
+    return failed
+
+
+def test_a_connection_the_peer_closes_or_refuses_is_broken_a_timeout_is_not() -> None:
+    """The core hears which (kraft.core.follower: a follower stands early only on a break)."""
+
+    async def run() -> None:
+        async def close_at_once(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            w.close()
+
+        async def never_answer(r: asyncio.StreamReader, _w: asyncio.StreamWriter) -> None:
+            await r.read()
+
+        closing = await asyncio.start_server(close_at_once, "127.0.0.1", 0)
+        silent = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+        closed_port = closing.sockets[0].getsockname()[1]
+        silent_port = silent.sockets[0].getsockname()[1]
+        events: list[Event] = []
+        assert (await _failure(_link(closed_port, events), events)).broken
+        events.clear()
+        assert not (await _failure(_link(silent_port, events, timeout_ms=50), events)).broken
+        closing.close()
+        silent.close()
+        await closing.wait_closed()
+        events.clear()
+        # Nothing listens there any more: connection refused.
+        assert (await _failure(_link(closed_port, events), events)).broken
+        await silent.wait_closed()
+
+    asyncio.run(run())

@@ -78,7 +78,7 @@ def dispatch_tables(r: Replica) -> DispatchTables:
             Tick: r._on_tick,
             Receive: lambda ev: on_receive(r, ev),
             SendFailed: lambda ev: r._on_failed[type(ev.request)](ev),
-            ClientAppend: r._lead.on_client_append,
+            ClientAppend: r._appends.on_client_append,
             Shutdown: r._on_shutdown,
             CreateSnapshot: r._snaps.on_create_snapshot,
             SnapshotWritten: r._snaps.on_snapshot_written,

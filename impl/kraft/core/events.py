@@ -34,11 +34,15 @@ class Receive:
 
 @dataclass(frozen=True, slots=True)
 class SendFailed:
-    """A request could not be delivered (connection refused, timed out)."""
+    """A request could not be delivered (connection refused, timed out). `broken`: the
+    driver's connection to `dst` was refused, reset or closed by the other end (not a timeout,
+    not closed by this node): a follower hearing so of its leader stands for election early
+    (kraft.core.follower)."""
 
     now_ms: int
     dst: NodeId
     request: Request
+    broken: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from kraft.core.messages import (
     EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
     Records,
     Request,
 )
@@ -145,11 +146,41 @@ class FollowerRole:
         r._fetch_in_flight_until = None
         r._fetch_send_at = r._now
 
-    def fetch_failed(self, _ev: SendFailed) -> None:
+    def fetch_failed(self, ev: SendFailed) -> None:
         r = self._r
         if r._fetch_in_flight_until is not None:
             r._fetch_in_flight_until = None
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
+        if ev.broken:
+            self.leader_connection_broke(ev)
+
+    def leader_connection_broke(self, ev: SendFailed) -> None:
+        """Deviation from Kafka (README; Kafka's network channel turns a disconnect into
+        BROKER_NOT_AVAILABLE, which only backs the Fetch off until the fetch timeout): a
+        voter whose connection to its leader broke (refused, reset, closed by the leader's
+        end) under a Fetch or FetchSnapshot of this epoch lets its fetch timer run out within
+        a short random delay (a quarter of an election timeout at most, so that the followers
+        of a crashed leader, which all notice at once, rarely stand together and split the
+        vote). It then becomes Prospective:
+        pre-vote (KIP-996) keeps a false alarm harmless, since voters still fetching from a
+        live leader, and the leader itself, refuse the pre-vote, and the Prospective goes back
+        to following the same leader in the same epoch."""
+        r = self._r
+        req = ev.request
+        if (
+            r._state is not F
+            or not r.is_voter
+            or not r.pre_vote_enabled
+            or r._shutting_down
+            or ev.dst != r._leader_id
+            or not isinstance(req, FetchRequest | FetchSnapshotRequest)
+            or req.replica_epoch != r._epoch
+        ):
+            return
+        window = r._timing.election_timeout_ms // 4
+        deadline = r._now + (r._rng.randrange(window) if window > 0 else 0)
+        if r._fetch_deadline is None or deadline < r._fetch_deadline:
+            r._fetch_deadline = deadline
 
     def _snapshot_required(self, leader: NodeId, snapshot_id: OffsetAndEpoch) -> None:
         """The leader's log starts after a snapshot we would have to fetch, and this replica

@@ -4,13 +4,13 @@ takes.
 `LeaderState` is the bookkeeping, like etcd's `tracker/`: the voters and observers fetching
 from us and their progress (`Peer`), the epoch's high watermark (AdvanceHighWatermark over
 kraft.core.quorum_math), check-quorum, the Fetches held until there is news, the client
-appends lingering to be written as one batch, and DescribeQuorum. Its voter set can be
-replaced while leading (`set_voters`, KIP-856). It emits nothing.
+appends lingering to be written as one batch (kraft.core.appends), and DescribeQuorum. Its
+voter set can be replaced while leading (`set_voters`, KIP-856). It emits nothing.
 
 `LeaderRole` takes the leader's steps over the replica's state (kraft.core.replica owns the
 state, the transition table and the dispatch): BecomeLeader, HandleFetchRequest
 (a snapshot id for a fetcher the log cannot serve, kraft.core.snapshots), BeginQuorumEpoch
-answers, Resign, client appends.
+answers, Resign; client appends are kraft.core.appends'.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from kraft.control_records import (
     encode_control_records,
 )
 from kraft.core import quorum_math as qm
-from kraft.core.effects import ActionTaken, AppendResult, AppendToLog, FlushLog
-from kraft.core.events import ClientAppend, SendFailed
+from kraft.core.appends import Lingering
+from kraft.core.effects import ActionTaken, AppendToLog, FlushLog
+from kraft.core.events import SendFailed
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -36,13 +37,11 @@ from kraft.core.messages import (
     Records,
     Request,
 )
-from kraft.core.producers import MAX_SEQUENCE, ProducerBatch, Verdict
 from kraft.core.quorum_info import UNKNOWN, QuorumDescription, ReplicaDescription
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_set import KRAFT_VERSION_DYNAMIC, VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
-from kraft.records import KeyValue, encode_records
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -103,7 +102,6 @@ class LeaderState:
         "fetched",
         "granting",
         "hwm",
-        "linger_until",
         "lingering",
         "me",
         "me_is_voter",
@@ -146,10 +144,8 @@ class LeaderState:
         # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
         self.parked: list[Parked] = []
         self.complete_parked_at: int | None = None
-        # Client appends lingering for append_linger_ms, written together as one batch:
-        # (request id, records).
-        self.lingering: list[tuple[int, tuple[KeyValue, ...]]] = []
-        self.linger_until: int | None = None
+        # Client appends lingering to be written together as one batch (kraft.core.appends).
+        self.lingering = Lingering()
         # When to resign: set once a committed voter set leaves us out (KIP-856; Kafka's
         # LeaderState.requestResign, acted on by pollLeader).
         self.resign_at: int | None = None
@@ -307,7 +303,7 @@ class LeaderRole:
         leader resigned."""
         r = self._r
         now = r._now
-        if ld.linger_until is not None and ld.linger_until <= now:
+        if ld.lingering.until is not None and ld.lingering.until <= now:
             self._append_lingering()
         if ld.complete_parked_at is not None and ld.complete_parked_at <= now:
             ld.complete_parked_at = None
@@ -521,88 +517,6 @@ class LeaderRole:
             # Answer held fetches next tick, once the driver has applied this append.
             r._leader.complete_parked_at = r._now
 
-    def refuse_append(self, request_id: int) -> None:
-        r = self._r
-        r._out.append(
-            AppendResult(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=r._leader_id)
-        )
-
-    def on_client_append(self, ev: ClientAppend) -> None:
-        r = self._r
-        ld = r._leader
-        if r._state is not L or r._shutting_down or ld is None:
-            self.refuse_append(ev.request_id)
-            return
-        if not ev.records or (
-            ev.producer != NO_PRODUCER
-            and not 0 <= ev.sequence <= MAX_SEQUENCE - len(ev.records) + 1
-        ):
-            r._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
-            return
-        if ev.producer != NO_PRODUCER:
-            self._idempotent_append(ev)
-            return
-        r._out.append(ActionTaken(Action.CLIENT_APPEND))
-        ld.lingering.append((ev.request_id, ev.records))
-        if r._timing.append_linger_ms <= 0:
-            self._append_lingering()
-        elif ld.linger_until is None:
-            ld.linger_until = r._now + r._timing.append_linger_ms
-
-    def _idempotent_append(self, ev: ClientAppend) -> None:
-        """An idempotent client's append (kraft.core.producers): a resend of a batch the log
-        holds is answered with that batch's offsets and epoch (acknowledged once it commits,
-        like any append), a gap or a resend too old to tell is refused, and new values become
-        their own batch carrying the producer id and sequence, after whatever lingers."""
-        r = self._r
-        check = r._producers.check(ev.producer, ev.sequence, len(ev.records))
-        if check.verdict is Verdict.DUPLICATE:
-            b = check.batch
-            assert b is not None
-            # A resend of a batch the log holds: accepted as that batch (first, last, epoch).
-            r.accept(ev.request_id, b.first_offset, b.last_offset, b.epoch)
-            return
-        if check.verdict is not Verdict.NEW:
-            refused = (
-                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-                if check.verdict is Verdict.OUT_OF_ORDER
-                else ErrorCode.DUPLICATE_SEQUENCE_NUMBER
-            )
-            r._out.append(AppendResult(ev.request_id, refused))
-            return
-        r._out.append(ActionTaken(Action.CLIENT_APPEND))
-        self._append_lingering()  # appends keep their arrival order
-        first = r._log.end_offset
-        last = Offset(first + len(ev.records) - 1)
-        data = encode_records(
-            first,
-            r._epoch,
-            ev.records,
-            timestamp_ms=r._now,
-            producer_id=ev.producer,
-            base_sequence=ev.sequence,
-        )
-        self._append(first, last, data)
-        r._producers.record(ProducerBatch(ev.producer, ev.sequence, first, last, r._epoch))
-        r.accept(ev.request_id, first, last, r._epoch)
-        self._maybe_advance_hwm()
-
     def _append_lingering(self) -> None:
-        """Write the waiting client values as one batch in our epoch, durable before the
-        AppendResults that answer them."""
-        r = self._r
-        ld = r._leader
-        assert ld is not None
-        waiting, ld.lingering, ld.linger_until = ld.lingering, [], None
-        if not waiting:
-            return
-        records = [rec for _, recs in waiting for rec in recs]
-        first = r._log.end_offset
-        data = encode_records(first, r._epoch, records, timestamp_ms=r._now)
-        self._append(first, Offset(first + len(records) - 1), data)
-        at = first
-        for request_id, vs in waiting:
-            last = Offset(at + len(vs) - 1)
-            r.accept(request_id, at, last, r._epoch)
-            at = Offset(last + 1)
-        self._maybe_advance_hwm()
+        """Write what lingers now (kraft.core.appends), before a control record."""
+        self._r._appends.append_lingering()

@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+from kraft.core.appends import ClientAppends
 from kraft.core.commits import CommitRule
 from kraft.core.dispatch import dispatch_tables
 from kraft.core.effects import (
@@ -185,6 +186,7 @@ class Replica:
 
         self._elect = ElectionRole(self)
         self._lead = LeaderRole(self)
+        self._appends = ClientAppends(self)
         self._follow = FollowerRole(self)
         self._snaps = SnapshotRole(self, snapshots or NO_SNAPSHOTS)
         self._fetcher = SnapshotFetcher(self) if snapshots is not None else None
@@ -262,7 +264,7 @@ class Replica:
                 soonest = t
         ld = self._leader
         if ld is not None:
-            for t in (ld.complete_parked_at, ld.linger_until, ld.check_quorum_at, ld.resign_at):
+            for t in (ld.complete_parked_at, ld.lingering.until, ld.check_quorum_at, ld.resign_at):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
             for _, _, t, _ in ld.parked:
@@ -317,7 +319,7 @@ class Replica:
         elif epoch == old_epoch and voted is None and new is not C:
             voted = self._voted_for  # a vote cast in this epoch stays on record
         parked = self._leader.parked if self._leader is not None else []
-        lingering = self._leader.lingering if self._leader is not None else []
+        lingering = self._leader.lingering.entries if self._leader is not None else []
         if self._fetcher is not None:
             self._fetcher.abandon()  # a snapshot is fetched from one leader in one epoch
         if old is L:
@@ -327,7 +329,7 @@ class Replica:
             self._persist()
         self._out.append(StateChanged(old, new, epoch))
         for request_id, _ in lingering:
-            self._lead.refuse_append(request_id)
+            self._appends.refuse(request_id)
         # Fetches held by a leader that stepped down get the new epoch and leader at once.
         for src, req, _, token in parked:
             self._lead.answer_held(token, src, req, park=True)

@@ -152,6 +152,8 @@ class SnapshotFetcher:
         if self.transfer is not None and r._fetch_in_flight_until is not None:
             r._fetch_in_flight_until = None
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
+        if ev.broken:
+            r._follow.leader_connection_broke(ev)  # the leader may have crashed
 
     # ------------------------------------------------------------------ receiving
 

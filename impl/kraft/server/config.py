@@ -74,9 +74,10 @@ class NodeConfig:
     voters: tuple[VoterAddress, ...]
     listener_host: str
     listener_port: int
-    # The quorum.* timing properties. Its append_linger_ms is also the driver's: group commit
-    # already merges whatever arrives while an fsync runs; a linger > 0 also waits that long
-    # after a client append before stepping, for fewer fsyncs at low load.
+    # The quorum.* timing properties. append_linger_ms (quorum.append.linger.ms) is the
+    # leader's accumulator (kraft.core.appends): appends within it become one batch, while the
+    # node goes on serving everything else; group commit merges whatever arrives while an
+    # fsync runs either way.
     timing: QuorumTiming = _DEFAULT_TIMING
     max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE
     # Kafka's listener limits: bytes held in partly received requests over all connections,

@@ -9,6 +9,15 @@ makes every append durable, then the held effects are released in their order. S
 leaves the node before the records it depends on are on disk, however many steps shared that
 fsync (kraft.core.effects).
 
+Coalescing: consecutive plain client appends (no producer id) of one batch become one
+ClientAppend of all their records, so one core step and one record batch; the driver splits
+its outcome (refusal, AppendCommitted offsets, AppendLost) back among them by their record
+counts. Idempotent appends are stepped one by one (each is its own batch, kraft.core.appends).
+With quorum.append.linger.ms, the core's accumulator also puts the appends that arrive within
+the linger into one record batch: a linger delays only the appends; the loop goes on stepping
+fetches, votes and other clients meanwhile, and wakes at the linger's end (the replica's next
+deadline).
+
 Within a batch, client appends are stepped after the other events, so that what a peer's
 message releases (a HWM that answers clients, a Fetch answered from records already durable)
 is not held behind the fsync of this batch's appends. The fsync runs on a worker thread: the
@@ -102,6 +111,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, OffsetAndEpoch, ProducerId
 from kraft.records import KeyValue
+from kraft.server.coalesce import AppendGroups
 from kraft.server.snapshot_store import FileSnapshots, Validation
 from kraft.storage.quorum_state import write_quorum_state
 from kraft.storage.replicated_log import CorruptLogError
@@ -178,7 +188,6 @@ class Driver:
         clock: Clock,
         *,
         voter_ids: tuple[NodeId, ...],
-        append_linger_ms: int = 0,
         trace: TraceFile | None = None,
         snapshot_files: FileSnapshots | None = None,
         quorum_state_version: int = 0,
@@ -196,13 +205,13 @@ class Driver:
         self._clock = clock
         self._voter_ids = voter_ids
         self._qs_version = quorum_state_version
-        self._linger_ms = append_linger_ms
         self._trace = trace
         self._queue: deque[Event] = deque()
         self._wake = asyncio.Event()
         self._flush_pending = False
         self._held: list[Release] = []
         self._pending: dict[int, _Pending] = {}
+        self._groups = AppendGroups()  # coalesced appends (kraft.server.coalesce)
         self._ids = itertools.count(1)
         self._stopping = False
         self._shutdown_done = asyncio.Event()
@@ -261,8 +270,6 @@ class Driver:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
-            if self._linger_ms > 0 and any(isinstance(e, ClientAppend) for e in self._queue):
-                await asyncio.sleep(self._linger_ms / 1000)
             self._step_batch()
             if self._flush_pending:
                 # On a thread (fsync releases the GIL); what is held stays held until it returns.
@@ -293,7 +300,7 @@ class Driver:
         first so that what they release (a HWM that answers clients, a Fetch answered from
         records already durable) is not held behind the fsync of this batch's appends."""
         self.batches += 1
-        appends: list[Event] = []
+        appends: list[ClientAppend] = []
         queue = self._queue
         while queue:
             event = queue.popleft()
@@ -301,7 +308,7 @@ class Driver:
                 appends.append(event)
             else:
                 self._step(event)
-        for event in appends:
+        for event in self._groups.coalesce(appends, functools.partial(next, self._ids)):
             self._step(event)
         for _ in range(_MAX_TICKS_PER_BATCH):
             now = self._clock()
@@ -383,6 +390,8 @@ class Driver:
                 self._emit(functools.partial(self._lost, e))
             elif isinstance(e, StateChanged):
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
+                if e.old is ReplicaState.LEADER:
+                    self._groups.clear()  # their members are answered below
                 if e.old is ReplicaState.LEADER and self._pending:
                     self._emit(functools.partial(self._stepped_down, e.epoch))
             elif isinstance(e, ShutdownComplete):
@@ -486,27 +495,35 @@ class Driver:
 
     def _append_result(self, r: AppendResult) -> None:
         """A refusal is answered now; an accepted append waits for its outcome."""
-        if r.error is not ErrorCode.NONE and r.request_id in self._pending:
+        if r.error is not ErrorCode.NONE:
             why = _APPEND_REFUSALS.get(r.error, r.error.name)
-            self._answer(r.request_id, AppendOutcome(r.error, why, leader_id=r.leader_id))
+            for request_id, _, _ in self._groups.members(r.request_id, Offset(0), Offset(0)):
+                self._answer(request_id, AppendOutcome(r.error, why, leader_id=r.leader_id))
 
     def _committed(self, c: AppendCommitted) -> None:
         leader = self.replica.view().leader_id
-        outcome = AppendOutcome(
-            ErrorCode.NONE, None, c.first_offset, c.last_offset, c.epoch, leader
-        )
-        self._answer(c.request_id, outcome)
+        for request_id, first, last in self._groups.members(
+            c.request_id, c.first_offset, c.last_offset
+        ):
+            self._answer(
+                request_id, AppendOutcome(ErrorCode.NONE, None, first, last, c.epoch, leader)
+            )
 
     def _lost(self, lost: AppendLost) -> None:
-        self._answer(
-            lost.request_id,
-            AppendOutcome(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                f"records {lost.first_offset}..{lost.last_offset} of epoch {lost.epoch} were"
-                " truncated here after a leader change; they are not known to be committed",
-                leader_id=self.replica.view().leader_id,
-            ),
-        )
+        leader = self.replica.view().leader_id
+        for request_id, _, _ in self._groups.members(
+            lost.request_id, lost.first_offset, lost.last_offset
+        ):
+            self._answer(
+                request_id,
+                AppendOutcome(
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    f"records {lost.first_offset}..{lost.last_offset} of epoch {lost.epoch}"
+                    " were truncated here after a leader change; they are not known to be"
+                    " committed",
+                    leader_id=leader,
+                ),
+            )
 
     def _stepped_down(self, epoch: Epoch) -> None:
         """No longer the leader: this node learns its pending appends' outcome only once it

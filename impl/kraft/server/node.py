@@ -271,7 +271,6 @@ class Node:
             transport,
             clock,
             voter_ids=tuple(v.node_id for v in config.voters),
-            append_linger_ms=config.timing.append_linger_ms,
             trace=trace,
             snapshot_files=files,
             # kraft.version 1 (KIP-853) for a dynamic quorum, also one found through

@@ -2,7 +2,9 @@
 
 Every request gets a correlation id and a timer. A response becomes Receive(in_reply_to=the
 request); a refused or lost connection, an undecodable response or the request timeout becomes
-SendFailed, so the core's retry rules apply. Reconnects back off (50 ms doubling to 400 ms).
+SendFailed, so the core's retry rules apply; one for a connection refused, reset or closed by
+the peer says so (`broken`), so that a follower notices a crashed leader at once rather than
+at its fetch timeout (kraft.core.follower). Reconnects back off (50 ms doubling to 400 ms).
 Versions are our highest (PREFERRED_VERSIONS): every node of a cluster speaks this code.
 The leader endpoints a response names (`node_endpoints`, KIP-853: Fetch v17+, Vote,
 BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot) go to `on_endpoints` before the response goes
@@ -136,7 +138,9 @@ class PeerLink:
                 log.debug("cannot connect to node %d: %s", self.node_id, e)
                 self._backoff_ms = min(max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS)
                 self._next_connect_ms = self._clock() + self._backoff_ms
-                self._fail_all()
+                # Refused or unreachable: broken; a connect that timed out says nothing more
+                # than a request that timed out.
+                self._fail_all(broken=not isinstance(e, TimeoutError))
                 return
             if self._closed:
                 writer.close()
@@ -165,7 +169,8 @@ class PeerLink:
             if self._writer is writer:
                 self._writer = None
             writer.close()
-            self._fail_all()
+            # Ended by the peer (EOF, reset) unless this link was closed here.
+            self._fail_all(broken=not self._closed)
 
     def _on_frame(self, frame: bytes) -> None:
         if len(frame) < 4:
@@ -194,7 +199,7 @@ class PeerLink:
         if entry is not None:
             self._submit(SendFailed(self._clock(), self.node_id, entry.request))
 
-    def _fail_all(self) -> None:
+    def _fail_all(self, *, broken: bool = False) -> None:
         self._queued.clear()
         entries, self._in_flight = self._in_flight, {}
         now = self._clock()
@@ -202,7 +207,7 @@ class PeerLink:
             if entry.timer is not None:
                 entry.timer.cancel()
             if not self._closed:
-                self._submit(SendFailed(now, self.node_id, entry.request))
+                self._submit(SendFailed(now, self.node_id, entry.request, broken=broken))
 
     async def close(self) -> None:
         self._closed = True
