@@ -40,6 +40,7 @@ from typing import IO
 
 from refinement.faults import PROFILES
 from refinement.sim_base import (
+    _ADMIN,
     _CLIENT_NEW,
     _CLIENT_SEND,
     _CRASH,
@@ -172,6 +173,8 @@ class Simulator(SimLiveness):
             elif kind == _NODE_CRASH:
                 assert isinstance(a, _Node)
                 self._crash_aimed(a, b)
+            elif kind == _ADMIN:
+                self._admin_event(a, b)
             elif kind == _FORCE_STOP:
                 assert isinstance(a, _Node)
                 if a.replica is not None and a.shutting_down and a.inc == b:

@@ -18,13 +18,15 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.ids import NodeId
 from refinement import invariants as inv
 from refinement.sim_base import _StopRun
-from refinement.sim_clients import SimClients, _ClientRequest
+from refinement import invariants_reconfig as recon
+from refinement.sim_clients import _ClientRequest
+from refinement.sim_reconfig import SimReconfig
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 
-class SimLiveness(SimClients):
+class SimLiveness(SimReconfig):
     """After the fault phase: heal, restart, and require a stable leader and every append
     decided within the bound."""
 
@@ -90,7 +92,21 @@ class SimLiveness(SimClients):
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
                 self.result.lost += 1
             del self._accepted[rid]
+        if self._dynamic:
+            self._reconfig_completes(snap)
         raise _StopRun
+
+    def _reconfig_completes(self, leader: inv.NodeState) -> None:
+        """ReconfigEventuallyCompletes (the spec's liveness property): once faults stop, the
+        settled leader's latest Voters record is committed."""
+        last = max(recon.voter_record_offsets(leader), default=-1)
+        hwm = leader.high_watermark
+        if last >= 0 and (hwm is None or last >= hwm):
+            self._violation(
+                recon.RECONFIG_EVENTUALLY_COMPLETES,
+                f"leader {leader.node_id} (epoch {leader.epoch}, HWM {hwm}) settled with its"
+                f" Voters record at {last} uncommitted",
+            )
 
     def _lagging_observers(self, leader: NodeId) -> list[NodeId]:
         """Observers that do not hold the settled leader's log up to its HWM, or do not know
@@ -112,9 +128,25 @@ class SimLiveness(SimClients):
         if len(leaders) != 1:
             return None
         leader = leaders[0]
+        if self._dynamic:
+            return self._settled_dynamic(leader)
         for vid in self._voter_ids:
             s = self._snaps[vid]
             if vid == leader.node_id:
+                continue
+            if s.state is None or s.epoch != leader.epoch or s.leader_id != leader.node_id:
+                return None
+        return leader.node_id
+
+    def _settled_dynamic(self, leader: inv.NodeState) -> NodeId | None:
+        """A dynamic quorum's leader is settled once it is one of its voters and every voter
+        of its voter set that still exists (its directory not lost) follows it."""
+        voters = leader.voter_history[-1][1]
+        if leader.key not in voters.voters:
+            return None  # a removed leader resigns once its removal commits
+        for key in voters:
+            s = self._snaps[key.id]
+            if key.id == leader.node_id or self._nodes[key.id].key != key:
                 continue
             if s.state is None or s.epoch != leader.epoch or s.leader_id != leader.node_id:
                 return None
