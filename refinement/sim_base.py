@@ -478,6 +478,10 @@ class SimBase:
         """The timing the replicas run with: refinement.sim_faults."""
         raise NotImplementedError
 
+    def _leader_elected(self) -> None:
+        """A replica became leader (dynamic quorum): refinement.sim_reconfig."""
+        raise NotImplementedError
+
     def _check_versions(self, node: _Node, e: CheckVoterVersions) -> None:
         """The leader probes a replica it is asked to add: refinement.sim_reconfig."""
         raise NotImplementedError

@@ -181,6 +181,8 @@ class SimResult:
     voters_removed: int = 0
     changes_acked: int = 0
     voter_disk_losses: int = 0
+    # Voters records truncated away from a running replica's log (a change reverted).
+    voters_truncated: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -222,6 +224,7 @@ class SimResult:
                 f" added={self.voters_added} removed={self.voters_removed}"
                 f" changes_acked={self.changes_acked}"
                 f" voter_disk_losses={self.voter_disk_losses}"
+                f" voters_truncated={self.voters_truncated}"
             )
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:

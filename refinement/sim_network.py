@@ -267,6 +267,8 @@ class SimNetwork(SimBase):
                     actions.append(e.action.value)
                 if e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
+                    if self._dynamic:
+                        self._leader_elected()
                 elif e.action is Action.ADD_VOTER:
                     self.result.voters_added += 1
                 elif e.action is Action.REMOVE_VOTER:

@@ -79,6 +79,8 @@ class _Op:
     # A step of the reassignment in progress (done: the next step follows).
     planned: bool = False
     attempts: int = 0
+    # Waiting to ask again (after a refusal, or with no node to ask).
+    waiting: bool = False
 
 
 class SimReconfig(SimClients):
@@ -118,6 +120,8 @@ class SimReconfig(SimClients):
             end = node.log.end_offset
             if hist[-1][0] >= end:
                 node.voter_hist = tuple((o, v) for o, v in hist if o < end)
+                if node.replica is not None:
+                    self.result.voters_truncated += 1
             return
         found = voter_sets_in(appended)
         if found:
@@ -163,13 +167,18 @@ class SimReconfig(SimClients):
 
     def _reconfig_fault(self) -> None:
         self._push(self.now + self._exp_ms(self._profile.reconfig_rate), _FAULT, _RECONFIG)
-        rng = self._rng
-        if len(self._ops) >= 2 or (self._ops and rng.random() >= _RACE):
+        if self._ops:
             return
         op = self._next_change()
-        if op is not None:
-            self._ops[op.rid] = op
-            self._admin_send(op)
+        if op is None:
+            return
+        self._ops[op.rid] = op
+        self._admin_send(op)
+        if not op.planned and self._rng.random() < _RACE:
+            other = self._next_change()  # a second operator, at the same moment
+            if other is not None and other.voter.id != op.voter.id:
+                self._ops[other.rid] = other
+                self._admin_send(other)
 
     def _new_op(self, add: bool, voter: ReplicaKey, planned: bool = False) -> _Op:
         rid = self._next_op
@@ -257,7 +266,17 @@ class SimReconfig(SimClients):
             return
         lo, hi = _RETRY_MS
         at = self.now + lo + int(self._rng.random() * (hi - lo + 1))
+        op.waiting = True
         self._push(at, _ADMIN, None, ("retry", op.rid * 100 + op.attempts))
+
+    def _leader_elected(self) -> None:
+        """A leader was elected: the operator, told of it, asks again at once what waits for
+        a retry (as a client following the quorum's leader does)."""
+        for op in self._ops.values():
+            if op.waiting:
+                op.waiting = False
+                token = op.rid * 100 + op.attempts
+                self._push(self.now + self._delay(), _ADMIN, None, ("retry", token))
 
     def _admin_done(self, op: _Op, *, ok: bool) -> None:
         self._ops.pop(op.rid, None)
@@ -284,6 +303,7 @@ class SimReconfig(SimClients):
             event = Receive(self.now, ADMIN, msg, None, reply_to=token)
             self._step(target, event, None, int(ADMIN), msg)
         elif what == "retry":
+            op.waiting = False
             self._admin_send(op)
         elif not self._liveness:  # "timeout": no answer, ask again
             self._admin_retry(op)
