@@ -328,5 +328,5 @@ MUTANT_PROFILES: dict[str, str] = {
     "early-voter-change": "partitions+reconfig",
     "two-uncommitted-changes": "none+reconfig",
     "removed-leader-counts-itself": "none+reconfig",
-    "voters-not-reverted": "partitions+reconfig",
+    "voters-not-reverted": "mixed+reconfig",
 }
