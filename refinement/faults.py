@@ -157,7 +157,6 @@ DISK_LOSS = replace(
 )
 
 
-
 def with_reconfig(base: FaultProfile) -> FaultProfile:
     """`base` on a dynamic quorum whose voters an operator changes: `NAME+reconfig`. Two
     spare observers run; where `base` has node faults, voters also lose their disk."""

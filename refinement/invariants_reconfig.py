@@ -9,8 +9,9 @@ voter whose disk was lost comes back as another replica).
 
 - AtMostOneUncommittedVoterChange: no log holds two Voters records that are not committed
   (committed: in the ghost `committed` history, same offset and epoch), the spec's invariant.
-- MajorityReachedHighWatermark, with a changing voter set: every offset below a leader's HWM
-  is held durably by a majority of a voter set its log states at or after HWM - 1. The leader
+- MajorityReachedHighWatermark, with a changing voter set (checked, as the spec's action
+  property, when a leader moves its HWM): every offset below the new HWM is held durably by a
+  majority of a voter set its log states at or after HWM - 1. The leader
   counts the latest set of its log (committed or not) when it moves the HWM, as the spec's
   `Agree` does; a later Voters record may change that set afterwards, and the set in force at
   HWM - 1 alone is not enough (a majority of three after removing one of four voters is not a
@@ -26,8 +27,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from kraft.core.voter_set import VoterSet
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
 from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
 from refinement.invariants import (
     MAJORITY_REACHED_HIGH_WATERMARK,
@@ -45,12 +46,6 @@ VOTER_SET_MATCHES_LOG = "VoterSetMatchesLog"
 RECONFIG_EVENTUALLY_COMPLETES = "ReconfigEventuallyCompletes"
 
 VoterHistory = tuple[tuple[Offset, VoterSet], ...]
-
-
-def voters_at(history: VoterHistory, offset: int) -> VoterSet | None:
-    """The voter set in force at `offset` (the spec's VotersAt), None with no history."""
-    i = bisect_right([o for o, _ in history], offset)
-    return history[max(i - 1, 0)][1] if history else None
 
 
 def sets_from(history: VoterHistory, offset: int) -> list[VoterSet]:
@@ -108,7 +103,9 @@ def majority_reached_high_watermark(
     return None
 
 
-def uncommitted_voter_records(node: NodeState, committed: tuple[EpochCache, Offset]) -> list[Offset]:
+def uncommitted_voter_records(
+    node: NodeState, committed: tuple[EpochCache, Offset]
+) -> list[Offset]:
     cache, end = committed
     out = []
     for o in voter_record_offsets(node):
@@ -126,9 +123,7 @@ def at_most_one_uncommitted_voter_change(
     committed = state.committed
     if committed is None:
         return None
-    nodes: Iterable[NodeState] = (
-        state.nodes.values() if focus is None else [state.nodes[focus]]
-    )
+    nodes: Iterable[NodeState] = state.nodes.values() if focus is None else [state.nodes[focus]]
     for node in nodes:
         pending = uncommitted_voter_records(node, committed)
         if len(pending) > 1:

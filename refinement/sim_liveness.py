@@ -17,8 +17,8 @@ from typing import IO, TYPE_CHECKING, NoReturn
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import NodeId
 from refinement import invariants as inv
-from refinement.sim_base import _StopRun
 from refinement import invariants_reconfig as recon
+from refinement.sim_base import _StopRun
 from refinement.sim_clients import _ClientRequest
 from refinement.sim_reconfig import SimReconfig
 

@@ -43,13 +43,13 @@ from refinement import invariants as inv
 from refinement import invariants_reconfig as recon
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.sim_base import (
-    ADMIN,
     _DELIVER,
     _REQUEST_MESSAGES,
     _REQUEST_OF,
     _REQUEST_TYPES,
     _SEND_FAILED,
     _TICK,
+    ADMIN,
     SimBase,
     _Node,
 )
@@ -467,8 +467,7 @@ class SimNetwork(SimBase):
                 f" {cache}/{end}",
             )
         self._committed = (tuple((e, o) for e, o in leader.epochs if o < hwm), hwm)
-        if leader.epoch > self._committed_epoch:
-            self._committed_epoch = leader.epoch
+        self._committed_epoch = max(self._committed_epoch, leader.epoch)
         return None
 
     def _check_voters(
@@ -538,8 +537,16 @@ class SimNetwork(SimBase):
         ):
             if not self._dynamic:
                 found = inv.majority_reached_high_watermark(after, nid)
-            elif not durable_lost or new.wiped == old.wiped:
-                # A voter's lost disk is a fault the quorum survives, not a lost majority.
+            elif (
+                old.state is ReplicaState.LEADER
+                and not state_changed
+                and hwm_changed
+                and new.high_watermark is not None
+            ):
+                # As the spec's action property: when a leader moves its HWM. A voter that
+                # lost its disk no longer holds what it held, so the state form may break
+                # later (a fault the quorum survives); a new leader's HWM from its follower
+                # days was checked when its leader moved it.
                 found = recon.majority_reached_high_watermark(after, nid)
         if found is None and self._dynamic:
             found = self._check_voters(old, new, after, log_changed, state_changed)

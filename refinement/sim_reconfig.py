@@ -231,9 +231,12 @@ class SimReconfig(SimClients):
         best: _Node | None = None
         for node in self._nodes.values():
             s = self._snaps[node.id]
-            if node.replica is not None and s.state is ReplicaState.LEADER:
-                if best is None or s.epoch > self._snaps[best.id].epoch:
-                    best = node
+            if (
+                node.replica is not None
+                and s.state is ReplicaState.LEADER
+                and (best is None or s.epoch > self._snaps[best.id].epoch)
+            ):
+                best = node
         return best
 
     def _admin_send(self, op: _Op) -> None:
@@ -296,7 +299,9 @@ class SimReconfig(SimClients):
             return  # answered, or asked again since
         if what == "request":
             _, _, msg, inc = payload
-            assert isinstance(target, _Node) and isinstance(msg, AddVoterRequest | RemoveVoterRequest)
+            assert isinstance(target, _Node) and isinstance(
+                msg, AddVoterRequest | RemoveVoterRequest
+            )
             if target.replica is None or target.inc != inc:
                 self._admin_retry(op)  # connection refused
                 return

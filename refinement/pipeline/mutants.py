@@ -36,13 +36,13 @@ from dataclasses import replace
 
 from kraft.core.effects import Effect, ValidateSnapshot
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.leader import LeaderState
+from kraft.core.log_metadata import LogMetadata
 from kraft.core.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     Request,
 )
-from kraft.core.leader import LeaderState
-from kraft.core.log_metadata import LogMetadata
 from kraft.core.reconfig import VoterChanges
 from kraft.core.replica import Replica
 from kraft.core.snapshot_transfer import SnapshotFetcher
@@ -177,9 +177,7 @@ class _TwoUncommittedChanges(VoterChanges):
         return found
 
 
-def _with_voter_changes(
-    setup: NodeSetup, changes: Callable[[Replica], VoterChanges]
-) -> SimReplica:
+def _with_voter_changes(setup: NodeSetup, changes: Callable[[Replica], VoterChanges]) -> SimReplica:
     """The core replica with its voter changes swapped for a subclass."""
     replica = core_replica_factory(setup)
     assert isinstance(replica, Replica)
