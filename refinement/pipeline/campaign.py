@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 ALL = "all"
 # "all": every profile, the snapshots profile's KIP-630 actions among them (KRaft.tla models
 # them and TraceKRaft.tla validates their traces).
-PROFILE_ORDER: tuple[str, ...] = tuple(PROFILES)
+# The `+reconfig` profiles (voter changes) are left out of "all" until TraceKRaft.tla validates
+# AddVoter/RemoveVoter; `--profile NAME+reconfig` runs one of them.
+PROFILE_ORDER: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if not p.dynamic)
 
 
 @dataclass(frozen=True, slots=True)
