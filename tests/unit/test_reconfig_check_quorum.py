@@ -9,9 +9,9 @@ from __future__ import annotations
 from replica_harness import CLUSTER, key
 from test_reconfig import _add, _appended_voters, _ask, _checked, _dynamic, _fetch, _record
 
+from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR
 from kraft.core.messages import RemoveVoterRequest
 from kraft.core.vocabulary import ReplicaState
-from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR
 
 
 def test_a_removed_leader_with_one_voter_left_keeps_leading_until_its_removal_commits() -> None:
