@@ -15,7 +15,8 @@ KIP-853/856: every base profile also has a `NAME+reconfig` variant (`with_reconf
 cluster is bootstrapped as a dynamic quorum (kraft.version 1, a bootstrap Voters record),
 spare replicas start as observers, and an operator (refinement.sim_reconfig) adds and removes
 voters (the leader too) under the base profile's faults; where the base profile has node
-faults, a voter may also lose its disk and come back with a new directory id.
+faults, a leader may crash right after appending a change, and a voter may lose its disk and
+come back with a new directory id.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class FaultProfile:
     # At this rate a random running voter crashes and loses its data directory; it restarts
     # with a new directory id, an observer until the operator adds it back (dynamic only).
     voter_disk_loss_rate: float = 0.0
+    # Per Voters record a leader appends for a change: it crashes right after, before its
+    # next event (the record not yet flushed nor replicated: a crash mid-change).
+    change_crash: float = 0.0
 
     @property
     def snapshots(self) -> bool:
@@ -166,6 +170,7 @@ def with_reconfig(base: FaultProfile) -> FaultProfile:
         reconfig_rate=3.0,
         observers=max(base.observers, 2),
         voter_disk_loss_rate=0.15 if base.has_node_faults else 0.0,
+        change_crash=0.25 if base.has_node_faults else 0.0,
     )
 
 

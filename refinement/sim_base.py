@@ -478,6 +478,10 @@ class SimBase:
         """The timing the replicas run with: refinement.sim_faults."""
         raise NotImplementedError
 
+    def _maybe_crash_mid_change(self, node: _Node, action: str) -> None:
+        """A leader appended a voter change; maybe crash it now: refinement.sim_reconfig."""
+        raise NotImplementedError
+
     def _leader_elected(self) -> None:
         """A replica became leader (dynamic quorum): refinement.sim_reconfig."""
         raise NotImplementedError

@@ -196,6 +196,12 @@ class SimResult:
     def replay_command(self) -> str:
         return self.config.replay_command()
 
+    @property
+    def change_crashes(self) -> int:
+        """Leaders crashed right after appending a voter change (a dynamic profile)."""
+        crashes = self.transfer_crashes
+        return crashes.get("AddVoter", 0) + crashes.get("RemoveVoter", 0)
+
     def summary(self) -> str:
         c = self.config
         line = (
@@ -225,6 +231,7 @@ class SimResult:
                 f" changes_acked={self.changes_acked}"
                 f" voter_disk_losses={self.voter_disk_losses}"
                 f" voters_truncated={self.voters_truncated}"
+                f" change_crashes={self.change_crashes}"
             )
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:

@@ -271,8 +271,10 @@ class SimNetwork(SimBase):
                         self._leader_elected()
                 elif e.action is Action.ADD_VOTER:
                     self.result.voters_added += 1
+                    self._maybe_crash_mid_change(node, e.action.value)
                 elif e.action is Action.REMOVE_VOTER:
                     self.result.voters_removed += 1
+                    self._maybe_crash_mid_change(node, e.action.value)
             elif t is AppendToLog:
                 assert isinstance(e, AppendToLog)
                 try:

@@ -24,6 +24,8 @@ other profile draws nothing here and runs as before.
 - The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
   replica's kraft.version range (0..1) if that exact replica (id and directory id) runs, else
   REQUEST_TIMED_OUT.
+- Crash mid-change (`change_crash`): a leader crashes right after appending a change's Voters
+  record (unflushed, unreplicated); on restart its log no longer holds it.
 - Voter disk loss (`voter_disk_loss_rate`): a running voter crashes and loses its data
   directory; it restarts formatted anew, with a new directory id, so an observer and never the
   voter it was (KIP-856). The operator then removes the old identity and adds the new one (the
@@ -53,7 +55,16 @@ from kraft.ids import ClusterId, NodeId, Offset, ReplicaKey
 from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
-from refinement.sim_base import _ADMIN, _FAULT, _LOCAL, _RECONFIG, _VOTER_DISK_LOSS, ADMIN, _Node
+from refinement.sim_base import (
+    _ADMIN,
+    _FAULT,
+    _LOCAL,
+    _NODE_CRASH,
+    _RECONFIG,
+    _VOTER_DISK_LOSS,
+    ADMIN,
+    _Node,
+)
 from refinement.sim_clients import SimClients
 
 if TYPE_CHECKING:
@@ -153,6 +164,13 @@ class SimReconfig(SimClients):
         self._push(at, _LOCAL, node, (ev, node.inc))
 
     # ------------------------------------------------------------------ faults
+
+    def _maybe_crash_mid_change(self, node: _Node, action: str) -> None:
+        """A crash aimed at this incarnation right after it appended a change's Voters record
+        (queued at this instant: it strikes before any other event of the node)."""
+        rate = self._profile.change_crash
+        if rate and not self._liveness and self._rng.random() < rate:
+            self._push(self.now, _NODE_CRASH, node, (node.inc, action))
 
     def _voter_disk_loss(self) -> None:
         keys = self._current_voters()
