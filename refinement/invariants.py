@@ -130,6 +130,8 @@ class ClusterState:
     # Ghost (KIP-630): the longest history any leader exposed as committed (its epoch cache
     # below its HWM, and that HWM); None where it is not tracked.
     committed: tuple[EpochCache, Offset] | None = None
+    # Ghost (KIP-853): each replica identity whose disk was lost, as it was then.
+    lost: Mapping[ReplicaKey, NodeState] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- log helpers

@@ -15,7 +15,9 @@ voter whose disk was lost comes back as another replica).
   counts the latest set of its log (committed or not) when it moves the HWM, as the spec's
   `Agree` does; a later Voters record may change that set afterwards, and the set in force at
   HWM - 1 alone is not enough (a majority of three after removing one of four voters is not a
-  majority of the four). A removed leader does not count itself (it is not in the set).
+  majority of the four). A removed leader does not count itself (it is not in the set). A
+  voter whose disk was lost counts with what it held then (the ghost `ClusterState.lost`):
+  its Fetch sent before the loss may still arrive and count.
 - LeaderCompleteness: a leader of an epoch later than the one whose leader committed a prefix
   holds that prefix.
 - VoterSetMatchesLog: a running replica's voter set is the latest one its log states (KIP-856:
@@ -61,10 +63,14 @@ def voter_record_offsets(node: NodeState) -> list[Offset]:
     return [o for o, _ in node.voter_history if o >= 0]
 
 
-def holds(leader: NodeState, node: NodeState | None, key: ReplicaKey, hwm: Offset) -> bool:
-    """Replica `key` holds the leader's log below `hwm` durably (flushed, same epochs)."""
+def holds(state: ClusterState, leader: NodeState, key: ReplicaKey, hwm: Offset) -> bool:
+    """Replica `key` holds the leader's log below `hwm` durably (flushed, same epochs); one
+    whose directory was lost, as it held it then (a Fetch it sent before may still count)."""
+    node = state.nodes.get(key.id)
     if node is None or node.key != key:
-        return False  # no such replica any more: its directory was lost
+        node = state.lost.get(key)
+        if node is None:
+            return False
     held = min(
         common_prefix(leader.epochs, leader.log_end_offset, node.epochs, node.log_end_offset),
         node.flushed_offset,
@@ -89,7 +95,7 @@ def majority_reached_high_watermark(
             continue
         tried: list[str] = []
         for voters in sets_from(leader.voter_history, hwm - 1):
-            holders = [k.id for k in voters if holds(leader, state.nodes.get(k.id), k, hwm)]
+            holders = [k.id for k in voters if holds(state, leader, k, hwm)]
             if len(holders) >= voters.majority:
                 break
             tried.append(f"{sorted(voters.ids)}: {sorted(holders)}")

@@ -136,6 +136,7 @@ class SimFaults(SimSnapshots):
         node.persisted = None
         node.wiped += 1
         if self._dynamic:
+            self._lost[node.key] = node.snap
             node.key = ReplicaKey(node.id, directory_of(node.id, node.wiped))
             self._log_voters_changed(node, None)
         node.log_dirty = True

@@ -36,7 +36,7 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
@@ -103,6 +103,8 @@ class SimNetwork(SimBase):
         self._dynamic = self._profile.dynamic
         tracked = snapshots or self._dynamic
         self._committed: tuple[EpochCache, Offset] | None = ((), Offset(0)) if tracked else None
+        # Each replica identity whose disk was lost, as it was then (a dynamic quorum).
+        self._lost: dict[ReplicaKey, NodeState] = {}
         # The highest epoch whose leader extended the committed history (LeaderCompleteness).
         self._committed_epoch = Epoch(0)
         self._fetched: dict[NodeId, dict[NodeId, tuple[int, Epoch, int, Offset]]] = {}
@@ -448,7 +450,12 @@ class SimNetwork(SimBase):
             or cluster.committed is not self._committed
         ):
             cluster = ClusterState(
-                self._snaps, self._voter_set, self._leaders, self._acked_t, self._committed
+                self._snaps,
+                self._voter_set,
+                self._leaders,
+                self._acked_t,
+                self._committed,
+                self._lost,
             )
             self._cluster_cache = cluster
         return cluster
