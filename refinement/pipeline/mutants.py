@@ -326,5 +326,5 @@ MUTANT_PROFILES: dict[str, str] = {
     "early-voter-change": "partitions+reconfig",
     "two-uncommitted-changes": "none+reconfig",
     "removed-leader-counts-itself": "none+reconfig",
-    "voters-not-reverted": "mixed+reconfig",
+    "voters-not-reverted": "shutdowns+reconfig",
 }
