@@ -5,7 +5,8 @@ The simulator (refinement.sim.Simulator) is built in layers, each a class in its
 extending the one below: sim_base (this), sim_network (messages, stepping replicas, applying
 effects, the checks after every step), sim_snapshots (KIP-630, under a profile that takes
 snapshots), sim_faults (node lifecycle and injected faults),
-sim_clients (the simulated client and the commit rule's outcomes), sim_liveness (the liveness
+sim_clients (the simulated client and the commit rule's outcomes), sim_reconfig (KIP-853, under
+a `+reconfig` profile: the dynamic quorum and its operator), sim_liveness (the liveness
 phase), and refinement.sim (configuration, the run loop, the entry points). A lower layer calls
 a few steps of the layers above; they are declared at the end of SimBase.
 """
