@@ -82,31 +82,28 @@ class SimLiveness(SimReconfig):
         if self._profile.disk_loss_rate and self._lagging_observers(leader):
             return  # before deciding leftovers: a live replica may still decide them itself
         snap = self._snaps[leader]
+        accepted = self._accepted
+        if any(a[3] >= snap.epoch for a in accepted.values()):
+            return  # still awaiting its acknowledgement
+        if self._dynamic and self._voter_change_pending(snap):
+            return  # ReconfigEventuallyCompletes: its latest voter change must commit first
         # What is still undecided was accepted by an incarnation that died with it (or by a
-        # live replica that has not caught up yet: its core would decide the same).
-        for rid, (_nid, _first, last, epoch, _at) in list(self._accepted.items()):
-            if epoch >= snap.epoch:
-                return  # still awaiting its acknowledgement
+        # live replica that has not caught up yet: its core would decide the same). Decided
+        # only now, all at once: a live replica may still decide one itself meanwhile.
+        for rid, (_nid, _first, last, epoch, _at) in list(accepted.items()):
             # An older epoch is decided once the leader committed in its own epoch (the
             # probe): either that record is in the committed log or it never will be.
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
                 self.result.lost += 1
-            del self._accepted[rid]
-        if self._dynamic:
-            self._reconfig_completes(snap)
+            del accepted[rid]
         raise _StopRun
 
-    def _reconfig_completes(self, leader: inv.NodeState) -> None:
-        """ReconfigEventuallyCompletes (the spec's liveness property): once faults stop, the
-        settled leader's latest Voters record is committed."""
+    @staticmethod
+    def _voter_change_pending(leader: inv.NodeState) -> bool:
+        """The leader's latest Voters record is not committed yet."""
         last = max(recon.voter_record_offsets(leader), default=-1)
         hwm = leader.high_watermark
-        if last >= 0 and (hwm is None or last >= hwm):
-            self._violation(
-                recon.RECONFIG_EVENTUALLY_COMPLETES,
-                f"leader {leader.node_id} (epoch {leader.epoch}, HWM {hwm}) settled with its"
-                f" Voters record at {last} uncommitted",
-            )
+        return last >= 0 and (hwm is None or last >= hwm)
 
     def _lagging_observers(self, leader: NodeId) -> list[NodeId]:
         """Observers that do not hold the settled leader's log up to its HWM, or do not know
@@ -180,6 +177,19 @@ class SimLiveness(SimReconfig):
                     ),
                 )
         current = sorted(r for r, a in self._accepted.items() if a[3] >= leader.epoch)
+        if (
+            self._dynamic
+            and not current
+            and self._probe is None
+            and not self._pending
+            and self._voter_change_pending(leader)
+        ):
+            self._violation(
+                recon.RECONFIG_EVENTUALLY_COMPLETES,
+                f"within {bound}ms of healing, leader {leader.node_id} (epoch"
+                f" {leader.epoch}, HWM {leader.high_watermark}) did not commit its latest"
+                f" Voters record (at {max(recon.voter_record_offsets(leader))})",
+            )
         self._violation(
             inv.EVENTUALLY_COMMITTED,
             f"within {bound}ms of healing, leader {leader.node_id} (epoch {leader.epoch}, HWM"

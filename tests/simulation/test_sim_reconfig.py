@@ -153,6 +153,26 @@ def test_a_replica_whose_voter_set_is_not_its_logs_breaks_voter_set_matches_log(
     assert found is not None and found.name == recon.VOTER_SET_MATCHES_LOG
 
 
+# --------------------------------------------------------------------------- found by sweeps
+
+
+@pytest.mark.parametrize(
+    ("seed", "profile"),
+    [
+        # The liveness phase decided old-epoch appends before a current-epoch one was
+        # acknowledged; a lagging live replica then decided one itself ("decided twice").
+        (139, "lossy+reconfig"),
+        # A voter change the operator sent before the faults stopped was appended just before
+        # the probe committed: the phase must wait for it (ReconfigEventuallyCompletes).
+        (184, "mixed+reconfig"),
+    ],
+)
+def test_seeds_the_liveness_phase_once_judged_wrongly_pass(seed: int, profile: str) -> None:
+    r = simulate(SimConfig(seed=seed, profile=PROFILES[profile]))
+    assert r.ok, r.summary()
+    assert r.voters_added + r.voters_removed > 0
+
+
 # --------------------------------------------------------------------------- the sweep
 
 
