@@ -49,6 +49,7 @@ HOT_MODULES = (
     "kraft/storage/log_adapter.py",
     "kraft/storage/memory_log.py",
     "refinement/invariants.py",
+    "refinement/invariants_reconfig.py",
     "refinement/sim.py",
     "refinement/sim_base.py",
     "refinement/sim_config.py",
@@ -56,6 +57,7 @@ HOT_MODULES = (
     "refinement/sim_faults.py",
     "refinement/sim_liveness.py",
     "refinement/sim_network.py",
+    "refinement/sim_reconfig.py",
     "refinement/sim_snapshots.py",
 )
 PACKAGES = ("kraft", "refinement")

@@ -10,6 +10,13 @@ profile has node faults, a node may also crash at each step of a transfer (after
 written, between validation and install, right after install), and where it has message faults,
 a chunk may arrive corrupted. `disk-loss` adds observers that lose their whole data directory.
 A base profile itself draws nothing for snapshots: its traces are those it always had.
+
+KIP-853/856: every base profile also has a `NAME+reconfig` variant (`with_reconfig`): the
+cluster is bootstrapped as a dynamic quorum (kraft.version 1, a bootstrap Voters record),
+spare replicas start as observers, and an operator (refinement.sim_reconfig) adds and removes
+voters (the leader too) under the base profile's faults; where the base profile has node
+faults, a leader may crash right after appending a change, and a voter may lose its disk and
+come back with a new directory id.
 """
 
 from __future__ import annotations
@@ -70,10 +77,24 @@ class FaultProfile:
     # refused: SendFailed(broken=True), so that a follower of a crashed leader stands early
     # (kraft.core.follower). False: a plain SendFailed, as before.
     notice_breaks: bool = False
+    # KIP-853 (the `+reconfig` profiles): a dynamic quorum, and an operator sending
+    # AddRaftVoter/RemoveRaftVoter at this rate (0: the static voter set, as before).
+    reconfig_rate: float = 0.0
+    # At this rate a random running voter crashes and loses its data directory; it restarts
+    # with a new directory id, an observer until the operator adds it back (dynamic only).
+    voter_disk_loss_rate: float = 0.0
+    # Per Voters record a leader appends for a change: it crashes right after, before its
+    # next event (the record not yet flushed nor replicated: a crash mid-change).
+    change_crash: float = 0.0
 
     @property
     def snapshots(self) -> bool:
         return self.snapshot_rate > 0
+
+    @property
+    def dynamic(self) -> bool:
+        """A dynamic quorum (kraft.version 1) whose voter set an operator changes."""
+        return self.reconfig_rate > 0
 
     @property
     def has_node_faults(self) -> bool:
@@ -143,10 +164,32 @@ DISK_LOSS = replace(
     observers=2,
 )
 
+
+def with_reconfig(base: FaultProfile) -> FaultProfile:
+    """`base` on a dynamic quorum whose voters an operator changes: `NAME+reconfig`. Two
+    spare observers run; where `base` has node faults, voters also lose their disk."""
+    return replace(
+        base,
+        name=f"{base.name}+reconfig",
+        reconfig_rate=3.0,
+        observers=max(base.observers, 2),
+        voter_disk_loss_rate=0.15 if base.has_node_faults else 0.0,
+        change_crash=0.25 if base.has_node_faults else 0.0,
+    )
+
+
 BASE_PROFILES = (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
 PROFILES: dict[str, FaultProfile] = {
     p.name: p
-    for p in (*BASE_PROFILES, SNAPSHOTS, *(with_snapshots(b) for b in BASE_PROFILES), DISK_LOSS)
+    for p in (
+        *BASE_PROFILES,
+        SNAPSHOTS,
+        *(with_snapshots(b) for b in BASE_PROFILES),
+        DISK_LOSS,
+        *(with_reconfig(b) for b in BASE_PROFILES),
+    )
 }
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
+# The profiles whose voter set changes (each run by the reconfiguration sweeps).
+RECONFIG_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.dynamic)

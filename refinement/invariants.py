@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from kraft.core import quorum_math as qm
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.core.voter_set import VoterSet
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_snapshots import snapshot_problem
 
 EpochCache = tuple[tuple[Epoch, Offset], ...]
@@ -97,6 +98,11 @@ class NodeState:
     snapshots: tuple[tuple[OffsetAndEpoch, EpochCache], ...] = ()
     # How many times the node lost its whole data directory: its persisted epoch starts over.
     wiped: int = 0
+    # KIP-853: who the node is now (its directory id changes when a voter's disk is lost),
+    # and, for a dynamic quorum, the voter sets its log states by offset (the bootstrap's at
+    # -1, then each Voters record's); empty: the static voter set (ClusterState.voters).
+    key: ReplicaKey | None = None
+    voter_history: tuple[tuple[Offset, VoterSet], ...] = ()
 
     @property
     def up(self) -> bool:
@@ -124,6 +130,8 @@ class ClusterState:
     # Ghost (KIP-630): the longest history any leader exposed as committed (its epoch cache
     # below its HWM, and that HWM); None where it is not tracked.
     committed: tuple[EpochCache, Offset] | None = None
+    # Ghost (KIP-853): each replica identity whose disk was lost, as it was then.
+    lost: Mapping[ReplicaKey, NodeState] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- log helpers

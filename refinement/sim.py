@@ -12,10 +12,15 @@ quorum-state survives) or shut down gracefully, as the fault profile says; under
 takes snapshots (refinement.faults: "snapshots", "NAME+snapshots", "disk-loss") replicas also
 snapshot, move their log start and fetch snapshots in chunks (refinement.sim_snapshots), which
 may be corrupted, and crash mid-transfer; under disk-loss, observers lose their whole disk.
+Under a `NAME+reconfig` profile the quorum is dynamic (KIP-853) and an operator adds and
+removes voters meanwhile (refinement.sim_reconfig): leaders crash mid-change, changes are
+truncated away, removed leaders resign, voters lose their disk and return as new replicas.
 The liveness phase then heals everything, restarts stopped nodes, and requires within a bound
 a leader that every voter follows (EventuallyLeaderElected) and every client append answered
 and decided, plus a fresh probe append acknowledged (EventuallyCommitted), and under
-disk-loss every observer caught up (EventuallyCaughtUp).
+disk-loss every observer caught up (EventuallyCaughtUp); under a `+reconfig` profile the
+settled leader is one of its voters and its latest voter change is committed
+(ReconfigEventuallyCompletes).
 
 The client hears the core's commit rule (kraft.core.commits), as the node's clients do: an
 accepted append is acknowledged when the accepting replica emits AppendCommitted, counted lost
@@ -40,6 +45,7 @@ from typing import IO
 
 from refinement.faults import PROFILES
 from refinement.sim_base import (
+    _ADMIN,
     _CLIENT_NEW,
     _CLIENT_SEND,
     _CRASH,
@@ -172,6 +178,8 @@ class Simulator(SimLiveness):
             elif kind == _NODE_CRASH:
                 assert isinstance(a, _Node)
                 self._crash_aimed(a, b)
+            elif kind == _ADMIN:
+                self._admin_event(a, b)
             elif kind == _FORCE_STOP:
                 assert isinstance(a, _Node)
                 if a.replica is not None and a.shutting_down and a.inc == b:

@@ -5,7 +5,8 @@ The simulator (refinement.sim.Simulator) is built in layers, each a class in its
 extending the one below: sim_base (this), sim_network (messages, stepping replicas, applying
 effects, the checks after every step), sim_snapshots (KIP-630, under a profile that takes
 snapshots), sim_faults (node lifecycle and injected faults),
-sim_clients (the simulated client and the commit rule's outcomes), sim_liveness (the liveness
+sim_clients (the simulated client and the commit rule's outcomes), sim_reconfig (KIP-853, under
+a `+reconfig` profile: the dynamic quorum and its operator), sim_liveness (the liveness
 phase), and refinement.sim (configuration, the run loop, the entry points). A lower layer calls
 a few steps of the layers above; they are declared at the end of SimBase.
 """
@@ -18,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, NoReturn
 
-from kraft.core.effects import AppendResult, Effect, ElectionState
+from kraft.core.effects import AppendResult, CheckVoterVersions, Effect, ElectionState
 from kraft.core.events import (
     ClientAppend,
     CreateSnapshot,
@@ -44,6 +45,7 @@ from kraft.core.messages import (
     VoteResponse,
 )
 from kraft.core.timing import QuorumTiming
+from kraft.core.voter_set import VoterSet
 from kraft.ids import DirectoryId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
@@ -73,6 +75,7 @@ _SEND_FAILED = 7
 _FORCE_STOP = 8
 _LOCAL = 9  # a driver's answer to an effect (KIP-630: SnapshotWritten, SnapshotValidated)
 _NODE_CRASH = 10  # a crash aimed at one incarnation (KIP-630: mid-transfer)
+_ADMIN = 11  # the operator's AddRaftVoter/RemoveRaftVoter, or its answer (KIP-853)
 
 # (virtual time, sequence number, kind, two payload slots whose meaning depends on kind)
 _HeapEntry = tuple[int, int, int, object, object]
@@ -82,6 +85,11 @@ _CRASH = "crash"
 _SHUTDOWN = "shutdown"
 _SNAPSHOT = "snapshot"
 _DISK_LOSS = "disk-loss"
+_VOTER_DISK_LOSS = "voter-disk-loss"
+_RECONFIG = "reconfig"
+
+# The operator's address: voter changes come from it and their answers go to it (KIP-853).
+ADMIN = NodeId(-1)
 
 _REQUEST_OF: dict[type, type] = {
     VoteResponse: VoteRequest,
@@ -93,9 +101,10 @@ _REQUEST_OF: dict[type, type] = {
 _REQUEST_TYPES = frozenset(_REQUEST_OF.values())
 
 
-def directory_of(node: NodeId) -> DirectoryId:
-    """Deterministic, non-zero storage ids, so the id alone names a replica in traces."""
-    return DirectoryId(uuid.UUID(int=(0x5E1 << 64) | node))
+def directory_of(node: NodeId, generation: int = 0) -> DirectoryId:
+    """Deterministic, non-zero storage ids, so the id alone names a replica in traces; a
+    voter that lost its disk under a dynamic quorum is formatted again: `generation` > 0."""
+    return DirectoryId(uuid.UUID(int=(0x5E1 << 64) | (generation << 32) | node))
 
 
 class _StopRun(Exception):  # noqa: N818 (control flow, not an error)
@@ -119,6 +128,7 @@ class _Node:
         "stop_requested",
         "tick_at",
         "view",
+        "voter_hist",
         "wiped",
     )
 
@@ -142,6 +152,9 @@ class _Node:
         self.start_since = 0
         # How many times the node lost its whole data directory (the disk-loss profile).
         self.wiped = 0
+        # KIP-853 (a dynamic quorum): the voter sets its storage states, by offset (the
+        # bootstrap's at -1, then its log's Voters records); empty for a static quorum.
+        self.voter_hist: tuple[tuple[Offset, VoterSet], ...] = ()
         self.snap = NodeState(
             node_id=node_id,
             incarnation=0,
@@ -376,6 +389,8 @@ class SimBase:
                 start_offset=log.start_offset,
                 snapshots=held,
                 wiped=node.wiped,
+                key=node.key,
+                voter_history=node.voter_hist,
             )
         v = replica.view()
         if (
@@ -386,6 +401,7 @@ class SimBase:
             and epochs is old.epochs
             and held is old.snapshots
             and log.start_offset == old.log_start_offset
+            and node.voter_hist is old.voter_history
         ):
             return old  # a replica that keeps its view object unchanged changed nothing
         node.view = v
@@ -412,6 +428,8 @@ class SimBase:
             v.log_start_offset,
             held,
             node.wiped,
+            node.key,
+            node.voter_hist,
         )
 
     def _violation(self, name: str, detail: str) -> NoReturn:
@@ -459,4 +477,24 @@ class SimBase:
 
     def _timing_of(self) -> QuorumTiming:
         """The timing the replicas run with: refinement.sim_faults."""
+        raise NotImplementedError
+
+    def _maybe_crash_mid_change(self, node: _Node, action: str) -> None:
+        """A leader appended a voter change; maybe crash it now: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _leader_elected(self) -> None:
+        """A replica became leader (dynamic quorum): refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _check_versions(self, node: _Node, e: CheckVoterVersions) -> None:
+        """The leader probes a replica it is asked to add: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _admin_answer(self, src: _Node, msg: Message, reply_to: int | None) -> None:
+        """A voter change's answer to the operator: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _log_voters_changed(self, node: _Node, appended: bytes | memoryview | None) -> None:
+        """The node's log gained these batches (None: it shrank): refinement.sim_reconfig."""
         raise NotImplementedError

@@ -13,6 +13,7 @@ from kraft.core.effects import Effect, ElectionState
 from kraft.core.events import Event
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
@@ -108,6 +109,9 @@ class NodeSetup:
     now_ms: int
     # KIP-630: the node's snapshots, under a profile that takes them (None: no snapshots).
     snapshots: MemorySnapshots | None = None
+    # KIP-853 (a dynamic quorum): the voter sets its storage states, by offset (the bootstrap
+    # checkpoint's at -1, then its log's Voters records), as `LogState.voter_history`.
+    voter_history: tuple[tuple[Offset, VoterSet], ...] = ()
 
 
 ReplicaFactory = Callable[[NodeSetup], SimReplica]
@@ -122,6 +126,8 @@ def core_replica_factory(setup: NodeSetup) -> SimReplica:
     state = log_state_of(setup.log)
     if setup.snapshots is not None:
         state = replace(state, snapshots=tuple(setup.snapshots.complete))
+    if setup.voter_history:
+        state = replace(state, voter_history=setup.voter_history)
     replica: SimReplica = Replica(
         config,
         election_state=setup.election_state,
@@ -169,6 +175,14 @@ class SimResult:
     # Transfers abandoned because the leader or epoch changed while they ran.
     transfers_leader_changed: int = 0
     recovery_ms: int | None = None
+    # KIP-853 (a dynamic profile): AddVoter/RemoveVoter actions taken (Voters records
+    # appended for a change), changes the operator saw succeed, and voters that lost a disk.
+    voters_added: int = 0
+    voters_removed: int = 0
+    changes_acked: int = 0
+    voter_disk_losses: int = 0
+    # Voters records truncated away from a running replica's log (a change reverted).
+    voters_truncated: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -181,6 +195,12 @@ class SimResult:
     @property
     def replay_command(self) -> str:
         return self.config.replay_command()
+
+    @property
+    def change_crashes(self) -> int:
+        """Leaders crashed right after appending a voter change (a dynamic profile)."""
+        crashes = self.transfer_crashes
+        return crashes.get("AddVoter", 0) + crashes.get("RemoveVoter", 0)
 
     def summary(self) -> str:
         c = self.config
@@ -205,6 +225,14 @@ class SimResult:
             ):
                 if value:
                     line += f" {name}={value}"
+        if c.profile.dynamic:
+            line += (
+                f" added={self.voters_added} removed={self.voters_removed}"
+                f" changes_acked={self.changes_acked}"
+                f" voter_disk_losses={self.voter_disk_losses}"
+                f" voters_truncated={self.voters_truncated}"
+                f" change_crashes={self.change_crashes}"
+            )
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from kraft.core.events import Shutdown
 from kraft.core.timing import QuorumTiming
-from kraft.ids import ClusterId, NodeId
+from kraft.ids import ClusterId, NodeId, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
 from refinement.sim_base import (
@@ -23,12 +23,15 @@ from refinement.sim_base import (
     _FORCE_STOP,
     _HEAL,
     _PARTITION,
+    _RECONFIG,
     _RESTART,
     _SHUTDOWN,
     _SNAPSHOT,
+    _VOTER_DISK_LOSS,
     _links_json,
     _Node,
     _StopRun,
+    directory_of,
 )
 from refinement.sim_snapshots import SimSnapshots
 
@@ -59,6 +62,7 @@ class SimFaults(SimSnapshots):
             rng=rng,
             now_ms=self.now,
             snapshots=node.snaps,
+            voter_history=node.voter_hist,
         )
         try:
             replica = self._factory(setup)
@@ -91,11 +95,25 @@ class SimFaults(SimSnapshots):
     def _crash(self, node: _Node) -> None:
         node.replica = None
         node.log.simulate_crash()
+        if self._dynamic:
+            self._log_voters_changed(node, None)
         if node.snaps is not None:
             node.snaps.parts.clear()  # a snapshot being fetched is lost; complete ones stay
         node.log_dirty = True
         self.result.crashes += 1
         self._node_stopped(node, "Crash")
+
+    def _current_voters(self) -> frozenset[ReplicaKey]:
+        """The dynamic quorum's voter set: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _voter_disk_loss(self) -> None:
+        """A running voter loses its disk: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _reconfig_fault(self) -> None:
+        """The operator's next voter change: refinement.sim_reconfig."""
+        raise NotImplementedError
 
     def _crash_aimed(self, node: _Node, payload: object) -> None:
         """A crash aimed at one incarnation right after a step of a snapshot transfer (named
@@ -110,12 +128,17 @@ class SimFaults(SimSnapshots):
             self._crash(node)
 
     def _lose_disk(self, node: _Node) -> None:
-        """The node crashes and its data directory is gone: it restarts empty."""
+        """The node crashes and its data directory is gone: it restarts empty (under a
+        dynamic quorum formatted anew: a new directory id, so a new replica key)."""
         node.replica = None
         node.log = MemoryLog()
-        node.snaps = MemorySnapshots()
+        node.snaps = MemorySnapshots() if self._profile.snapshots or not self._dynamic else None
         node.persisted = None
         node.wiped += 1
+        if self._dynamic:
+            self._lost[node.key] = node.snap
+            node.key = ReplicaKey(node.id, directory_of(node.id, node.wiped))
+            self._log_voters_changed(node, None)
         node.log_dirty = True
         self.result.disk_losses += 1
         self._node_stopped(node, "LoseDisk")
@@ -166,6 +189,11 @@ class SimFaults(SimSnapshots):
             if up:
                 self._lose_disk(up[int(self._rng.random() * len(up))])
             self._push(self.now + self._exp_ms(p.disk_loss_rate), _FAULT, kind)
+        elif kind == _VOTER_DISK_LOSS:
+            self._voter_disk_loss()
+            self._push(self.now + self._exp_ms(p.voter_disk_loss_rate), _FAULT, kind)
+        elif kind == _RECONFIG:
+            self._reconfig_fault()
 
     def _pick_victim(self) -> _Node | None:
         up = [n for n in self._nodes.values() if n.replica is not None and not n.shutting_down]
@@ -175,16 +203,25 @@ class SimFaults(SimSnapshots):
         return victim if self._may_stop(victim) else None
 
     def _may_stop(self, node: _Node) -> bool:
-        """An observer may always stop; a voter while fewer than the profile's cap are down."""
-        if not node.is_voter:
+        """An observer may always stop; a voter while fewer than the profile's cap are down
+        (under a dynamic quorum: the voters of the latest voter set, a voter whose directory
+        was lost counted as down)."""
+        voters = self._voter_ids
+        if self._dynamic:
+            keys = self._current_voters()
+            if node.key not in keys:
+                return True
+            voters = tuple(k.id for k in keys if self._nodes[k.id].key == k)
+            dead = len(keys) - len(voters)
+        elif not node.is_voter:
             return True
+        else:
+            dead = 0
         cap = self._profile.max_down
         if cap is None:
-            cap = (len(self._voter_ids) - 1) // 2
-        down = sum(
-            1
-            for i in self._voter_ids
-            if self._nodes[i].replica is None or self._nodes[i].shutting_down
+            cap = (len(voters) + dead - 1) // 2
+        down = dead + sum(
+            1 for i in voters if self._nodes[i].replica is None or self._nodes[i].shutting_down
         )
         return down < cap
 

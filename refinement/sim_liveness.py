@@ -17,14 +17,16 @@ from typing import IO, TYPE_CHECKING, NoReturn
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import NodeId
 from refinement import invariants as inv
+from refinement import invariants_reconfig as recon
 from refinement.sim_base import _StopRun
-from refinement.sim_clients import SimClients, _ClientRequest
+from refinement.sim_clients import _ClientRequest
+from refinement.sim_reconfig import SimReconfig
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
 
 
-class SimLiveness(SimClients):
+class SimLiveness(SimReconfig):
     """After the fault phase: heal, restart, and require a stable leader and every append
     decided within the bound."""
 
@@ -80,17 +82,28 @@ class SimLiveness(SimClients):
         if self._profile.disk_loss_rate and self._lagging_observers(leader):
             return  # before deciding leftovers: a live replica may still decide them itself
         snap = self._snaps[leader]
+        accepted = self._accepted
+        if any(a[3] >= snap.epoch for a in accepted.values()):
+            return  # still awaiting its acknowledgement
+        if self._dynamic and self._voter_change_pending(snap):
+            return  # ReconfigEventuallyCompletes: its latest voter change must commit first
         # What is still undecided was accepted by an incarnation that died with it (or by a
-        # live replica that has not caught up yet: its core would decide the same).
-        for rid, (_nid, _first, last, epoch, _at) in list(self._accepted.items()):
-            if epoch >= snap.epoch:
-                return  # still awaiting its acknowledgement
+        # live replica that has not caught up yet: its core would decide the same). Decided
+        # only now, all at once: a live replica may still decide one itself meanwhile.
+        for rid, (_nid, _first, last, epoch, _at) in list(accepted.items()):
             # An older epoch is decided once the leader committed in its own epoch (the
             # probe): either that record is in the committed log or it never will be.
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
                 self.result.lost += 1
-            del self._accepted[rid]
+            del accepted[rid]
         raise _StopRun
+
+    @staticmethod
+    def _voter_change_pending(leader: inv.NodeState) -> bool:
+        """The leader's latest Voters record is not committed yet."""
+        last = max(recon.voter_record_offsets(leader), default=-1)
+        hwm = leader.high_watermark
+        return last >= 0 and (hwm is None or last >= hwm)
 
     def _lagging_observers(self, leader: NodeId) -> list[NodeId]:
         """Observers that do not hold the settled leader's log up to its HWM, or do not know
@@ -112,9 +125,25 @@ class SimLiveness(SimClients):
         if len(leaders) != 1:
             return None
         leader = leaders[0]
+        if self._dynamic:
+            return self._settled_dynamic(leader)
         for vid in self._voter_ids:
             s = self._snaps[vid]
             if vid == leader.node_id:
+                continue
+            if s.state is None or s.epoch != leader.epoch or s.leader_id != leader.node_id:
+                return None
+        return leader.node_id
+
+    def _settled_dynamic(self, leader: inv.NodeState) -> NodeId | None:
+        """A dynamic quorum's leader is settled once it is one of its voters and every voter
+        of its voter set that still exists (its directory not lost) follows it."""
+        voters = leader.voter_history[-1][1]
+        if leader.key not in voters.voters:
+            return None  # a removed leader resigns once its removal commits
+        for key in voters:
+            s = self._snaps[key.id]
+            if key.id == leader.node_id or self._nodes[key.id].key != key:
                 continue
             if s.state is None or s.epoch != leader.epoch or s.leader_id != leader.node_id:
                 return None
@@ -148,6 +177,19 @@ class SimLiveness(SimClients):
                     ),
                 )
         current = sorted(r for r, a in self._accepted.items() if a[3] >= leader.epoch)
+        if (
+            self._dynamic
+            and not current
+            and self._probe is None
+            and not self._pending
+            and self._voter_change_pending(leader)
+        ):
+            self._violation(
+                recon.RECONFIG_EVENTUALLY_COMPLETES,
+                f"within {bound}ms of healing, leader {leader.node_id} (epoch"
+                f" {leader.epoch}, HWM {leader.high_watermark}) did not commit its latest"
+                f" Voters record (at {max(recon.voter_record_offsets(leader))})",
+            )
         self._violation(
             inv.EVENTUALLY_COMMITTED,
             f"within {bound}ms of healing, leader {leader.node_id} (epoch {leader.epoch}, HWM"

@@ -15,6 +15,7 @@ from kraft.core.effects import (
     AppendLost,
     AppendResult,
     AppendToLog,
+    CheckVoterVersions,
     Effect,
     FlushLog,
     HighWatermarkMoved,
@@ -35,10 +36,11 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
+from refinement import invariants_reconfig as recon
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.sim_base import (
     _DELIVER,
@@ -47,6 +49,7 @@ from refinement.sim_base import (
     _REQUEST_TYPES,
     _SEND_FAILED,
     _TICK,
+    ADMIN,
     SimBase,
     _Node,
 )
@@ -95,7 +98,15 @@ class SimNetwork(SimBase):
         # (LogStartBelowLiveReplicas); the Fetch being handled in this step (leader, fetcher,
         # offset), and whether its answer refused it (an error, a divergence, a snapshot id).
         snapshots = self._profile.snapshots
-        self._committed: tuple[EpochCache, Offset] | None = ((), Offset(0)) if snapshots else None
+        # KIP-853: a dynamic quorum (voter changes) tracks the committed history too
+        # (AtMostOneUncommittedVoterChange, LeaderCompleteness).
+        self._dynamic = self._profile.dynamic
+        tracked = snapshots or self._dynamic
+        self._committed: tuple[EpochCache, Offset] | None = ((), Offset(0)) if tracked else None
+        # Each replica identity whose disk was lost, as it was then (a dynamic quorum).
+        self._lost: dict[ReplicaKey, NodeState] = {}
+        # The highest epoch whose leader extended the committed history (LeaderCompleteness).
+        self._committed_epoch = Epoch(0)
         self._fetched: dict[NodeId, dict[NodeId, tuple[int, Epoch, int, Offset]]] = {}
         self._fetch_in_step: tuple[NodeId, NodeId, Offset] | None = None
         self._fetch_refused = False
@@ -154,7 +165,7 @@ class SimNetwork(SimBase):
                 del self._chunk_awaited[key]
             else:
                 self.result.chunks_stale += 1
-        if mtype is FetchRequest and self._committed is not None:
+        if mtype is FetchRequest and self._profile.snapshots:
             assert isinstance(msg, FetchRequest)
             self._step_fetch(dst, event, msg, NodeId(src_id))
             return
@@ -249,6 +260,9 @@ class SimNetwork(SimBase):
             t = type(e)
             if t is Send:
                 assert isinstance(e, Send)
+                if e.dst == ADMIN and self._dynamic:
+                    self._admin_answer(node, e.message, e.reply_to)
+                    continue
                 self._send(node, e.dst, e.message, answering, src_id)
             elif t is ActionTaken:
                 assert isinstance(e, ActionTaken)
@@ -256,6 +270,14 @@ class SimNetwork(SimBase):
                     actions.append(e.action.value)
                 if e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
+                    if self._dynamic:
+                        self._leader_elected()
+                elif e.action is Action.ADD_VOTER:
+                    self.result.voters_added += 1
+                    self._maybe_crash_mid_change(node, e.action.value)
+                elif e.action is Action.REMOVE_VOTER:
+                    self.result.voters_removed += 1
+                    self._maybe_crash_mid_change(node, e.action.value)
             elif t is AppendToLog:
                 assert isinstance(e, AppendToLog)
                 try:
@@ -270,6 +292,8 @@ class SimNetwork(SimBase):
                         f" {e.epoch} at log end {log.end_offset}: {exc}",
                     )
                 node.log_dirty = True
+                if self._dynamic:
+                    self._log_voters_changed(node, e.data)
             elif t is FlushLog:
                 log.flush()
             elif t is HighWatermarkMoved:
@@ -286,6 +310,8 @@ class SimNetwork(SimBase):
                         "EffectRejected", f"node {node.id} TruncateLog({e.offset}): {exc}"
                     )
                 node.log_dirty = True
+                if self._dynamic:
+                    self._log_voters_changed(node, None)
             elif t is AppendResult:
                 assert isinstance(e, AppendResult)
                 self._append_result(node, e)
@@ -296,6 +322,9 @@ class SimNetwork(SimBase):
                 node.stop_requested = True
             elif t is StateChanged:
                 pass
+            elif t is CheckVoterVersions:
+                assert isinstance(e, CheckVoterVersions)
+                self._check_versions(node, e)
             elif node.snaps is not None:
                 self._snapshot_effect(node, e)
 
@@ -422,7 +451,12 @@ class SimNetwork(SimBase):
             or cluster.committed is not self._committed
         ):
             cluster = ClusterState(
-                self._snaps, self._voter_set, self._leaders, self._acked_t, self._committed
+                self._snaps,
+                self._voter_set,
+                self._leaders,
+                self._acked_t,
+                self._committed,
+                self._lost,
             )
             self._cluster_cache = cluster
         return cluster
@@ -443,7 +477,30 @@ class SimNetwork(SimBase):
                 f" {cache}/{end}",
             )
         self._committed = (tuple((e, o) for e, o in leader.epochs if o < hwm), hwm)
+        self._committed_epoch = max(self._committed_epoch, leader.epoch)
         return None
+
+    def _check_voters(
+        self,
+        old: NodeState,
+        new: NodeState,
+        after: ClusterState,
+        log_changed: bool,
+        state_changed: bool,
+    ) -> Violation | None:
+        """The dynamic quorum's checkers (refinement.invariants_reconfig), focused."""
+        nid = new.node_id
+        found: Violation | None = None
+        if log_changed or new.voter_history is not old.voter_history:
+            found = recon.at_most_one_uncommitted_voter_change(after, nid)
+        if found is None and state_changed and new.state is ReplicaState.LEADER:
+            found = recon.leader_completeness(after, nid, self._committed_epoch)
+        node = self._nodes[nid]
+        if found is None and node.replica is not None:
+            believed: tuple[NodeId, ...] | None = getattr(node.replica.view(), "voters", None)
+            if believed is not None:
+                found = recon.voter_set_matches_log(new, believed)
+        return found
 
     def _check_node(self, old: NodeState, new: NodeState) -> None:
         """Run, focused on the node, each invariant whose inputs about it changed in a way
@@ -488,7 +545,21 @@ class SimNetwork(SimBase):
         if found is None and (
             durable_lost or (new.state is ReplicaState.LEADER and (hwm_changed or state_changed))
         ):
-            found = inv.majority_reached_high_watermark(after, nid)
+            if not self._dynamic:
+                found = inv.majority_reached_high_watermark(after, nid)
+            elif (
+                old.state is ReplicaState.LEADER
+                and not state_changed
+                and hwm_changed
+                and new.high_watermark is not None
+            ):
+                # As the spec's action property: when a leader moves its HWM. A voter that
+                # lost its disk no longer holds what it held, so the state form may break
+                # later (a fault the quorum survives); a new leader's HWM from its follower
+                # days was checked when its leader moved it.
+                found = recon.majority_reached_high_watermark(after, nid)
+        if found is None and self._dynamic:
+            found = self._check_voters(old, new, after, log_changed, state_changed)
         if found is None and (state_changed or hwm_changed or not extended):
             if not state_changed and extended and old.high_watermark is not None:
                 # Only the HWM moved: acknowledgements below the old one were checked.

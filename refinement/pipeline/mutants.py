@@ -14,6 +14,18 @@ tests/simulation/test_sim_mutants.py):
 - install-unvalidated: a fetched snapshot is installed once its last chunk is written, before
   the driver validated it (SnapshotIntact, when a corrupted chunk came in).
 
+KIP-853/856, under the `+reconfig` profiles (a dynamic quorum and an operator changing it):
+
+- early-voter-change: a leader accepts a voter change before its epoch's LeaderChange record
+  commits (Ongaro's bug of single-server changes), so before it knows whether the Voters record
+  it inherited is committed (AtMostOneUncommittedVoterChange);
+- two-uncommitted-changes: no one-at-a-time rule: a change is accepted while another is pending
+  or its Voters record uncommitted (AtMostOneUncommittedVoterChange);
+- removed-leader-counts-itself: a leader that removed itself still counts its own log end
+  toward the HWM (MajorityReachedHighWatermark);
+- voters-not-reverted: a Voters record truncated away leaves its voter set in force
+  (VoterSetMatchesLog: the replica's voter set is not the one its log states).
+
 Mutants are looked up by name on the executors, so only the name crosses the wire.
 """
 
@@ -24,15 +36,19 @@ from dataclasses import replace
 
 from kraft.core.effects import Effect, ValidateSnapshot
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.leader import LeaderState
+from kraft.core.log_metadata import LogMetadata
 from kraft.core.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     Request,
 )
+from kraft.core.reconfig import VoterChanges
 from kraft.core.replica import Replica
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.snapshots import NO_SNAPSHOTS, SnapshotRole, SnapshotSource
 from kraft.core.vocabulary import ReplicaState
+from kraft.errors import ErrorCode
 from kraft.ids import NodeId, Offset, OffsetAndEpoch
 from refinement.sim import (
     NodeSetup,
@@ -126,6 +142,134 @@ class _InstallUnvalidated(SnapshotFetcher):
             self.on_validated(SnapshotValidated(r._now, t.snapshot_id, True))
 
 
+# --------------------------------------------------------------------------- KIP-853/856
+
+_WAIT_FOR_HWM = "Request timed out waiting for leader to establish HWM"
+_WAIT_FOR_VOTERS = "Request timed out waiting for voters to commit"
+
+
+class _EarlyVoterChange(VoterChanges):
+    """Accepts a change before the epoch's LeaderChange record commits (KIP-856: a leader
+    waits for it, which also commits any Voters record it inherited)."""
+
+    __slots__ = ()
+
+    def _change_refusal(self, verb: str) -> tuple[ErrorCode, str] | None:
+        found = super()._change_refusal(verb)
+        if found is not None and found[1].startswith(_WAIT_FOR_HWM):
+            return None
+        return found
+
+
+class _TwoUncommittedChanges(VoterChanges):
+    """No one-at-a-time rule (KIP-856: one change at a time, the next only once the last
+    Voters record commits)."""
+
+    __slots__ = ()
+
+    def operation_pending(self) -> bool:
+        return False
+
+    def _change_refusal(self, verb: str) -> tuple[ErrorCode, str] | None:
+        found = super()._change_refusal(verb)
+        if found is not None and found[1].startswith(_WAIT_FOR_VOTERS):
+            return None
+        return found
+
+
+def _with_voter_changes(setup: NodeSetup, changes: Callable[[Replica], VoterChanges]) -> SimReplica:
+    """The core replica with its voter changes swapped for a subclass."""
+    replica = core_replica_factory(setup)
+    assert isinstance(replica, Replica)
+    role = changes(replica)
+    replica._reconfig = role
+    replica._on_message.update(role.message_handlers())
+    replica._on_event.update(role.event_handlers())
+    return replica
+
+
+def early_voter_change(setup: NodeSetup) -> SimReplica:
+    return _with_voter_changes(setup, _EarlyVoterChange)
+
+
+def two_uncommitted_changes(setup: NodeSetup) -> SimReplica:
+    return _with_voter_changes(setup, _TwoUncommittedChanges)
+
+
+class _CountsItself(LeaderState):
+    """A leader outside its voter set counts its own log end toward the HWM (KIP-856: a
+    removed leader keeps leading until the change commits, without counting itself)."""
+
+    __slots__ = ()
+
+    def advance_hwm(self, own_end: Offset) -> Offset | None:
+        kept = self.me_is_voter
+        self.me_is_voter = True
+        try:
+            return super().advance_hwm(own_end)
+        finally:
+            self.me_is_voter = kept
+
+
+class _RemovedLeaderCountsItself:
+    """The core replica whose leader bookkeeping is `_CountsItself` from each election on."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Replica) -> None:
+        self._inner = inner
+
+    def _swap(self, effects: list[Effect]) -> list[Effect]:
+        ld = self._inner._leader
+        if ld is not None and type(ld) is LeaderState:
+            ld.__class__ = _CountsItself
+        return effects
+
+    def start(self) -> list[Effect]:
+        return self._swap(self._inner.start())
+
+    def step(self, event: Event) -> list[Effect]:
+        return self._swap(self._inner.step(event))
+
+    def next_deadline_ms(self) -> int:
+        return self._inner.next_deadline_ms()
+
+    def view(self) -> ReplicaViewLike:
+        return self._inner.view()
+
+
+def removed_leader_counts_itself(setup: NodeSetup) -> SimReplica:
+    replica = core_replica_factory(setup)
+    assert isinstance(replica, Replica)
+    return _RemovedLeaderCountsItself(replica)
+
+
+class _VotersNotReverted(LogMetadata):
+    """A truncation that removes Voters records keeps the latest voter set in force (KIP-856:
+    a voter set truncated away is undone)."""
+
+    __slots__ = ()
+
+    def truncate(self, offset: Offset) -> None:
+        latest = self.voters
+        super().truncate(offset)
+        if self.voters is latest:
+            return
+        last = self._end - 1
+        if last > self._voter_offsets[-1]:
+            self._voter_offsets.append(Offset(last))
+            self._voter_sets.append(latest)
+        else:
+            self._voter_sets[-1] = latest
+
+
+def voters_not_reverted(setup: NodeSetup) -> SimReplica:
+    replica = core_replica_factory(setup)
+    assert isinstance(replica, Replica)
+    replica._log.__class__ = _VotersNotReverted
+    return replica
+
+
 def _with_roles(
     setup: NodeSetup,
     *,
@@ -168,11 +312,21 @@ MUTANTS: dict[str, ReplicaFactory] = {
     "snapshot-past-hwm": snapshot_past_high_watermark,
     "eager-log-start": eager_log_start,
     "install-unvalidated": install_unvalidated,
+    "early-voter-change": early_voter_change,
+    "two-uncommitted-changes": two_uncommitted_changes,
+    "removed-leader-counts-itself": removed_leader_counts_itself,
+    "voters-not-reverted": voters_not_reverted,
 }
 # The fault profile a campaign or a test runs each mutant under, where one is needed: the
-# KIP-630 mutants need snapshots (and install-unvalidated corrupted chunks) to show.
+# KIP-630 mutants need snapshots (and install-unvalidated corrupted chunks) to show, the
+# KIP-853 ones a dynamic quorum with an operator (voters-not-reverted: truncated changes,
+# which graceful shutdowns of leaders mid-change bring most often on seeds 0-9).
 MUTANT_PROFILES: dict[str, str] = {
     "snapshot-past-hwm": "lossy+snapshots",
     "eager-log-start": "partitions+snapshots",
     "install-unvalidated": "lossy+snapshots",
+    "early-voter-change": "partitions+reconfig",
+    "two-uncommitted-changes": "none+reconfig",
+    "removed-leader-counts-itself": "none+reconfig",
+    "voters-not-reverted": "shutdowns+reconfig",
 }

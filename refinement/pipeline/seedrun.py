@@ -54,12 +54,22 @@ SIM_ACTIONS: tuple[str, ...] = (
     "Heal",
     # The disk-loss profile: an observer crashes with its data directory gone.
     "LoseDisk",
+    # The `+reconfig` profiles: a voter change's answer reaches the operator.
+    "OperatorAnswered",
 )
 # Event names a line carries when the core took no action on that event (KIP-630: the state
 # machine's ask for a snapshot with nothing new to take, a snapshot written or validated that
 # the core did not act on, such as a fetched one that failed validation).
 NOOP_EVENTS = frozenset(
-    {"Tick", "Receive", "ClientAppend", "AskCreateSnapshot", "SnapshotWritten", "SnapshotValidated"}
+    {
+        "Tick",
+        "Receive",
+        "ClientAppend",
+        "AskCreateSnapshot",
+        "SnapshotWritten",
+        "SnapshotValidated",
+        "VoterVersionsChecked",
+    }
 )
 DOWN = "Down"
 PAIR_STATES: tuple[str, ...] = (*(s.value for s in ReplicaState), DOWN)

@@ -9,8 +9,9 @@ replica's view of its voter set kept in step with its log.
   appended, not when committed, and is undone when truncated away (KIP-856).
 - `voters_record_at` is what a snapshot ending at an offset must carry (KIP-853: the Voters
   record of the voter set in force there; None for a static voter set).
-- `refresh_voters` makes the replica (and its leader bookkeeping) use the latest voter set of
-  its log after an append, a truncation or a snapshot install changed it.
+- `refresh_voters` makes the replica (and its leader bookkeeping, check-quorum included) use
+  the latest voter set of its log after an append, a truncation or a snapshot install changed
+  it.
 """
 
 from __future__ import annotations
@@ -69,8 +70,16 @@ def refresh_voters(r: Replica) -> None:
         return
     r._voters = voters
     r._is_voter = voters.contains(r._me)
-    if r._leader is not None:
-        r._leader.set_voters(voters)
+    ld = r._leader
+    if ld is not None:
+        ld.set_voters(voters)
+        # Kafka's LeaderState.timeUntilCheckQuorumExpires: with one voter check-quorum never
+        # expires (a removed leader whose one remaining voter is away keeps leading until its
+        # removal commits: resigning then would leave no replica able to win an election).
+        if len(voters) == 1:
+            ld.check_quorum_at = None
+        elif ld.check_quorum_at is None:
+            ld.check_quorum_at = r._now + ld.check_quorum_ms
 
 
 def voters_record_at(r: Replica, end_offset: Offset) -> VotersRecord | None:

@@ -1,0 +1,368 @@
+"""The simulator's voter-change layer (KIP-853/856; see refinement.sim_base for the layers),
+active only under a dynamic profile (`NAME+reconfig`, refinement.faults.with_reconfig): every
+other profile draws nothing here and runs as before.
+
+- Bootstrap: the cluster is formatted as `kraft format --initial-controllers` does (kraft.version
+  1; the voters' Voters record in the bootstrap checkpoint, kraft.storage.bootstrap), which each
+  node states at offset -1 of its voter history (`NodeSetup.voter_history`); spare replicas
+  start as observers. The first leader writes that set into the log (kraft.core.leader).
+- Each node's voter history is kept from its log's bytes as the node does (the Voters records
+  appended, truncated away, lost in a crash), for the checkers (refinement.invariants_reconfig)
+  and for the voter history a restarted replica is built with.
+- The operator: at the profile's `reconfig_rate`, a deterministic operator (the run's generator)
+  sends AddRaftVoter (a caught-up observer, or a voter's replacement disk) or RemoveRaftVoter
+  (any voter, the leader too) to the leader it finds (as `kraft quorum describe` would), and
+  now and then a whole reassignment (kraft.reassign.plan_reassignment) step by step. It
+  retries on REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER, a lost request or a stopped node, as
+  an operator would; a second operator sometimes races the first. Requests and answers travel
+  with the network's delays and losses (never partitioned: the operator reaches every node).
+- The operator never removes the leader of a two-voter set: single-member changes cannot
+  survive that one (the leader appends {other}; if it crashes before the other voter has the
+  record, it restarts a non-voter by its own log, and the other, a voter of {leader, other}
+  by its shorter log, cannot win its vote: no replica can ever be elected, in Kafka too, as
+  far as we can tell). The simulator found it (mixed+reconfig, seed 25 of commit 65237dc;
+  seed 22 of bdd62d6 when a retried or racing removal of the leader met a two-voter set).
+  Checked whenever the operator sends, retries included.
+- The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
+  replica's kraft.version range (0..1) if that exact replica (id and directory id) runs, else
+  REQUEST_TIMED_OUT.
+- Crash mid-change (`change_crash`): a leader crashes right after appending a change's Voters
+  record (unflushed, unreplicated); on restart its log no longer holds it.
+- Voter disk loss (`voter_disk_loss_rate`): a running voter crashes and loses its data
+  directory; it restarts formatted anew, with a new directory id, so an observer and never the
+  voter it was (KIP-856). The operator then removes the old identity and adds the new one (the
+  runbook). It strikes only while the voter set has three voters or more, none lost already,
+  and no change in flight, so that a majority of live identities remains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+from kraft.control_records import Endpoint
+from kraft.core.effects import CheckVoterVersions
+from kraft.core.events import Receive, VoterVersionsChecked
+from kraft.core.messages import (
+    AddVoterRequest,
+    AddVoterResponse,
+    Message,
+    RemoveVoterRequest,
+    RemoveVoterResponse,
+)
+from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_records import voter_set_of, voter_sets_in
+from kraft.errors import ErrorCode
+from kraft.ids import ClusterId, NodeId, Offset, ReplicaKey
+from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
+from kraft.storage.bootstrap import DynamicVoter, voters_record_of
+from kraft.trace_format import message_json
+from refinement.sim_base import (
+    _ADMIN,
+    _FAULT,
+    _LOCAL,
+    _NODE_CRASH,
+    _RECONFIG,
+    _VOTER_DISK_LOSS,
+    ADMIN,
+    _Node,
+)
+from refinement.sim_clients import SimClients
+
+if TYPE_CHECKING:
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
+
+LISTENER = "CONTROLLER"
+# The operator gives up on a change after this many attempts, and waits this long between them.
+_MAX_ATTEMPTS = 12
+_RETRY_MS = (50, 400)
+# At most this many voters, and a second operator racing the first this often.
+_MAX_VOTERS = 5
+_RACE = 0.15
+# A whole reassignment instead of one change, this often.
+_REASSIGN = 0.08
+
+
+def endpoint_of(node: NodeId) -> Endpoint:
+    return Endpoint(LISTENER, f"node-{node}", 9093)
+
+
+@dataclass(slots=True)
+class _Op:
+    """One voter change the operator asked for, until it is answered or abandoned."""
+
+    rid: int
+    add: bool
+    voter: ReplicaKey
+    # A step of the reassignment in progress (done: the next step follows).
+    planned: bool = False
+    attempts: int = 0
+    # Waiting to ask again (after a refusal, or with no node to ask).
+    waiting: bool = False
+
+
+class SimReconfig(SimClients):
+    """The dynamic quorum: bootstrap, voter histories, the operator, the driver's probe."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        result: SimResult,
+        replica_factory: ReplicaFactory,
+        trace: IO[str] | None,
+    ) -> None:
+        super().__init__(config, result, replica_factory, trace)
+        self._ops: dict[int, _Op] = {}
+        self._plan: list[Step] = []
+        self._next_op = 1
+        if not self._dynamic:
+            return
+        voters = [self._nodes[i] for i in self._voter_ids]
+        record = voters_record_of(
+            [DynamicVoter(n.id, f"node-{n.id}", 9093, n.key.directory_id) for n in voters],
+            LISTENER,
+        )
+        history = ((Offset(-1), voter_set_of(record)),)
+        for node in self._nodes.values():
+            node.voter_hist = history
+        p = self._profile
+        self._push(self._exp_ms(p.reconfig_rate), _FAULT, _RECONFIG)
+        if p.voter_disk_loss_rate > 0:
+            self._push(self._exp_ms(p.voter_disk_loss_rate), _FAULT, _VOTER_DISK_LOSS)
+
+    # ------------------------------------------------------------------ voter histories
+
+    def _log_voters_changed(self, node: _Node, appended: bytes | memoryview | None) -> None:
+        hist = node.voter_hist
+        if appended is None:
+            end = node.log.end_offset
+            if hist[-1][0] >= end:
+                node.voter_hist = tuple((o, v) for o, v in hist if o < end)
+                if node.replica is not None:
+                    self.result.voters_truncated += 1
+            return
+        found = voter_sets_in(appended)
+        if found:
+            node.voter_hist = hist + tuple(found)
+
+    def _current_voters(self) -> frozenset[ReplicaKey]:
+        """The voter set of the most advanced log (by last epoch, then end offset)."""
+        best = max(self._nodes.values(), key=lambda n: (n.log.last_epoch, n.log.end_offset, -n.id))
+        return frozenset(best.voter_hist[-1][1].voters)
+
+    def _dead(self, keys: frozenset[ReplicaKey]) -> list[ReplicaKey]:
+        """Voters whose directory was lost (no replica has that key any more)."""
+        return sorted((k for k in keys if self._nodes[k.id].key != k), key=lambda k: k.id)
+
+    # ------------------------------------------------------------------ the driver's probe
+
+    def _check_versions(self, node: _Node, e: CheckVoterVersions) -> None:
+        target = self._nodes.get(e.voter.id)
+        at = self.now + self._delay() + self._delay()
+        if target is not None and target.replica is not None and target.key == e.voter:
+            ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.NONE, (0, 1))
+        else:
+            ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.REQUEST_TIMED_OUT)
+        self._push(at, _LOCAL, node, (ev, node.inc))
+
+    # ------------------------------------------------------------------ faults
+
+    def _maybe_crash_mid_change(self, node: _Node, action: str) -> None:
+        """A crash aimed at this incarnation right after it appended a change's Voters record
+        (queued at this instant: it strikes before any other event of the node)."""
+        rate = self._profile.change_crash
+        if rate and not self._liveness and self._rng.random() < rate:
+            self._push(self.now, _NODE_CRASH, node, (node.inc, action))
+
+    def _voter_disk_loss(self) -> None:
+        keys = self._current_voters()
+        if self._ops or self._plan or len(keys) < 3 or self._dead(keys):
+            return
+        up = [
+            self._nodes[k.id]
+            for k in sorted(keys, key=lambda k: k.id)
+            if self._nodes[k.id].replica is not None and not self._nodes[k.id].shutting_down
+        ]
+        up = [n for n in up if self._may_stop(n)]
+        if up:
+            self.result.voter_disk_losses += 1
+            self._lose_disk(up[int(self._rng.random() * len(up))])
+
+    # ------------------------------------------------------------------ the operator
+
+    def _reconfig_fault(self) -> None:
+        self._push(self.now + self._exp_ms(self._profile.reconfig_rate), _FAULT, _RECONFIG)
+        if self._ops:
+            return
+        op = self._next_change()
+        if op is None:
+            return
+        self._ops[op.rid] = op
+        self._admin_send(op)
+        if not op.planned and self._rng.random() < _RACE:
+            other = self._next_change()  # a second operator, at the same moment
+            if other is not None and other.voter.id != op.voter.id:
+                self._ops[other.rid] = other
+                self._admin_send(other)
+
+    def _new_op(self, add: bool, voter: ReplicaKey, planned: bool = False) -> _Op:
+        rid = self._next_op
+        self._next_op += 1
+        return _Op(rid, add, voter, planned)
+
+    def _next_change(self) -> _Op | None:
+        rng = self._rng
+        keys = self._current_voters()
+        if self._plan:
+            if any(o.planned for o in self._ops.values()):
+                return None
+            step = self._plan[0]
+            return self._new_op(step.kind is StepKind.ADD, step.voter, planned=True)
+        dead = self._dead(keys)
+        if dead:
+            return self._new_op(False, dead[0])  # the runbook: the lost identity goes first
+        ids = {k.id for k in keys}
+        spare = [
+            n.key
+            for n in self._nodes.values()
+            if n.id not in ids and n.replica is not None and not n.shutting_down
+        ]
+        if rng.random() < _REASSIGN:
+            pool = sorted(self._nodes)
+            rng.shuffle(pool)
+            target = [self._nodes[i].key for i in sorted(pool[:3])]
+            leader = self._leader_node()
+            try:
+                self._plan = list(
+                    plan_reassignment(keys, target, leader.id if leader is not None else None)
+                )
+            except ReassignError:
+                self._plan = []
+            return None
+        add = bool(spare) and len(keys) < _MAX_VOTERS and (len(keys) < 3 or rng.random() < 0.5)
+        if add:
+            return self._new_op(True, spare[int(rng.random() * len(spare))])
+        if len(keys) <= 1:
+            return None
+        leader = self._leader_node()
+        ordered = sorted(keys, key=lambda k: k.id)
+        if leader is not None and leader.key in keys and rng.random() < 0.3:
+            chosen = leader.key
+        else:
+            chosen = ordered[int(rng.random() * len(ordered))]
+        return self._new_op(False, chosen)
+
+    def _leader_node(self) -> _Node | None:
+        """The leader the operator finds (as `kraft quorum describe` would): a running leader
+        of the highest epoch."""
+        best: _Node | None = None
+        for node in self._nodes.values():
+            s = self._snaps[node.id]
+            if (
+                node.replica is not None
+                and s.state is ReplicaState.LEADER
+                and (best is None or s.epoch > self._snaps[best.id].epoch)
+            ):
+                best = node
+        return best
+
+    def _admin_send(self, op: _Op) -> None:
+        """Send the change to the leader (or, with none known, any running node)."""
+        op.attempts += 1
+        target = self._leader_node()
+        keys = self._current_voters()
+        if not op.add and len(keys) == 2 and target is not None and op.voter == target.key:
+            self._admin_done(op, ok=False)  # never (see the module's docstring), even on retry
+            return
+        if target is None:
+            up = [n for n in self._nodes.values() if n.replica is not None]
+            if not up:
+                self._admin_retry(op)
+                return
+            target = up[int(self._rng.random() * len(up))]
+        cid = ClusterId(self.config.cluster_id)
+        msg: Message
+        if op.add:
+            msg = AddVoterRequest(cid, op.voter, (endpoint_of(op.voter.id),))
+        else:
+            msg = RemoveVoterRequest(cid, op.voter)
+        token = op.rid * 100 + op.attempts
+        timeout = 2 * self.config.timing.request_timeout_ms
+        self._push(self.now + timeout, _ADMIN, None, ("timeout", token))
+        if self._loss and self._rng.random() < self._loss:
+            self._side("DropMessage", target.id, lambda: message_json(msg, int(ADMIN), target.id))
+            return
+        self._push(self.now + self._delay(), _ADMIN, target, ("request", token, msg, target.inc))
+
+    def _admin_retry(self, op: _Op) -> None:
+        if self._liveness or op.attempts >= _MAX_ATTEMPTS:
+            self._admin_done(op, ok=False)
+            return
+        lo, hi = _RETRY_MS
+        at = self.now + lo + int(self._rng.random() * (hi - lo + 1))
+        op.waiting = True
+        self._push(at, _ADMIN, None, ("retry", op.rid * 100 + op.attempts))
+
+    def _leader_elected(self) -> None:
+        """A leader was elected: the operator, told of it, asks again at once what waits for
+        a retry (as a client following the quorum's leader does)."""
+        for op in self._ops.values():
+            if op.waiting:
+                op.waiting = False
+                token = op.rid * 100 + op.attempts
+                self._push(self.now + self._delay(), _ADMIN, None, ("retry", token))
+
+    def _admin_done(self, op: _Op, *, ok: bool) -> None:
+        self._ops.pop(op.rid, None)
+        if op.planned:
+            if ok and self._plan:
+                self._plan.pop(0)
+            else:
+                self._plan = []
+
+    def _admin_event(self, target: object, payload: object) -> None:
+        """A heap entry of the operator: a request reaching a node, a retry, a timeout."""
+        assert isinstance(payload, tuple)
+        what, token = payload[0], payload[1]
+        assert isinstance(token, int)
+        op = self._ops.get(token // 100)
+        if op is None or op.attempts != token % 100:
+            return  # answered, or asked again since
+        if what == "request":
+            _, _, msg, inc = payload
+            assert isinstance(target, _Node) and isinstance(
+                msg, AddVoterRequest | RemoveVoterRequest
+            )
+            if target.replica is None or target.inc != inc:
+                self._admin_retry(op)  # connection refused
+                return
+            event = Receive(self.now, ADMIN, msg, None, reply_to=token)
+            self._step(target, event, None, int(ADMIN), msg)
+        elif what == "retry":
+            op.waiting = False
+            self._admin_send(op)
+        elif not self._liveness:  # "timeout": no answer, ask again
+            self._admin_retry(op)
+
+    def _admin_answer(self, src: _Node, msg: Message, reply_to: int | None) -> None:
+        """A leader's answer to the operator (it arrives after the network's delay; losing
+        it is the operator's timeout, so it is heard at once or not at all)."""
+        self._side("OperatorAnswered", None, lambda: message_json(msg, int(src.id), int(ADMIN)))
+        if reply_to is None:
+            return
+        op = self._ops.get(reply_to // 100)
+        if op is None or op.attempts != reply_to % 100:
+            return
+        assert isinstance(msg, AddVoterResponse | RemoveVoterResponse)
+        if msg.error is ErrorCode.NONE:
+            self.result.changes_acked += 1
+            self._admin_done(op, ok=True)
+        elif msg.error in (ErrorCode.DUPLICATE_VOTER, ErrorCode.VOTER_NOT_FOUND):
+            # Already done (an earlier attempt committed) or no longer possible.
+            self._admin_done(op, ok=op.planned and self._already_done(op))
+        else:
+            self._admin_retry(op)
+
+    def _already_done(self, op: _Op) -> bool:
+        keys = self._current_voters()
+        return (op.voter in keys) is op.add
