@@ -323,4 +323,15 @@ class KafkaRaftCluster:
             else:
                 await asyncio.sleep(0.005)
         self.start_node(before.leader_id)
+        await self.rejoined(before.leader_id, before.leader_epoch + 1)
         return took
+
+    async def rejoined(self, n: int, epoch: int, timeout_s: float = 60.0) -> None:
+        """Wait until node `n` answers naming a leader of `epoch` or later."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            got = await probe(self.address(n), epoch)
+            if got is not None and got.leader_id >= 0 and got.leader_epoch >= epoch:
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"TestRaftServer node {n} did not rejoin within {timeout_s} s")
