@@ -73,7 +73,10 @@ class Config:
     single_clients: tuple[int, ...] = (32, 256, 1000)
     open_rates: tuple[int, ...] = (50_000, 200_000)
     single_rate: int = 2_000  # the open loop every system can carry, one record per request
-    kafka_offer: int = 2_000_000  # records/s offered to TestRaftServer for its maximum
+    # Records/s offered to TestRaftServer for its maximum: its generator runs in the leader, and
+    # an offer far above what it commits starves the leader into elections (2 M/s did here), so
+    # the maximum is the best committed rate over a few offers.
+    kafka_offers: tuple[int, ...] = (400_000, 650_000, 900_000)
     etcd_total_per_s: int = 5_000  # etcd runs a count, not a time: puts per second of window
     failover_trials: int = 5
 
@@ -86,6 +89,7 @@ QUICK = Config(
     bulk_clients=32,
     single_clients=(32, 256, 1000),
     open_rates=(50_000,),
+    kafka_offers=(300_000,),
     failover_trials=2,
 )
 
@@ -114,6 +118,7 @@ class Results:
 
     shapes: dict[str, dict[str, list[Sample]]] = field(default_factory=dict)
     failover_s: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # windows or systems not measured, and why
 
     def add(self, shape: str, system: str, sample: Sample) -> None:
         self.shapes.setdefault(shape, {}).setdefault(system, []).append(sample)
@@ -203,28 +208,30 @@ def run_kraft(cfg: Config, res: Results) -> None:
             res.failover_s.setdefault("kraft", []).extend(took)
 
 
-async def _kafka_window(cluster: KafkaRaftCluster, cfg: Config) -> Sample:
+async def _kafka_window(cluster: KafkaRaftCluster, cfg: Config, attempts: int = 3) -> Sample:
+    """After the warm-up, one window in which the leader held (retried when it did not)."""
     await asyncio.sleep(cfg.kafka_warmup_s)
-    first = await cluster.leader()
-    pids = cluster.pids()
-    mark = cluster.output_size(first.leader_id)
-    cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
-    await asyncio.sleep(cfg.window_s)
-    cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
-    last = await cluster.leader()
-    if last.leader_epoch != first.leader_epoch:
-        raise RuntimeError("TestRaftServer changed leader inside the window")
-    stats = cluster.stats(first.leader_id, mark)
-    p75 = stats[-1].p75_ms if stats else float("nan")
-    p99 = stats[-1].p99_ms if stats else float("nan")
-    return Sample(
-        (last.high_watermark - first.high_watermark) / (t1 - t0),
-        p75,
-        p99,
-        _cores(cpu0, cpu1, t0, t1),
-        procstat.rss_bytes(pids) / 1e6,
-        p50_is_p75=True,
-    )
+    for attempt in range(attempts):
+        first = await cluster.leader()
+        pids = cluster.pids()
+        mark = cluster.output_size(first.leader_id)
+        cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
+        await asyncio.sleep(cfg.window_s)
+        cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
+        last = await cluster.leader()
+        if last.leader_epoch != first.leader_epoch:
+            _log(f"kafka: the leader changed inside the window (attempt {attempt + 1})")
+            continue
+        stats = cluster.stats(first.leader_id, mark)
+        return Sample(
+            (last.high_watermark - first.high_watermark) / (t1 - t0),
+            stats[-1].p75_ms if stats else float("nan"),
+            stats[-1].p99_ms if stats else float("nan"),
+            _cores(cpu0, cpu1, t0, t1),
+            procstat.rss_bytes(pids) / 1e6,
+            p50_is_p75=True,
+        )
+    raise RuntimeError(f"TestRaftServer changed leader in each of {attempts} windows")
 
 
 def _kafka_libs() -> Path:
@@ -239,18 +246,30 @@ def _kafka_libs() -> Path:
 def run_kafka(cfg: Config, res: Results) -> None:
     names = shape_names(cfg)
     offers = [
-        (names[0], cfg.kafka_offer),
+        *((names[0], offer) for offer in cfg.kafka_offers),
         *zip(names[1 + len(cfg.single_clients) :], [*cfg.open_rates, cfg.single_rate], strict=True),
     ]
     root = Path(tempfile.mkdtemp(prefix="kafka-raft-bench-"))
     cluster = KafkaRaftCluster(root, _kafka_libs(), QUORUM)
     try:
+        best: Sample | None = None
         for name, offer in offers:
             cluster.start(offer, bc.RECORD_BYTES)
-            sample = asyncio.run(_kafka_window(cluster, cfg))
+            try:
+                sample = asyncio.run(_kafka_window(cluster, cfg))
+            except (RuntimeError, TimeoutError) as e:
+                res.errors.append(f"kafka, {name}, offered {offer:,}/s: {e}")
+                _log(res.errors[-1])
+                continue
+            finally:
+                cluster.stop_all()
             _log(f"kafka {name} (offered {offer:,}/s): {sample}")
-            res.add(name, "kafka", sample)
-            cluster.stop_all()
+            if name != names[0]:
+                res.add(name, "kafka", sample)
+            elif best is None or sample.records_per_s > best.records_per_s:
+                best = sample
+        if best is not None:
+            res.add(names[0], "kafka", best)
         if cfg.failover_trials:
             cluster.start(cfg.single_rate * 5, bc.RECORD_BYTES)
             asyncio.run(asyncio.sleep(cfg.kafka_warmup_s))
@@ -320,7 +339,12 @@ def measure(cfg: Config, systems: tuple[str, ...] = SYSTEMS) -> Results:
     for r, order in enumerate(rotations(systems, cfg.runs)):
         for system in order:
             _log(f"run {r + 1}/{cfg.runs}: {system}")
-            RUNNERS[system](replace(cfg, failover_trials=cfg.failover_trials if r == 0 else 0), res)
+            trials = cfg.failover_trials if r == 0 else 0
+            try:
+                RUNNERS[system](replace(cfg, failover_trials=trials), res)
+            except (RuntimeError, TimeoutError, OSError, ValueError) as e:
+                res.errors.append(f"{system}, run {r + 1}: {type(e).__name__}: {e}")
+                _log(res.errors[-1])
     return res
 
 
@@ -394,6 +418,7 @@ def render_table(res: Results, title: str) -> str:
         "watermark over the window. CPU is the three server processes' (the load generators' "
         "excluded, except TestRaftServer's own, which runs inside its leader).",
         "",
+        *(f"Not measured: {e}" for e in res.errors),
     ]
     return "\n".join(lines)
 
