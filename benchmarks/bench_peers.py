@@ -285,7 +285,14 @@ def run_kafka(cfg: Config, res: Results) -> None:
 
 
 def _etcd_bin() -> Path:
-    return Path(os.environ.get("ETCD_BIN", REPO / "tools" / "etcd" / "bin"))
+    """$ETCD_BIN (`make etcd` exports it), else the newest tools/etcd/bin-<version>."""
+    env = os.environ.get("ETCD_BIN")
+    if env:
+        return Path(env)
+    built = sorted((REPO / "tools" / "etcd").glob("bin-*/etcd"))
+    if not built:
+        raise FileNotFoundError("no etcd in tools/etcd: make etcd")
+    return built[-1].parent
 
 
 def run_etcd(cfg: Config, res: Results) -> None:
