@@ -505,9 +505,25 @@ def to_figures(res: Results, cfg: Config) -> list[Figure]:
     return out
 
 
+def _title(cfg: Config, quick: bool) -> str:
+    kind = "QUICK run (short windows, not for comparison)" if quick else "run"
+    return (
+        f"kraft vs its peers, {kind}: {cfg.runs} run(s), windows {cfg.window_s:g} s "
+        f"(Kafka warm-up {cfg.kafka_warmup_s:g} s), {time.strftime('%Y-%m-%d %H:%M')}"
+    )
+
+
+def figures_and_table(cfg: Config | None = None) -> tuple[list[Figure], str]:
+    """The figures for benchmarks.run and the side-by-side table (also printed on stderr)."""
+    cfg = cfg or Config()
+    res = measure(cfg)
+    table = render_table(res, _title(cfg, cfg == QUICK))
+    print(table, file=sys.stderr, flush=True)
+    return to_figures(res, cfg), table
+
+
 def figures() -> list[Figure]:
-    cfg = Config()
-    return to_figures(measure(cfg), cfg)
+    return figures_and_table()[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -531,11 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown systems: {sorted(unknown)}")
     res = measure(cfg, systems)
-    kind = "QUICK run (short windows, not for comparison)" if args.quick else "run"
-    title = (
-        f"kraft vs its peers, {kind}: {cfg.runs} run(s), windows {cfg.window_s:g} s "
-        f"(Kafka warm-up {cfg.kafka_warmup_s:g} s), {time.strftime('%Y-%m-%d %H:%M')}"
-    )
+    title = _title(cfg, args.quick)
     print(render_table(res, title))
     return 0
 

@@ -171,3 +171,17 @@ def test_figures_carry_the_issues_targets() -> None:
     assert figs[f"{names[1]}: committed records/s"].met is True  # exactly 3x
     fo = next(f for n, f in figs.items() if n.startswith("SIGKILL"))
     assert fo.value == pytest.approx(1200.0) and fo.met is True and fo.baseline_value is None
+
+
+def test_only_peers_selects_the_peers_suite_and_its_table_is_written_under_it() -> None:
+    from benchmarks import run
+    from benchmarks.figure import Figure
+
+    assert [s for s in run.SUITES if "peers" in s] == [run.PEERS_SUITE]
+    run.NOTES[run.PEERS_SUITE] = "### the side-by-side table"
+    try:
+        text = run.render({run.PEERS_SUITE: [Figure("x", 1.0, "records/s", "t", None)]}, {})
+    finally:
+        del run.NOTES[run.PEERS_SUITE]
+    section = text[text.index(f"## {run.PEERS_SUITE}") :]
+    assert section.index("| x | 1.00 records/s") < section.index("### the side-by-side table")
