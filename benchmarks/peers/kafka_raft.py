@@ -8,7 +8,8 @@ record per scheduleAppend; the accumulator batches them over `controller.quorum.
 and every 5 s prints "Throughput (bytes/second): R, Latency (ms): A p75 B p99 C p999" of the
 records it saw committed. Those percentiles and that rate are windowed metrics (Kafka's
 Percentiles/Meter over the metric sample windows), so this module counts committed records
-itself: it asks a node for its high watermark with a Fetch (replica id -1, an anonymous
+itself (and the percentiles come from a histogram of 1,000 buckets up to 250 ms, so
+249.0 means at least that): it asks a node for its high watermark with a Fetch (replica id -1, an anonymous
 observer, max_bytes 1), and divides the HWM's advance by the wall time of the window.
 
 Durability: the followers fsync what they append before they fetch again (their fetch offset is
