@@ -4,12 +4,12 @@
 TestRaftServer (in kafka_2.13's jar) runs Kafka's KafkaRaftClient on a log of its own
 (`__raft_performance_test`, topic id 0-2) with Kafka's socket server, and has no client API:
 the leader itself appends `--throughput` records of `--record-size` bytes per second (one
-record per scheduleAppend; the accumulator batches them over `controller.quorum.append.linger.ms`)
-and every 5 s prints "Throughput (bytes/second): R, Latency (ms): A p75 B p99 C p999" of the
-records it saw committed. Those percentiles and that rate are windowed metrics (Kafka's
-Percentiles/Meter over the metric sample windows), so this module counts committed records
-itself (and the percentiles come from a histogram of 1,000 buckets up to 250 ms, so
-249.0 means at least that): it asks a node for its high watermark with a Fetch (replica id -1, an anonymous
+record per scheduleAppend; the accumulator batches them over
+`controller.quorum.append.linger.ms`) and every 5 s prints "Throughput (bytes/second): R,
+Latency (ms): A p75 B p99 C p999" of the records it saw committed. That rate is a windowed
+metric (Kafka's Meter over the metric sample windows) and the percentiles come from a histogram
+of 1,000 buckets up to 250 ms (249.0 means at least that), so this module counts committed
+records itself: it asks a node for its high watermark with a Fetch (replica id -1, an anonymous
 observer, max_bytes 1), and divides the HWM's advance by the wall time of the window.
 
 Durability: the followers fsync what they append before they fetch again (their fetch offset is
