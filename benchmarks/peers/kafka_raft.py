@@ -28,6 +28,7 @@ import asyncio
 import base64
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -206,12 +207,14 @@ class KafkaRaftCluster:
     def log_path(self, n: int) -> Path:
         return self.root / f"node-{n}.out"
 
-    def start(self, throughput: int | None = None, record_size: int | None = None) -> None:
-        if throughput is not None:
-            self.throughput = throughput
-        if record_size is not None:
-            self.record_size = record_size
+    def start(self, throughput: int, record_size: int) -> None:
+        """Start every node on an empty log with this workload. An empty log each time: a
+        restarted node's listener first reads the whole log back, and its leader starts its
+        workload only after that (millions of records from an earlier window: seconds)."""
+        self.throughput = throughput
+        self.record_size = record_size
         for n in self.node_ids:
+            shutil.rmtree(self.root / f"data-{n}", ignore_errors=True)
             self.start_node(n)
 
     def start_node(self, n: int) -> None:
