@@ -89,7 +89,7 @@ QUICK = Config(
     bulk_clients=32,
     single_clients=(32, 256, 1000),
     open_rates=(50_000,),
-    kafka_offers=(300_000,),
+    kafka_offers=(100_000,),
     failover_trials=2,
 )
 
