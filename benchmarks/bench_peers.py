@@ -208,6 +208,14 @@ def run_kraft(cfg: Config, res: Results) -> None:
             res.failover_s.setdefault("kraft", []).extend(took)
 
 
+def per_second(seen: list[tuple[float, int]]) -> list[int]:
+    """Records/s between successive (time, high watermark) readings."""
+    return [
+        round((h1 - h0) / (t1 - t0)) if t1 > t0 else 0
+        for (t0, h0), (t1, h1) in zip(seen, seen[1:], strict=False)
+    ]
+
+
 async def _kafka_window(cluster: KafkaRaftCluster, cfg: Config, attempts: int = 3) -> Sample:
     """After the warm-up, one window in which the leader held (retried when it did not)."""
     await asyncio.sleep(cfg.kafka_warmup_s)
@@ -216,9 +224,15 @@ async def _kafka_window(cluster: KafkaRaftCluster, cfg: Config, attempts: int = 
         pids = cluster.pids()
         mark = cluster.output_size(first.leader_id)
         cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
-        await asyncio.sleep(cfg.window_s)
+        # The high watermark each second too, logged: a stall inside the window shows.
+        seen = [(t0, first.high_watermark)]
+        while time.perf_counter() < t0 + cfg.window_s:
+            await asyncio.sleep(min(1.0, max(0.0, t0 + cfg.window_s - time.perf_counter())))
+            got = await cluster.leader()
+            seen.append((time.perf_counter(), got.high_watermark))
         cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
         last = await cluster.leader()
+        _log(f"kafka: committed/s each second: {per_second(seen)}")
         if last.leader_epoch != first.leader_epoch:
             _log(f"kafka: the leader changed inside the window (attempt {attempt + 1})")
             continue

@@ -185,3 +185,7 @@ def test_only_peers_selects_the_peers_suite_and_its_table_is_written_under_it() 
         del run.NOTES[run.PEERS_SUITE]
     section = text[text.index(f"## {run.PEERS_SUITE}") :]
     assert section.index("| x | 1.00 records/s") < section.index("### the side-by-side table")
+
+
+def test_per_second_rates_between_high_watermark_readings() -> None:
+    assert bp.per_second([(0.0, 0), (1.0, 500), (3.0, 1500), (3.0, 1500)]) == [500, 500, 0]
