@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import math
 import os
 import shutil
@@ -212,7 +213,7 @@ def per_second(seen: list[tuple[float, int]]) -> list[int]:
     """Records/s between successive (time, high watermark) readings."""
     return [
         round((h1 - h0) / (t1 - t0)) if t1 > t0 else 0
-        for (t0, h0), (t1, h1) in zip(seen, seen[1:], strict=False)
+        for (t0, h0), (t1, h1) in itertools.pairwise(seen)
     ]
 
 
