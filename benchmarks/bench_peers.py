@@ -358,6 +358,8 @@ def rotations(systems: tuple[str, ...], runs: int) -> Iterator[tuple[str, ...]]:
 
 def measure(cfg: Config, systems: tuple[str, ...] = SYSTEMS) -> Results:
     res = Results()
+    for name in shape_names(cfg):  # the table's rows in this order, whoever measures first
+        res.shapes[name] = {}
     for r, order in enumerate(rotations(systems, cfg.runs)):
         for system in order:
             _log(f"run {r + 1}/{cfg.runs}: {system}")
