@@ -403,19 +403,25 @@ def render_table(res: Results, title: str) -> str:
     lines = [
         f"### {title}",
         "",
-        "| load | kraft | Kafka TestRaftServer | etcd | kraft / Kafka (records/s) "
-        "| kraft / etcd (records/s) |",
+        "| load | kraft | Kafka TestRaftServer | etcd | kraft / Kafka | kraft / etcd |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for shape, by_system in res.shapes.items():
         med = {s: median_sample(v) for s, v in by_system.items() if v}
         k = med.get("kraft")
-        kr = k.records_per_s if k else float("nan")
-        ka = med["kafka"].records_per_s if "kafka" in med else float("nan")
-        et = med["etcd"].records_per_s if "etcd" in med else float("nan")
+        # Closed loops compare records/s; an open loop carries its rate, so p99 is compared.
+        p99 = shape.startswith("open loop")
+
+        def of(s: Sample | None, p99: bool = p99) -> float:
+            if s is None:
+                return float("nan")
+            return s.p99_ms if p99 else s.records_per_s
+
+        what = " (p99)" if p99 else " (records/s)"
+        kafka, etcd = ratio(of(k), of(med.get("kafka"))), ratio(of(k), of(med.get("etcd")))
         lines.append(
             f"| {shape} | {cell(k)} | {cell(med.get('kafka'))} | {cell(med.get('etcd'))} "
-            f"| {ratio(kr, ka)} | {ratio(kr, et)} |"
+            f"| {kafka}{what if kafka != '—' else ''} | {etcd}{what if etcd != '—' else ''} |"
         )
     if res.failover_s:
         fo = {s: _median(v) * 1000 for s, v in res.failover_s.items()}

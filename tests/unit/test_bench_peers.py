@@ -145,13 +145,17 @@ def test_table_has_a_row_per_shape_with_ratios_to_each_peer() -> None:
     res.add(names[0], "kafka", bp.Sample(600_000, 30.0, 60.0, 1.0, 900.0, p50_is_p75=True))
     res.add(names[1], "kraft", _sample(6_000))
     res.add(names[1], "etcd", _sample(3_000))
+    res.add(names[4], "kraft", _sample(50_000, p99=10.0))
+    res.add(names[4], "kafka", _sample(50_000, p99=40.0))
     res.failover_s = {"kraft": [1.0, 2.0, 3.0], "kafka": [4.0]}
     table = bp.render_table(res, "T")
+    open_row = next(line for line in table.splitlines() if line.startswith(f"| {names[4]}"))
+    assert "| 0.25x (p99) | — |" in open_row  # an open loop compares p99, not its rate
     rows = [line for line in table.splitlines() if line.startswith(f"| {names[0]}")]
     assert len(rows) == 1
     assert "0.50x" in rows[0] and "p75 30.0 ms" in rows[0]  # kraft / Kafka; Kafka's p75
     etcd_row = next(line for line in table.splitlines() if line.startswith(f"| {names[1]}"))
-    assert etcd_row.endswith("| — | 2.00x |")  # no Kafka figure; twice etcd
+    assert etcd_row.endswith("| — | 2.00x (records/s) |")  # no Kafka figure; twice etcd
     assert "p50 2,000 ms over 3 kills" in table and "0.50x (time)" in table
     assert "fsync" in table
 
