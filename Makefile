@@ -17,7 +17,7 @@ KAFKA_DIR := tools/kafka
 KAFKA_STAMP := $(KAFKA_DIR)/.fetched
 export KAFKA_LIBS := $(abspath $(KAFKA_DIR)/libs)
 
-.PHONY: setup venv tla kafka interop compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench bench-compare run clean
+.PHONY: setup venv tla kafka etcd interop compiled lint test check check-deep tlc tlc-deep spec-table conformance campaign bench bench-compare bench-peers run clean
 
 setup: venv tla kafka compiled
 
@@ -59,6 +59,28 @@ $(KAFKA_STAMP): $(KAFKA_DIR)/pom.xml $(KAFKA_DIR)/libs.sha256
 	rm -rf $(KAFKA_DIR)/libs
 	mv $(KAFKA_DIR)/libs.tmp $(KAFKA_DIR)/libs
 	touch $@
+
+# etcd and its `benchmark` tool for `make bench-peers`, built from Go modules (GOFLAGS=-mod=mod:
+# a throw-away module per binary under tools/etcd/, ignored). The server at ETCD_VERSION; the
+# benchmark tool lives in the root module go.etcd.io/etcd/v3, whose newest version the Go module
+# proxy serves is ETCD_BENCHMARK_VERSION (it is only a gRPC client of the server).
+ETCD_VERSION := v3.7.3
+ETCD_BENCHMARK_VERSION := v3.6.8
+ETCD_DIR := tools/etcd
+export ETCD_BIN := $(abspath $(ETCD_DIR)/bin-$(ETCD_VERSION))
+etcd: $(ETCD_BIN)/etcd $(ETCD_BIN)/benchmark
+$(ETCD_BIN)/etcd:
+	rm -rf $(ETCD_DIR)/server && mkdir -p $(ETCD_DIR)/server $(ETCD_BIN)
+	cd $(ETCD_DIR)/server && go mod init kraft-bench/etcd-server && \
+	    GOFLAGS=-mod=mod go get go.etcd.io/etcd/server/v3@$(ETCD_VERSION) && \
+	    GOFLAGS=-mod=mod go build -o $(ETCD_BIN)/etcd.tmp go.etcd.io/etcd/server/v3
+	mv -f $(ETCD_BIN)/etcd.tmp $@
+$(ETCD_BIN)/benchmark:
+	rm -rf $(ETCD_DIR)/benchmark && mkdir -p $(ETCD_DIR)/benchmark $(ETCD_BIN)
+	cd $(ETCD_DIR)/benchmark && go mod init kraft-bench/etcd-benchmark && \
+	    GOFLAGS=-mod=mod go get go.etcd.io/etcd/v3@$(ETCD_BENCHMARK_VERSION) && \
+	    GOFLAGS=-mod=mod go build -o $(ETCD_BIN)/benchmark.tmp go.etcd.io/etcd/v3/tools/benchmark
+	mv -f $(ETCD_BIN)/benchmark.tmp $@
 
 # Only the tests against a real Apache Kafka (they are also part of `make test`).
 interop: venv kafka
@@ -108,11 +130,18 @@ BASE ?= HEAD~1
 bench-compare: setup
 	$(PY) -m benchmarks.compare --base $(BASE) $(if $(SUITE),--only "$(SUITE)")
 
+# kraft beside Apache Kafka's TestRaftServer and etcd (issue #17): each a 3-node cluster on
+# 127.0.0.1, the same load shapes, alternating; writes its section of BENCHMARKS.md (long
+# windows: run it on a quiet machine). QUICK=1: short windows, one run, the table printed only.
+QUICK ?=
+bench-peers: venv kafka etcd
+	$(if $(QUICK),$(PY) -m benchmarks.bench_peers --quick,$(PY) -m benchmarks.run --only peers --out BENCHMARKS.md)
+
 run: setup
 	$(VENV)/bin/kraft demo
 
 clean:
-	rm -rf $(VENV) build tools/*.jar $(KAFKA_DIR)/libs $(KAFKA_DIR)/libs.tmp $(KAFKA_STAMP) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build tools/*.jar $(ETCD_DIR) $(KAFKA_DIR)/libs $(KAFKA_DIR)/libs.tmp $(KAFKA_STAMP) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
 # The real-cluster fault harness (refinement/chaos, `kraft chaos --help`): a 3-voter cluster
 # of `kraft start` processes under CYCLES seeded fault cycles with concurrent writers; prints

@@ -243,6 +243,23 @@ def _reconfig_figures() -> list[Figure]:
     return bench_reconfig.figures()
 
 
+PEERS_SUITE = (
+    "3-node clusters side by side: kraft, Apache Kafka's TestRaftServer, etcd (peers, issue #17)"
+)
+
+# Markdown a suite adds under its figures (the peers' side-by-side table).
+NOTES: dict[str, str] = {}
+
+
+def _peers_figures() -> list[Figure]:
+    from benchmarks import bench_peers
+
+    figures, table = bench_peers.figures_and_table()
+    assert isinstance(table, str)
+    NOTES[PEERS_SUITE] = table
+    return figures
+
+
 SUITES: dict[str, Callable[[], list[Figure]]] = {
     "record batch v2 codec": _records_figures,
     "replicated log: append and fetch path": _log_figures,
@@ -256,6 +273,7 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "voter changes on a loopback cluster (add-voter, remove-voter, reassign; KIP-853/642)": (
         _reconfig_figures
     ),
+    PEERS_SUITE: _peers_figures,
 }
 
 
@@ -326,6 +344,8 @@ def render(
                 f"{f.baseline_name} | {base} | {ratio} |"
             )
         lines.append("")
+        if suite in NOTES:
+            lines += [NOTES[suite], ""]
     for suite, err in errors.items():
         lines += [f"## {suite}", "", f"not measured: {err}", ""]
     return "\n".join(lines)
@@ -349,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[bench] {suite} ...", file=sys.stderr, flush=True)
         try:
             results[suite] = run()
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, FileNotFoundError) as exc:
             errors[suite] = f"{type(exc).__name__}: {exc}"
         for f in results.get(suite, []):
             print(f"[bench]   {f.name}: {_fmt(f.value)} {f.unit}", file=sys.stderr)
