@@ -177,10 +177,11 @@ def run_mutants(
         bar = tqdm(total=len(items), unit="mutant", desc="mutants", file=sys.stderr)
     while worker.is_alive():
         worker.join(0.5)
-        if bar is not None:
+        if bar is not None and done.value > bar.n:
             bar.set_postfix(survived=survived.value, refresh=False)
             bar.update(done.value - bar.n)
     if bar is not None:
+        bar.set_postfix(survived=survived.value, refresh=False)
         bar.update(done.value - bar.n)
         bar.close()
     if failure:
