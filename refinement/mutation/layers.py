@@ -76,9 +76,10 @@ def run_sim(profiles: Sequence[str], seeds: int, first_seed: int, events: int) -
             return _crash(exc, runs, profile=profile, seed=seed)
         if not result.ok:
             v = result.violations[0]
+            # The simulator reports an exception out of a replica as ReplicaRaised.
             return LayerOutcome(
                 True,
-                "failed",
+                "crash" if v.name == "ReplicaRaised" else "failed",
                 f"{v.name}: {v.detail} [{config.replay_command()}]"[:500],
                 runs,
                 result.events,
@@ -117,7 +118,8 @@ def run_hypothesis(examples: int, steps: int) -> LayerOutcome:
         run_state_machine_as_test(Counted, settings=search)
     except AssertionError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "AssertionError"
-        return LayerOutcome(True, "failed", first[:500], seen[0])
+        kind = "crash" if first.startswith("ReplicaRaised") else "failed"
+        return LayerOutcome(True, kind, first[:500], seen[0])
     except Exception as exc:
         return _crash(exc, seen[0])
     return LayerOutcome(False, runs=seen[0])
