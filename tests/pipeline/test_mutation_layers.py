@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from refinement.mutation.execute import LayerSettings, run_mutant
 from refinement.mutation.generate import Mutant, generate
 
@@ -62,3 +64,23 @@ def test_an_exception_out_of_the_core_is_a_crash_kill():
 def test_a_layer_past_its_timeout_kills():
     result = run_mutant(None, SIM.with_timeouts({"sim": 0.2}), CHECKOUT)
     assert result.killed_by == "sim" and result.kill_kind == "timeout"
+
+
+@pytest.mark.slow
+@pytest.mark.tlc
+def test_tlc_accepts_the_core_and_rejects_an_eager_high_watermark():
+    tlc = LayerSettings(layers=("tlc",), tlc_profiles=("mixed",), tlc_traces=1, tlc_events=200)
+    assert not run_mutant(None, tlc, CHECKOUT).killed
+    m = find("kraft/core/quorum_math.py", "high_watermark_fast", "const", "1", "2", nth=1)
+    result = run_mutant(m, tlc, CHECKOUT)
+    assert result.killed_by == "tlc" and result.kill_kind == "failed"
+    assert result.detail.startswith("REJECTED by TLC at event") and result.events_needed
+
+
+@pytest.mark.slow
+def test_the_hypothesis_machine_kills_an_eager_high_watermark():
+    hyp = LayerSettings(layers=("hypothesis",), hypothesis_examples=100)
+    m = find("kraft/core/quorum_math.py", "high_watermark_fast", "const", "1", "2", nth=1)
+    result = run_mutant(m, hyp, CHECKOUT)
+    assert result.killed_by == "hypothesis" and result.kill_kind == "failed"
+    assert "MajorityReachedHighWatermark" in result.detail and result.runs_needed >= 1
