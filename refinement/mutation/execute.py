@@ -212,10 +212,12 @@ def _pytest(paths: Sequence[str], env: dict[str, str], cwd: Path, timeout: float
     tests = sum(int(n) for n, _ in _COUNTS.findall(summary[-1])) if summary else 0
     if proc.code == 0:
         return LayerOutcome(False, runs=tests)
-    if proc.code in (4, 5):
-        raise RuntimeError(f"pytest usage error ({proc.code}):\n{proc.out[-2000:]}{proc.err}")
+    # Exit 1: a test failed; 2: collection errors; 3: internal error; 4: a conftest failed to
+    # import (or a usage error); 5: no tests. The baseline run proves the command itself is
+    # sound, so against a mutant each of them is a kill.
     failed = [ln for ln in proc.out.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
-    detail = failed[0] if failed else (proc.out.strip().splitlines() or ["pytest failed"])[-1]
+    last = (proc.out + proc.err).strip().splitlines() or [f"pytest exit status {proc.code}"]
+    detail = failed[0] if failed else f"pytest exit status {proc.code}: {last[-1]}"
     kind = "failed" if proc.code == 1 else "crash"
     if proc.code < 0:
         detail = f"pytest died of signal {-proc.code}"
