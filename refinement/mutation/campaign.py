@@ -1,7 +1,8 @@
 """`kraft mutate`: a mutation campaign on Spark. Each task applies one mutant of the pure core
 to an isolated copy of impl/kraft and runs the verification layers against it, cheapest first,
-up to the first kill (refinement.mutation.execute); the driver writes the `mutants` dataset
-(Parquet), campaign.json and the report (report.md, report.html).
+up to the first kill (refinement.mutation.execute); the driver collects one row per mutant and
+writes the `mutants` dataset (Parquet, with pyarrow: a Spark write job would cost more than the
+rows), campaign.json and the report (report.md, report.html).
 
     kraft mutate --sample 80 --seed 1 --layers scenarios,sim,hypothesis --master local[1]
     kraft mutate --list --sample 10            (the mutants, without running anything)
@@ -40,9 +41,9 @@ from refinement.mutation.generate import Mutant, generate, sample
 from refinement.pipeline.spark import DEFAULT_MASTER, is_local
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark import Accumulator
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import StructType
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).resolve().parent / "equivalent.toml"
@@ -89,35 +90,43 @@ def select(config: MutateConfig) -> tuple[list[Mutant], int]:
     return sample(pool, config.sample, config.seed), len(every)
 
 
-def mutants_schema() -> StructType:
-    from pyspark.sql.types import (
-        ArrayType,
-        BooleanType,
-        DoubleType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-    )
+def mutants_schema() -> pa.Schema:
+    """The `mutants` dataset: one row per mutant, the fields of MutantResult."""
+    import pyarrow as pa
 
-    types: dict[str, object] = {
-        "line": LongType(),
-        "killed": BooleanType(),
-        "runs_needed": LongType(),
-        "events_needed": LongType(),
-        "kill_seed": LongType(),
-        "layers_run": ArrayType(StringType(), containsNull=False),
-        "layer_seconds": ArrayType(DoubleType(), containsNull=False),
-        "wall_s": DoubleType(),
+    types: dict[str, pa.DataType] = {
+        "line": pa.int64(),
+        "killed": pa.bool_(),
+        "runs_needed": pa.int64(),
+        "events_needed": pa.int64(),
+        "kill_seed": pa.int64(),
+        "layers_run": pa.list_(pa.string()),
+        "layer_seconds": pa.list_(pa.float64()),
+        "wall_s": pa.float64(),
     }
     nullable = {"killed_by", "kill_kind", "runs_needed", "events_needed"}
     nullable |= {"kill_profile", "kill_seed"}
-    return StructType(
+    return pa.schema(
         [
-            StructField(f.name, types.get(f.name, StringType()), f.name in nullable)  # type: ignore[arg-type]
+            pa.field(f.name, types.get(f.name, pa.string()), nullable=f.name in nullable)
             for f in fields(MutantResult)
         ]
     )
+
+
+def write_mutants(rows: Sequence[tuple[object, ...]], path: Path) -> None:
+    """The rows (collected on the driver anyway) as one Parquet file, sorted by id."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = mutants_schema()
+    ordered = sorted(rows, key=lambda r: str(r[0]))
+    columns = [pa.array([r[i] for r in ordered], f.type) for i, f in enumerate(schema)]
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_arrays(columns, schema=schema), path / "part-0.parquet")
 
 
 def _row(r: MutantResult) -> tuple[object, ...]:
@@ -193,7 +202,6 @@ def run_campaign(
     spark: SparkSession, config: MutateConfig, *, progress: bool = True
 ) -> MutateResult:
     from refinement.mutation.report import build_report
-    from refinement.pipeline.aggregate import write_sorted
 
     started = time.perf_counter()
     mutants, generated = select(config)
@@ -213,8 +221,7 @@ def run_campaign(
     rows = run_mutants(
         spark, mutants, settings, config.checkout, partitions=config.partitions, progress=progress
     )
-    frame = spark.createDataFrame(rows, mutants_schema())
-    write_sorted(frame, str(out / "mutants"), ("id",))
+    write_mutants(rows, out / "mutants")
     wall = time.perf_counter() - started
     manifest = {
         "config": {
