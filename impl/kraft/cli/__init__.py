@@ -1,6 +1,6 @@
 """The `kraft` command line: the parser and `main`, and the commands that only call into
-another module (dump-log, snapshots, simulate, campaign, chaos, demo). The others are grouped
-by what they work on: kraft.cli.node (format, start, cluster up), kraft.cli.quorum (quorum
+another module (dump-log, snapshots, simulate, campaign, mutate, chaos, demo). The others are
+grouped by what they work on: kraft.cli.node (format, start, cluster up), kraft.cli.quorum (quorum
 describe), kraft.cli.records (append, read, get); kraft.cli.common holds what they share."""
 
 from __future__ import annotations
@@ -83,6 +83,12 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     return campaign.run_from_args(args)
 
 
+def _cmd_mutate(args: argparse.Namespace) -> int:
+    from refinement.mutation import campaign
+
+    return campaign.run_from_args(args)
+
+
 def _cmd_chaos(args: argparse.Namespace) -> int:
     from refinement.chaos.cli import run_from_args
 
@@ -148,6 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(campaign)
     campaign.set_defaults(handler=_cmd_campaign)
+
+    mutate = sub.add_parser(
+        "mutate",
+        help="a mutation campaign on Spark: mutants of the core against the verification layers",
+        description=(
+            "Mutants of the pure core, each in an isolated copy, run against the layers"
+            " (unit, scenarios, sim, hypothesis, tlc) cheapest first up to the first kill;"
+            " writes Parquet and a report; exit 1 when a survivor is not listed as equivalent"
+            " (refinement/mutation/equivalent.toml). Embedded local[*] unless --master."
+        ),
+    )
+    from refinement.mutation.campaign import add_arguments as add_mutate_arguments
+
+    add_mutate_arguments(mutate)
+    mutate.set_defaults(handler=_cmd_mutate)
 
     from refinement.chaos.cli import DESCRIPTION as CHAOS_DESCRIPTION
     from refinement.chaos.cli import EPILOG as CHAOS_EPILOG

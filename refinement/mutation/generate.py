@@ -1,0 +1,488 @@
+"""The mutants of the pure core: an AST mutator over impl/kraft/core/*.py.
+
+Why our own mutator and not mutmut or cosmic-ray: a campaign task here applies ONE mutant to
+an isolated copy of the package and runs the project's own layered checks against it (the
+scenarios, a simulator sweep, the hypothesis machine, TLC trace validation), cheapest first,
+on Spark executors. mutmut (3.x) instead rewrites every function of the package at once into
+trampolines switched by an environment variable and drives pytest itself, from its own
+`mutants/` tree; cosmic-ray keeps its work list in a session database, mutates files in place
+in the working tree it runs in and identifies mutants by job UUIDs. Neither gives a stable id
+for a mutant nor a single small patch to apply elsewhere, and both would need adapters to run
+anything but a test command. The stdlib `ast` does the job in a few hundred lines.
+
+Each mutant is ONE splice of the file's text (start, end, replacement text), so its diff is
+the line it touches and the rest of the file, comments and formatting, stays as it is.
+A replacement always binds at least as tightly as what it replaces (see `_text_of`), so a
+splice never changes how the code around it parses.
+
+Operators:
+- cmp-boundary: < <-> <=, > <-> >=;   cmp-negate: < <-> >=, <= <-> >, == <-> !=, is <-> is not,
+  in <-> not in;
+- bool-drop: drop one operand of an `and` / `or`;   not-drop: `not x` -> `x`;
+- cond-negate: the test of an if / while / conditional expression -> `not (test)`;
+- arith: + <-> -, * -> //, // -> *, / -> *, % -> //, and the same for augmented assignments;
+- const: an int or float k -> k + 1 and k - 1 (0 -> 1 only), True <-> False;
+- minmax: min( <-> max(;
+- stmt-delete: a call statement (an effect such as `r._out.append(...)`, a state change through
+  a method), or an assignment to an attribute or a subscript (state), becomes `pass`;
+- stmt-swap: two adjacent such statements trade places (effect order).
+
+Not mutated: docstrings and strings (messages), f-strings, `assert` statements, `raise`
+statements (error construction), type annotations, decorators, `if TYPE_CHECKING:` blocks,
+`__repr__` / `__str__` / `__format__`, `__slots__` / `__all__` / `__match_args__`, the members
+of Enum classes, logging calls, `cast(...)`.
+
+Stable id: the first 12 hex digits of the SHA-256 of (file, enclosing qualified name,
+operator, the site's source and its replacement, both as `ast.unparse` gives them, and the
+occurrence number of that same tuple in the file). Unlike a line number it survives edits
+elsewhere in the file and reformatting, so the equivalents file keeps pointing at the right
+mutants.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CORE_GLOB = "kraft/core/*.py"
+
+OPERATORS: tuple[str, ...] = (
+    "cmp-boundary",
+    "cmp-negate",
+    "bool-drop",
+    "not-drop",
+    "cond-negate",
+    "arith",
+    "const",
+    "minmax",
+    "stmt-delete",
+    "stmt-swap",
+)
+
+_CMP_BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+}
+_CMP_NEGATE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.LtE: ast.Gt,
+    ast.Gt: ast.LtE,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_ARITH: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.Div: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+}
+_SKIP_FUNCTIONS = frozenset({"__repr__", "__str__", "__format__"})
+_SKIP_NAMES = frozenset({"__slots__", "__all__", "__match_args__"})
+_LOGGERS = frozenset({"log", "logger", "_log", "_logger", "logging", "LOG"})
+_SKIP_CALLS = frozenset({"cast", "NewType", "TypeVar"})
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One mutant: a splice of `file`'s text (characters start..end become `text`)."""
+
+    id: str
+    file: str  # relative to impl/, e.g. "kraft/core/leader.py"
+    line: int  # 1-based line of the site
+    col: int  # 0-based column (characters)
+    operator: str
+    function: str  # qualified name of the enclosing function or class; "" at module level
+    original: str  # the site, as ast.unparse gives it
+    replacement: str  # what it becomes
+    start: int
+    end: int
+    text: str
+
+    @property
+    def module(self) -> str:
+        return self.file.removesuffix(".py").replace("/", ".")
+
+    def apply(self, source: str) -> str:
+        return source[: self.start] + self.text + source[self.end :]
+
+    def diff(self, source: str) -> str:
+        """The unified diff of the mutant against `source` (paths as in the checkout)."""
+        old = source.splitlines(keepends=True)
+        new = self.apply(source).splitlines(keepends=True)
+        path = f"impl/{self.file}"
+        return "".join(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", n=2))
+
+    def describe(self) -> str:
+        return (
+            f"{self.id} {self.file}:{self.line} [{self.operator}]"
+            f" {self.original!r} -> {self.replacement!r}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    node: ast.AST  # where the splice starts
+    last: ast.AST  # where it ends (the same node but for swaps)
+    operator: str
+    original: str
+    replacement: str
+    text: str | None  # None: the replacement as _text_of writes it
+    new: ast.AST | None = None
+
+
+def _text_of(new: ast.AST) -> str:
+    """The replacement's text. Every operator replaces a node by one that binds at least as
+    tightly in the node's place (a comparison by a comparison, `a + b` by `a - b`, a boolean
+    operation by one of its operands, a test by its negation, which ast.unparse parenthesizes
+    inside), and the parentheses the original needed around it lie outside its span; only a
+    negative number is parenthesized, to be safe."""
+    src = ast.unparse(new)
+    if isinstance(new, ast.Constant) and isinstance(new.value, int | float) and new.value < 0:
+        return f"({src})"
+    return src
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _is_enum(cls: ast.ClassDef) -> bool:
+    for base in cls.bases:
+        name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")
+        if isinstance(name, str) and (name.endswith("Enum") or name.endswith("Flag")):
+            return True
+    return False
+
+
+def _call_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return ""
+
+
+def _is_logging(call: ast.Call) -> bool:
+    f = call.func
+    return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in _LOGGERS
+
+
+def _is_effect(stmt: ast.stmt) -> bool:
+    """A statement whose removal or reordering changes what the core does: a call statement
+    (not logging) or an assignment to an attribute or a subscript."""
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Call) and not _is_logging(stmt.value)
+    if isinstance(stmt, ast.Assign):
+        names = [t for t in stmt.targets if isinstance(t, ast.Name)]
+        if any(t.id in _SKIP_NAMES for t in names):
+            return False
+        return all(isinstance(t, ast.Attribute | ast.Subscript) for t in stmt.targets)
+    if isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+        return stmt.value is not None and isinstance(stmt.target, ast.Attribute | ast.Subscript)
+    if isinstance(stmt, ast.Delete):
+        return all(isinstance(t, ast.Attribute | ast.Subscript) for t in stmt.targets)
+    return False
+
+
+class _Collector:
+    """Walks one module and collects its mutation sites, with the qualified name of each."""
+
+    def __init__(self) -> None:
+        self.sites: list[tuple[str, _Site]] = []
+        self._scope: list[str] = []
+
+    def add(self, site: _Site) -> None:
+        self.sites.append((".".join(self._scope), site))
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, body: Sequence[ast.stmt], *, enum_body: bool = False) -> None:
+        for stmt in body:
+            self.stmt(stmt, enum_body=enum_body)
+        effects = [_is_effect(s) for s in body]
+        for i in range(len(body) - 1):
+            a, b = body[i], body[i + 1]
+            if effects[i] and effects[i + 1] and ast.dump(a) != ast.dump(b):
+                original = f"{ast.unparse(a)}; {ast.unparse(b)}"
+                replacement = f"{ast.unparse(b)}; {ast.unparse(a)}"
+                self.add(_Site(a, b, "stmt-swap", original, replacement, text=None))
+
+    def stmt(self, s: ast.stmt, *, enum_body: bool = False) -> None:
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef):
+            if s.name in _SKIP_FUNCTIONS:
+                return
+            for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
+                self.expr(d)
+            self._scope.append(s.name)
+            self.block(s.body)
+            self._scope.pop()
+            return
+        if isinstance(s, ast.ClassDef):
+            self._scope.append(s.name)
+            self.block(s.body, enum_body=_is_enum(s))
+            self._scope.pop()
+            return
+        if isinstance(s, ast.Assert | ast.Raise | ast.Import | ast.ImportFrom | ast.Pass):
+            return
+        if isinstance(s, ast.If):
+            if _is_type_checking(s.test):
+                self.block(s.orelse)
+                return
+            self._negate(s.test)
+            self.expr(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+            return
+        if isinstance(s, ast.While):
+            self._negate(s.test)
+            self.expr(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+            return
+        if isinstance(s, ast.For | ast.AsyncFor):
+            self.expr(s.iter)
+            self.block(s.body)
+            self.block(s.orelse)
+            return
+        if isinstance(s, ast.With | ast.AsyncWith):
+            for item in s.items:
+                self.expr(item.context_expr)
+            self.block(s.body)
+            return
+        if isinstance(s, ast.Try):
+            self.block(s.body)
+            for h in s.handlers:
+                self.block(h.body)
+            self.block(s.orelse)
+            self.block(s.finalbody)
+            return
+        if isinstance(s, ast.Match):
+            self.expr(s.subject)
+            for case in s.cases:
+                self.block(case.body)
+            return
+        if enum_body and isinstance(s, ast.Assign | ast.AnnAssign):
+            return
+        if isinstance(s, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id in _SKIP_NAMES for t in s.targets
+        ):
+            return
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and _is_logging(s.value):
+            return
+        if _is_effect(s):
+            self.add(_Site(s, s, "stmt-delete", ast.unparse(s), "pass", text="pass"))
+        if isinstance(s, ast.AugAssign):
+            swapped = _ARITH.get(type(s.op))
+            if swapped is not None:
+                new = ast.AugAssign(target=s.target, op=swapped(), value=s.value)
+                self.add(_Site(s, s, "arith", ast.unparse(s), ast.unparse(new), ast.unparse(new)))
+            self.expr(s.value)
+            return
+        if isinstance(s, ast.Assign | ast.AnnAssign | ast.Return | ast.Expr):
+            if s.value is not None:
+                self.expr(s.value)
+            if isinstance(s, ast.Assign):
+                for t in s.targets:
+                    self._target(t)
+            return
+        if isinstance(s, ast.Delete):
+            for t in s.targets:
+                self._target(t)
+
+    def _target(self, t: ast.expr) -> None:
+        """Only the index expressions of a target are mutated."""
+        if isinstance(t, ast.Subscript):
+            self.expr(t.slice)
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                self._target(e)
+
+    def _negate(self, test: ast.expr) -> None:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return  # not-drop covers it
+        new = ast.UnaryOp(op=ast.Not(), operand=test)
+        self.add(_Site(test, test, "cond-negate", ast.unparse(test), ast.unparse(new), None, new))
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e: ast.expr) -> None:
+        if isinstance(e, ast.JoinedStr | ast.Lambda):
+            return
+        if isinstance(e, ast.Compare):
+            for i, op in enumerate(e.ops):
+                for table, name in ((_CMP_BOUNDARY, "cmp-boundary"), (_CMP_NEGATE, "cmp-negate")):
+                    other = table.get(type(op))
+                    if other is None:
+                        continue
+                    ops = [*e.ops[:i], other(), *e.ops[i + 1 :]]
+                    new = ast.Compare(left=e.left, ops=ops, comparators=e.comparators)
+                    self._replace(e, name, new)
+        elif isinstance(e, ast.BoolOp):
+            for i in range(len(e.values)):
+                rest = [v for j, v in enumerate(e.values) if j != i]
+                new_e: ast.expr = rest[0] if len(rest) == 1 else ast.BoolOp(op=e.op, values=rest)
+                self._replace(e, "bool-drop", new_e)
+        elif isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            self._replace(e, "not-drop", e.operand)
+        elif isinstance(e, ast.IfExp):
+            self._negate(e.test)
+        elif isinstance(e, ast.BinOp):
+            swapped = _ARITH.get(type(e.op))
+            if swapped is not None:
+                self._replace(e, "arith", ast.BinOp(left=e.left, op=swapped(), right=e.right))
+        elif isinstance(e, ast.Constant):
+            self._constant(e)
+        elif isinstance(e, ast.Call):
+            name = _call_name(e)
+            if name in _SKIP_CALLS or _is_logging(e):
+                return
+            if isinstance(e.func, ast.Name) and name in ("min", "max"):
+                other_name = "max" if name == "min" else "min"
+                self.add(_Site(e.func, e.func, "minmax", name, other_name, other_name))
+        for child in ast.iter_child_nodes(e):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+            elif isinstance(child, ast.comprehension):
+                self.expr(child.iter)
+                for cond in child.ifs:
+                    self.expr(cond)
+            elif isinstance(child, ast.keyword):
+                self.expr(child.value)
+
+    def _constant(self, e: ast.Constant) -> None:
+        v = e.value
+        if isinstance(v, bool):
+            self._replace(e, "const", ast.Constant(not v))
+        elif isinstance(v, int | float):
+            for w in (v + 1, v - 1) if v != 0 else (v + 1,):
+                self._replace(e, "const", ast.Constant(w))
+
+    def _replace(self, e: ast.expr, operator: str, new: ast.expr) -> None:
+        self.add(_Site(e, e, operator, ast.unparse(e), ast.unparse(new), None, new))
+
+
+class _Text:
+    """Character offsets of AST positions (which count UTF-8 bytes within a line)."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.splitlines(keepends=True)
+        self.starts: list[int] = []
+        pos = 0
+        for line in self.lines:
+            self.starts.append(pos)
+            pos += len(line)
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        line = self.lines[lineno - 1]
+        return self.starts[lineno - 1] + len(line.encode("utf-8")[:byte_col].decode("utf-8"))
+
+
+def _positions(node: ast.AST) -> tuple[int, int, int, int]:
+    lineno = getattr(node, "lineno", None)
+    col = getattr(node, "col_offset", None)
+    end_lineno = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    assert lineno is not None and col is not None
+    assert end_lineno is not None and end_col is not None
+    return lineno, col, end_lineno, end_col
+
+
+def mutants_of_source(file: str, source: str) -> list[Mutant]:
+    """Every mutant of one module's text (`file`: its path relative to impl/)."""
+    tree = ast.parse(source)
+    collector = _Collector()
+    collector.block(tree.body)
+    text = _Text(source)
+    seen: Counter[str] = Counter()
+    out: list[Mutant] = []
+    for function, site in collector.sites:
+        lineno, col, _, _ = _positions(site.node)
+        _, _, end_lineno, end_col = _positions(site.last)
+        start = text.offset(lineno, col)
+        end = text.offset(end_lineno, end_col)
+        if site.operator == "stmt-swap":
+            a_end = text.offset(*_positions(site.node)[2:])
+            b_start = text.offset(*_positions(site.last)[:2])
+            splice = source[b_start:end] + source[a_end:b_start] + source[start:a_end]
+        elif site.text is not None:
+            splice = site.text
+        else:
+            assert site.new is not None
+            splice = _text_of(site.new)
+        key = f"{file}|{function}|{site.operator}|{site.original}|{site.replacement}"
+        seen[key] += 1
+        digest = hashlib.sha256(f"{key}#{seen[key]}".encode()).hexdigest()[:12]
+        column = start - text.starts[lineno - 1]
+        out.append(
+            Mutant(
+                digest,
+                file,
+                lineno,
+                column,
+                site.operator,
+                function,
+                site.original,
+                site.replacement,
+                start,
+                end,
+                splice,
+            )
+        )
+    out.sort(key=lambda m: (m.start, m.end, m.operator, m.text))
+    return out
+
+
+def core_files(impl: Path) -> list[str]:
+    """The core's modules, relative to impl/, sorted."""
+    return sorted(p.relative_to(impl).as_posix() for p in impl.glob(CORE_GLOB))
+
+
+def generate(impl: Path, files: Iterable[str] | None = None) -> list[Mutant]:
+    """Every mutant of `files` (default: the core), in (file, position) order."""
+    out: list[Mutant] = []
+    for file in sorted(core_files(impl) if files is None else files):
+        out.extend(mutants_of_source(file, (impl / file).read_text(encoding="utf-8")))
+    ids = Counter(m.id for m in out)
+    clash = [i for i, n in ids.items() if n > 1]
+    if clash:
+        raise RuntimeError(f"mutant ids are not unique: {clash[:5]}")
+    return out
+
+
+def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
+    """A deterministic sample of n mutants (all if n is None or >= their number), kept in
+    (file, position) order."""
+    if n is None or n >= len(mutants):
+        return list(mutants)
+    chosen = set(random.Random(seed).sample(sorted(m.id for m in mutants), n))
+    return [m for m in mutants if m.id in chosen]
+
+
+def check_mutant(m: Mutant, source: str, original_dump: str | None = None) -> str | None:
+    """Why the mutant is not a valid, different program (None: it is); `original_dump`:
+    ast.dump of `source`, when the caller has it."""
+    try:
+        mutated = ast.parse(m.apply(source))
+    except SyntaxError as exc:
+        return f"does not parse: {exc}"
+    if ast.dump(mutated) == (original_dump or ast.dump(ast.parse(source))):
+        return "the same program"
+    return None
