@@ -33,6 +33,7 @@ import pytest
 from kraft.trace_format import TraceEvent, read_trace
 from refinement.traces import (
     TraceValidation,
+    conformance,
     map_trace,
     reconfig_conformance_profiles,
     validate_trace,
@@ -259,3 +260,39 @@ def test_a_removed_leader_counting_itself_toward_the_hwm_is_rejected(trace: list
         replace(trace[i], actions=("HandleFetchRequest", "AdvanceHighWatermark")), hwm=end
     )
     _rejected_at(edited, i)
+
+
+# --------------------------------------------------------------------------- simulated traces
+
+VOTER_CHANGES = {"AddVoter", "RemoveVoter"}
+
+
+def _voter_changes(path: Path) -> int:
+    return sum(len(VOTER_CHANGES & set(ev.actions)) for ev in read_trace(path))
+
+
+@pytest.mark.tlc
+def test_simulated_traces_of_voter_changes_are_accepted(tmp_path: Path):
+    # The simulator's operator adds and removes voters (lossy+reconfig); seeds 1 and 2 change
+    # the voter set within 300 events (about 900 trace lines together).
+    runs = conformance([1, 2], events=300, profiles=("lossy+reconfig",), keep_dir=tmp_path)
+    bad = [f"seed={r.seed}: {r.result.summary()}" for r in runs if not r.result.accepted]
+    assert not bad, "\n".join(bad)
+    for r in runs:
+        assert r.trace_path is not None and _voter_changes(r.trace_path) >= 1, r.seed
+    assert "lossy+reconfig" in reconfig_conformance_profiles()
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+def test_conformance_of_every_reconfig_profile_is_accepted(tmp_path: Path):
+    # Every dynamic profile conformance validates, 2 seeds each, long enough to change voters.
+    profiles = reconfig_conformance_profiles()
+    seeds = range(2 * len(profiles))
+    runs = conformance(seeds, events=700, profiles=profiles, keep_dir=tmp_path)
+    bad = [
+        f"seed={r.seed} {r.profile}: {r.result.summary()}" for r in runs if not r.result.accepted
+    ]
+    assert not bad, "\n".join(bad)
+    assert {r.profile for r in runs} == set(profiles)
+    assert sum(_voter_changes(r.trace_path) for r in runs if r.trace_path) >= len(runs)
