@@ -64,9 +64,9 @@ ALL = "all"
 # A `+reconfig` profile is there where reconfig_conformance_profiles() names it (one whose voters
 # lose their disk only once trace validation models a voter's new incarnation);
 # `--profile NAME+reconfig` runs any of them.
-PROFILE_ORDER: tuple[str, ...] = tuple(
-    n for n, p in PROFILES.items() if not p.dynamic
-) + reconfig_conformance_profiles()
+PROFILE_ORDER: tuple[str, ...] = (
+    tuple(n for n, p in PROFILES.items() if not p.dynamic) + reconfig_conformance_profiles()
+)
 
 
 @dataclass(frozen=True, slots=True)
