@@ -61,9 +61,8 @@ if TYPE_CHECKING:
 ALL = "all"
 # "all": every profile whose sampled traces TraceKRaft.tla validates: the snapshots profiles'
 # KIP-630 actions and the `+reconfig` profiles' voter changes (AddVoter, RemoveVoter) among them.
-# A `+reconfig` profile is there where reconfig_conformance_profiles() names it (one whose voters
-# lose their disk only once trace validation models a voter's new incarnation);
-# `--profile NAME+reconfig` runs any of them.
+# The `+reconfig` profiles are those reconfig_conformance_profiles() names (every one: a voter
+# that loses its disk is a new incarnation to TraceKRaft, refinement.traces.incarnations).
 PROFILE_ORDER: tuple[str, ...] = (
     tuple(n for n, p in PROFILES.items() if not p.dynamic) + reconfig_conformance_profiles()
 )
