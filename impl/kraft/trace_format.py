@@ -28,6 +28,8 @@ keys and no spaces so that the same run gives the same bytes. The keys of a line
 - `state`: the acting node's state after the step (STATE_KEYS: state, epoch, votedFor,
   leader, endOffset, lastEpoch, hwm, logStartOffset; state "Down" for a stopped node), or
   null.
+- `voter` (only on a step that took AddVoter or RemoveVoter): the id of the voter added or
+  removed.
 - `ns` (real nodes only): time.monotonic_ns() when the line was written, before the step's
   sends leave: one clock for the nodes of a machine, so their traces merge in causal order.
 
@@ -82,6 +84,7 @@ class TraceEvent:
     message: JsonObject | None
     state: JsonObject | None
     ns: int | None = None
+    voter: int | None = None
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -95,6 +98,8 @@ class TraceEvent:
         }
         if self.ns is not None:
             out["ns"] = self.ns
+        if self.voter is not None:
+            out["voter"] = self.voter
         return out
 
 
@@ -158,6 +163,7 @@ def parse_line(text: str, line: int = 0) -> TraceEvent:
         message=_object_or_none(raw, "message", line),
         state=_object_or_none(raw, "state", line),
         ns=_int_or_none(raw, "ns", line),
+        voter=_int_or_none(raw, "voter", line),
     )
 
 

@@ -342,11 +342,13 @@ class _Mapper:
                 ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
             elif a == "AddVoter":
                 # KIP-853: the leader appends a Voters record with the voter added.
-                voter = self.adding.pop(node, ANY_VOTER)
+                # The voter the step names (older traces: the last AddRaftVoter request).
+                voter = self.adding.pop(node, ANY_VOTER) if ev.voter is None else ev.voter
                 voter = voter if voter == ANY_VOTER else self.inc.server(voter)
                 ops.append(_op("AddVoter", node, x=voter))
             elif a == "RemoveVoter":
                 voter = _voter_id(msg) if _is_type(msg, "RemoveVoterRequest") else ANY_VOTER
+                voter = voter if ev.voter is None else ev.voter
                 ops.append(_op("RemoveVoter", node, x=voter))
             elif a == "CreateSnapshot":
                 # The snapshot a SnapshotWritten made durable (its id is the event's).

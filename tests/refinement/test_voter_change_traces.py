@@ -90,6 +90,15 @@ def test_remove_voter_names_the_requested_voter_and_add_voter_the_last_request()
     assert ops[3] == [("AddVoter", ANY_VOTER)]
 
 
+def test_a_voter_change_step_that_names_its_voter_is_mapped_to_that_voter():
+    # Traces name the voter an AddVoter / RemoveVoter step added or removed (`voter`): exact
+    # even where no AddRaftVoter request was logged before.
+    add = replace(_event(0, 3, ("AddVoter",), None, end=2), voter=5)
+    remove = replace(_event(1, 3, ("RemoveVoter",), None, end=3), voter=2)
+    assert _ops([add, remove]) == [[("AddVoter", 5)], [("RemoveVoter", 2)]]
+    assert _ops([replace(add, voter=None)]) == [[("AddVoter", ANY_VOTER)]]
+
+
 def test_an_answer_from_a_bootstrap_server_is_the_answer_of_the_voter_that_handled_the_fetch():
     fetch = {"type": "FetchRequest", "src": 4, "dst": 2, "replicaEpoch": 0, "fetchOffset": 0,
              "lastFetchedEpoch": 0, "maxWaitMs": 0}  # fmt: skip
