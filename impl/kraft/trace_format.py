@@ -33,8 +33,9 @@ keys and no spaces so that the same run gives the same bytes. The keys of a line
 - `ns` (real nodes only): time.monotonic_ns() when the line was written, before the step's
   sends leave: one clock for the nodes of a machine, so their traces merge in causal order.
 
-Versions: lines carry no version number. The format has grown once, compatibly: `ns` was
-added for node traces, and readers treat it as optional (absent in simulator traces). A change
+Versions: lines carry no version number. The format has grown twice, compatibly: `ns` was
+added for node traces, and `voter` for voter changes; readers treat both as optional (`ns` is
+absent in simulator traces, `voter` on every line but a voter change's). A change
 that is not compatible changes this module, its tests and spec/README.md ("Trace validation").
 """
 
