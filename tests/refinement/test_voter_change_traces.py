@@ -279,9 +279,9 @@ def _voter_changes(path: Path) -> int:
 
 @pytest.mark.tlc
 def test_simulated_traces_of_voter_changes_are_accepted(tmp_path: Path):
-    # The simulator's operator adds and removes voters (lossy+reconfig); seeds 1 and 2 change
-    # the voter set within 300 events (about 900 trace lines together).
-    runs = conformance([1, 2], events=300, profiles=("lossy+reconfig",), keep_dir=tmp_path)
+    # The simulator's operator adds and removes voters (lossy+reconfig); seed 2 changes the
+    # voter set within 300 events (340 trace lines). Every profile: the slow test below.
+    runs = conformance([2], events=300, profiles=("lossy+reconfig",), keep_dir=tmp_path)
     bad = [f"seed={r.seed}: {r.result.summary()}" for r in runs if not r.result.accepted]
     assert not bad, "\n".join(bad)
     for r in runs:
