@@ -229,6 +229,7 @@ class SimBase:
         self._liveness = False
         # Per-step scratch: actions taken and simulator lines to emit after the step line.
         self._actions: list[str] = []
+        self._voter: int | None = None  # the voter the step's AddVoter / RemoveVoter named
         self._side_lines: list[tuple[str, NodeId | None, JsonObject | None]] = []
 
     # ------------------------------------------------------------------ scheduling
@@ -282,6 +283,7 @@ class SimBase:
     ) -> None:
         actions = tuple(self._actions)
         self._actions.clear()
+        voter, self._voter = self._voter, None
         message: JsonObject | None = None
         if msg is not None and src_id is not None:
             message = message_json(msg, src_id, int(node.id))
@@ -293,7 +295,7 @@ class SimBase:
         else:
             message = local_event_json(event)  # the snapshot events trace validation reads
         action = actions[0] if actions else _EVENT_NAMES.get(type(event), type(event).__name__)
-        self._write_line(node.id, action, actions, message, self._state_json(node))
+        self._write_line(node.id, action, actions, message, self._state_json(node), voter=voter)
         self._flush_side_lines()
 
     def _write_line(
@@ -303,6 +305,8 @@ class SimBase:
         actions: tuple[str, ...],
         message: JsonObject | None,
         state: JsonObject | None,
+        *,
+        voter: int | None = None,
     ) -> None:
         trace = self._trace
         assert trace is not None
@@ -315,6 +319,7 @@ class SimBase:
                 actions=actions,
                 message=message,
                 state=state,
+                voter=voter,
             )
         )
 

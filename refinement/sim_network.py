@@ -268,6 +268,8 @@ class SimNetwork(SimBase):
                 assert isinstance(e, ActionTaken)
                 if tracing:
                     actions.append(e.action.value)
+                    if e.voter is not None:
+                        self._voter = int(e.voter.id)
                 if e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
                     if self._dynamic:
@@ -429,6 +431,7 @@ class SimNetwork(SimBase):
             self._write_step(node, event, src_id, msg)
         else:
             self._actions.clear()
+            self._voter = None
         old = node.snap
         new = self._snapshot(node)
         if new is not old and new != old:

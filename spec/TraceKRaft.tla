@@ -21,9 +21,10 @@ VARIABLES
     l,      \* the event to match next (1-based)
     k,      \* the op of that event to take next
     sent,   \* every message that was ever in the bag (history, for re-delivery)
-    cur     \* the message the event is about, chosen by its "Recv" op
+    cur,    \* the message the event is about, chosen by its "Recv" op
+    moved   \* whether `cur` was addressed to an earlier incarnation of its receiver (Delivered)
 
-traceVars == <<l, k, sent, cur>>
+traceVars == <<l, k, sent, cur, moved>>
 
 NoMessage == [type |-> "none"]
 
@@ -32,12 +33,21 @@ NilValue == -1
 
 N(x) == IF x = -1 THEN Nil ELSE x
 
+\* Incarnations (a dynamic quorum): a node that lost its data directory comes back with a new
+\* directory id, a different replica to KIP-853, so refinement/traces/incarnations.py gives it
+\* a server of its own; TraceData's Alias maps such a server to its node id.  Logged states
+\* and messages name nodes by id: they are compared modulo Alias.  Alias is empty for every
+\* other trace, where Id is the identity and Incs(x) = {x}.
+Id(x) == IF x \in DOMAIN Alias THEN Alias[x] ELSE x
+Incs(x) == {x} \cup {t \in DOMAIN Alias : Alias[t] = x}
+
 TraceInit ==
     /\ Init
     /\ l = 1
     /\ k = 1
     /\ sent = {}
     /\ cur = NoMessage
+    /\ moved = FALSE
 
 -----------------------------------------------------------------------------
 (* Matching a logged message to a spec message *)
@@ -50,8 +60,8 @@ FetchMatches(r, p) ==
     /\ r.type = "FetchResponse"
     \* An answer to a bootstrap fetch (BootstrapFetch) comes from Kafka's id -2, -3, ... of
     \* a bootstrap server: from some voter.
-    /\ r.src = p.src \/ p.src < -1
-    /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    /\ Id(r.src) = p.src \/ p.src < -1
+    /\ Id(r.dst) = p.dst /\ r.epoch = p.epoch /\ Id(r.leader) = p.leader
     /\ r.kind = p.kind
     \* An error answer carries the responder's HWM in the implementation, none in KRaft.
     /\ p.kind # "error" => r.hwm = p.hwm
@@ -68,7 +78,7 @@ FetchMatches(r, p) ==
 \* implementation), so it is matched by its other fields; `len` is the chunk's length in bytes.
 SnapMatches(r, p) ==
     /\ r.type = "FetchSnapshotResponse"
-    /\ r.src = p.src /\ r.dst = p.dst /\ r.epoch = p.epoch /\ r.leader = p.leader
+    /\ Id(r.src) = p.src /\ Id(r.dst) = p.dst /\ r.epoch = p.epoch /\ Id(r.leader) = p.leader
     /\ r.kind = p.kind
     /\ p.kind = "ok" =>
           /\ r.snapshot = p.snapshot /\ r.position = p.position
@@ -76,24 +86,58 @@ SnapMatches(r, p) ==
 
 \* A VoteResponse does not say whether it answers a pre-vote (Kafka's wire format has no such
 \* field); unless the trace tells (`preVote` logged), either spec response matches (`anyPre`).
+\* The spec messages a logged exact one may be: its node ids (src, dst, leader, successors)
+\* each any incarnation of the node (just the message itself where Alias is empty).
+SeqIncs(q) == {f \in [DOMAIN q -> UNION {Incs(q[i]) : i \in DOMAIN q}] : \A i \in DOMAIN q : f[i] \in Incs(q[i])}
+Variants(m) ==
+    LET ends == {[m EXCEPT !.src = a, !.dst = b] : a \in Incs(m.src), b \in Incs(m.dst)}
+        ldrs == IF "leader" \in DOMAIN m
+                THEN {[v EXCEPT !.leader = x] : v \in ends, x \in Incs(m.leader)} ELSE ends
+    IN
+    IF DOMAIN Alias = {} THEN {m}
+    ELSE IF "successors" \in DOMAIN m
+    THEN {[v EXCEPT !.successors = q] : v \in ldrs, q \in SeqIncs(m.successors)}
+    ELSE ldrs
+
 Matches(r, op) ==
     IF ~op.exact /\ op.m.type = "FetchSnapshotResponse" THEN SnapMatches(r, op.m)
     ELSE IF ~op.exact THEN FetchMatches(r, op.m)
-    ELSE IF op.anyPre THEN r.type = op.m.type /\ [r EXCEPT !.preVote = op.m.preVote] = op.m
-    ELSE r = op.m
+    ELSE IF op.anyPre
+    THEN r.type = op.m.type /\ [r EXCEPT !.preVote = op.m.preVote] \in Variants(op.m)
+    ELSE r \in Variants(op.m)
 
 Candidates(op) ==
     IF ~op.exact THEN sent
-    ELSE IF op.anyPre THEN {[op.m EXCEPT !.preVote = b] : b \in BOOLEAN} \cap sent
-    ELSE {op.m} \cap sent
+    ELSE IF op.anyPre THEN {[v EXCEPT !.preVote = b] : v \in Variants(op.m), b \in BOOLEAN} \cap sent
+    ELSE Variants(op.m) \cap sent
+
+\* A message to an earlier incarnation of the receiver reaches the new one (the network
+\* addresses nodes, not directories): the new replica handles it.  An answer that names an
+\* earlier incarnation of the receiver as the leader names no leader it knows: the receiver
+\* is not that leader (its node id is, so the implementation sees its own id and knows none).
+Delivered(r, n) ==
+    LET r1 == IF r.dst # n /\ Id(r.dst) = Id(n) THEN [r EXCEPT !.dst = n] ELSE r IN
+    IF "leader" \in DOMAIN r1 /\ r1.leader # n /\ Id(r1.leader) = Id(n)
+    THEN [r1 EXCEPT !.leader = Nil] ELSE r1
 
 \* Re-delivery: a message sent earlier arrives again.  The implementation retransmits
 \* identical requests (retries, a parked fetch answered later) and the network duplicates;
 \* in KRaft that is DuplicateMessage taken while the message was in the bag.
+\* With incarnations, a message to the receiver itself is taken before one to an earlier
+\* incarnation, and of messages alike but for an incarnation, the newest sender's.
+Pool(op) ==
+    LET all == {r \in Candidates(op) : Matches(r, op)}
+        direct == {r \in all : r.dst = op.n}
+        near == IF direct # {} THEN direct ELSE all
+    IN
+    {r \in near : ~\E q \in near : q # r /\ Id(q.src) = Id(r.src) /\ q.src > r.src}
+
 Recv(op) ==
-    \E r \in Candidates(op) :
-        /\ Matches(r, op)
+    \E r0 \in IF DOMAIN Alias = {} THEN Candidates(op) ELSE Pool(op) :
+        LET r == Delivered(r0, op.n) IN
+        /\ Matches(r0, op)
         /\ cur' = r
+        /\ moved' = (r.dst # r0.dst)
         /\ IF r \in DOMAIN messages THEN UNCHANGED messages ELSE messages' = Add(messages, r)
         /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
@@ -231,6 +275,30 @@ RaiseHwm(f, h) ==
        /\ Commit(log[f], hwm1, currentEpoch[f])
        /\ UNCHANGED <<serverVars, log, leaderVars, messages, restarts, elected>>
 
+\* KIP-853: a vote request names the voter it is for by (id, directory id); an incarnation
+\* with another directory id answers INVALID_VOTER_KEY (no grant), after moving to a larger
+\* epoch as any vote request makes it (Kafka's handleVoteRequest checks in that order).
+RejectVoterKey(m) ==
+    LET s == m.dst
+        newer == m.epoch > currentEpoch[s]
+    IN
+    /\ m.type = "VoteRequest"
+    /\ alive[s]
+    /\ IF newer
+       THEN /\ state' = [state EXCEPT ![s] = "Unattached"]
+            /\ currentEpoch' = [currentEpoch EXCEPT ![s] = m.epoch]
+            /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
+            /\ leader' = [leader EXCEPT ![s] = Nil]
+            /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
+            /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
+            /\ endorsed' = [endorsed EXCEPT ![s] = {}]
+            /\ UNCHANGED <<alive, votesRejected>>
+       ELSE UNCHANGED <<serverVars, leaderVars>>
+    /\ Reply([type |-> "VoteResponse", src |-> s, dst |-> m.src,
+              epoch |-> IF newer THEN m.epoch ELSE currentEpoch[s],
+              granted |-> FALSE, preVote |-> m.preVote], m)
+    /\ UNCHANGED <<logVars, ghostVars>>
+
 \* The simulator's disk-loss profile: an observer crashes and its whole data directory is gone
 \* (log, snapshots, quorum-state); it restarts empty (Restart: Unattached in epoch 0) and
 \* catches up from the leader.  Only an observer: it neither votes nor counts for the HWM, so
@@ -268,7 +336,8 @@ DoOp(op) ==
       [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
       [] op.a = "ForgetLeader" -> ForgetLeader(op.n)
       [] op.a = "Drop" -> Drop(op)
-      [] op.a = "HandleVoteRequest" -> HandleVoteRequest(cur)
+      [] op.a = "HandleVoteRequest" ->
+            IF moved THEN RejectVoterKey(cur) ELSE HandleVoteRequest(cur)
       [] op.a = "HandleVoteResponse" -> HandleVoteResponse(cur)
       [] op.a = "HandleBeginQuorumEpochRequest" -> HandleBeginQuorumEpochRequest(cur)
       [] op.a = "HandleBeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(cur)
@@ -288,8 +357,10 @@ DoOp(op) ==
       \* The voter a change names (-1 when the trace does not say: any replica).
       [] op.a = "AddVoter" ->
             IF op.x = -1 THEN \E t \in Server : AddVoter(op.n, t) ELSE AddVoter(op.n, op.x)
+      \* The operator removes a node's identity in the voter set (maybe an old incarnation).
       [] op.a = "RemoveVoter" ->
-            IF op.x = -1 THEN \E t \in Server : RemoveVoter(op.n, t) ELSE RemoveVoter(op.n, op.x)
+            IF op.x = -1 THEN \E t \in Server : RemoveVoter(op.n, t)
+            ELSE \E t \in Incs(op.x) : RemoveVoter(op.n, t)
       [] op.a = "Crash" -> Crash(op.n)
       [] op.a = "Restart" -> Restart(op.n)
       [] op.a = "CreateSnapshot" -> CreateSnapshot(op.n, op.x)
@@ -322,9 +393,9 @@ StateMatches(e) ==
        /\ alive'[s]
        /\ state'[s] = st.state
        /\ currentEpoch'[s] = st.epoch
-       /\ leader'[s] = N(st.leader)
+       /\ Id(leader'[s]) = N(st.leader)
        /\ st.state \in {"Unattached", "Voted", "Prospective", "Candidate"}
-             => votedFor'[s] = N(st.votedFor)
+             => Id(votedFor'[s]) = N(st.votedFor)
        /\ Len(log'[s]) = st.endOffset
        /\ logStart'[s] = st.logStart
        /\ LastEpoch(log'[s]) = st.lastEpoch
@@ -382,7 +453,7 @@ TraceNext ==
          [] e.ops[k].a \in SnapOps -> KeepFetched
          [] OTHER -> KeepFetched /\ NoSnapStep
     /\ sent' = sent \cup DOMAIN messages'
-    /\ IF e.ops[k].a = "Recv" THEN TRUE ELSE UNCHANGED cur
+    /\ IF e.ops[k].a = "Recv" THEN TRUE ELSE UNCHANGED <<cur, moved>>
     /\ IF k = Len(e.ops)
        THEN /\ StateMatches(e)
             /\ SafetyOK'

@@ -28,11 +28,14 @@ keys and no spaces so that the same run gives the same bytes. The keys of a line
 - `state`: the acting node's state after the step (STATE_KEYS: state, epoch, votedFor,
   leader, endOffset, lastEpoch, hwm, logStartOffset; state "Down" for a stopped node), or
   null.
+- `voter` (only on a step that took AddVoter or RemoveVoter): the id of the voter added or
+  removed.
 - `ns` (real nodes only): time.monotonic_ns() when the line was written, before the step's
   sends leave: one clock for the nodes of a machine, so their traces merge in causal order.
 
-Versions: lines carry no version number. The format has grown once, compatibly: `ns` was
-added for node traces, and readers treat it as optional (absent in simulator traces). A change
+Versions: lines carry no version number. The format has grown twice, compatibly: `ns` was
+added for node traces, and `voter` for voter changes; readers treat both as optional (`ns` is
+absent in simulator traces, `voter` on every line but a voter change's). A change
 that is not compatible changes this module, its tests and spec/README.md ("Trace validation").
 """
 
@@ -82,6 +85,7 @@ class TraceEvent:
     message: JsonObject | None
     state: JsonObject | None
     ns: int | None = None
+    voter: int | None = None
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -95,6 +99,8 @@ class TraceEvent:
         }
         if self.ns is not None:
             out["ns"] = self.ns
+        if self.voter is not None:
+            out["voter"] = self.voter
         return out
 
 
@@ -158,6 +164,7 @@ def parse_line(text: str, line: int = 0) -> TraceEvent:
         message=_object_or_none(raw, "message", line),
         state=_object_or_none(raw, "state", line),
         ns=_int_or_none(raw, "ns", line),
+        voter=_int_or_none(raw, "voter", line),
     )
 
 

@@ -61,7 +61,11 @@ class TraceFile:
             }
         else:
             message = local_event_json(event)  # the snapshot events trace validation reads
-        self._write(now_ms, actions[0] if actions else type(event).__name__, actions, message, view)
+        voter = next((e.voter for e in effects if isinstance(e, ActionTaken) and e.voter), None)
+        name = actions[0] if actions else type(event).__name__
+        self._write(
+            now_ms, name, actions, message, view, voter=None if voter is None else int(voter.id)
+        )
 
     def _write(
         self,
@@ -70,6 +74,8 @@ class TraceFile:
         actions: list[str],
         message: JsonObject | None,
         view: ReplicaView,
+        *,
+        voter: int | None = None,
     ) -> None:
         event = TraceEvent(
             index=self.count,
@@ -80,6 +86,7 @@ class TraceFile:
             message=message,
             state=state_json(view),
             ns=time.monotonic_ns(),
+            voter=voter,
         )
         self._out.write(encode(event) + "\n")
         self._out.flush()

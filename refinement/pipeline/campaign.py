@@ -10,7 +10,8 @@ chunks, corrupted chunks where X loses messages, crashes at each step of a trans
 has node faults); disk-loss (observers that lose their data directory and catch up from the
 leader's snapshot); the KIP-853 variant `X+reconfig` of each of the six (a dynamic quorum
 whose voters an operator adds and removes, refinement.sim_reconfig); or `all`, every one of
-them but the `+reconfig` ones over the same seeds. A seeded bug (`--mutant`,
+them whose traces TraceKRaft.tla validates over the same seeds (the `+reconfig` ones among
+them: refinement.traces.conformance.reconfig_conformance_profiles). A seeded bug (`--mutant`,
 refinement.pipeline.mutants) shows only under the faults it needs: eager-hwm under any
 profile, the others under MUTANT_PROFILES' (snapshot-past-hwm and install-unvalidated under
 lossy+snapshots, eager-log-start under partitions+snapshots, the voter-change ones under a
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING
 from refinement.faults import PROFILES
 from refinement.pipeline.samples import TraceSample, trace_samples, write_samples
 from refinement.pipeline.spark import DEFAULT_MASTER, is_local
+from refinement.traces.conformance import reconfig_conformance_profiles
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -57,11 +59,13 @@ if TYPE_CHECKING:
 # The simulator and Spark are imported where used: `kraft --help` needs neither.
 
 ALL = "all"
-# "all": every profile, the snapshots profile's KIP-630 actions among them (KRaft.tla models
-# them and TraceKRaft.tla validates their traces).
-# The `+reconfig` profiles (voter changes) are left out of "all" until TraceKRaft.tla validates
-# AddVoter/RemoveVoter; `--profile NAME+reconfig` runs one of them.
-PROFILE_ORDER: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if not p.dynamic)
+# "all": every profile whose sampled traces TraceKRaft.tla validates: the snapshots profiles'
+# KIP-630 actions and the `+reconfig` profiles' voter changes (AddVoter, RemoveVoter) among them.
+# The `+reconfig` profiles are those reconfig_conformance_profiles() names (every one: a voter
+# that loses its disk is a new incarnation to TraceKRaft, refinement.traces.incarnations).
+PROFILE_ORDER: tuple[str, ...] = (
+    tuple(n for n, p in PROFILES.items() if not p.dynamic) + reconfig_conformance_profiles()
+)
 
 
 @dataclass(frozen=True, slots=True)

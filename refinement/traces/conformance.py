@@ -10,10 +10,11 @@ LoseDisk of spec/TraceKRaft.tla). The simulator's voters are nodes 1..3 (SIM_VOT
 further node an observer, which TLC is told.
 
 Voter changes (KIP-853): a trace of a dynamic quorum (refinement.faults' `NAME+reconfig`
-profiles, where the simulator has them) is validated the same way: SIM_VOTERS are its bootstrap
-voters and validate_trace sees from the trace that the quorum is dynamic (mapping.is_dynamic:
-KRaft.tla's Dynamic and VoterChanges). reconfig_conformance_profiles() names those profiles;
-pass them as `profiles` (they are not in CONFORMANCE_PROFILES until the simulator has them)."""
+profiles) is validated the same way: SIM_VOTERS are its bootstrap voters and validate_trace
+sees from the trace that the quorum is dynamic (mapping.is_dynamic: KRaft.tla's Dynamic and
+VoterChanges). A voter that loses its disk comes back with a new directory id: a new replica,
+a server of its own to TLC (refinement.traces.incarnations). reconfig_conformance_profiles()
+names those profiles; pass them as `profiles`."""
 
 from __future__ import annotations
 
@@ -43,12 +44,10 @@ CONFORMANCE_PROFILES = BASE_CONFORMANCE_PROFILES + SNAPSHOT_CONFORMANCE_PROFILES
 SIM_VOTERS: tuple[int, ...] = tuple(range(1, 4))
 
 
-def reconfig_conformance_profiles(*, voter_disk_loss: bool = False) -> tuple[str, ...]:
+def reconfig_conformance_profiles(*, voter_disk_loss: bool = True) -> tuple[str, ...]:
     """The simulator's profiles of a dynamic quorum whose voters change (empty where
-    refinement.faults has none). A voter that loses its disk comes back with a new directory
-    id, which KRaft.tla does not model (replicas are ids; KRaftReconfig.tla's DiskLoss has
-    directory ids): TraceKRaft rejects such a trace at the voter's LoseDisk, so profiles that
-    draw voter disk losses are left out unless `voter_disk_loss`."""
+    refinement.faults has none); those whose voters lose their disk (a new incarnation with a
+    new directory id, refinement.traces.incarnations) only if `voter_disk_loss`."""
     from refinement.faults import PROFILES
 
     return tuple(

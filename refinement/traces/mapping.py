@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kraft.trace_format import JsonObject, TraceEvent
+from refinement.traces.incarnations import Incarnations
 from refinement.traces.lookahead import (
     NIL,
     SnapshotSizes,
@@ -260,6 +261,9 @@ class _Mapper:
     once the new voter answered ApiVersions, with no message)."""
 
     snaps: SnapshotSizes
+    # A dynamic quorum: a node that loses its disk is a new replica (incarnations.py).
+    dynamic: bool = False
+    inc: Incarnations = field(default_factory=Incarnations)
     parked: dict[int, list[_Parked]] = field(default_factory=dict)
     adding: dict[int, int] = field(default_factory=dict)
     # Discovery fetches (max wait 0) handled, per fetching node: the voters that answered,
@@ -270,7 +274,7 @@ class _Mapper:
     last: dict[int, JsonObject] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
-        node = ev.node if ev.node is not None else 0
+        node = self.inc.server(ev.node if ev.node is not None else 0)
         msg = ev.message
         act = ev.action
         if act == "DropMessage":
@@ -283,6 +287,12 @@ class _Mapper:
             # A stop closes (flushes) the log; to the spec both are Crash.
             self.parked.pop(node, None)
             return [_op("Crash", node)]
+        if act == "LoseDisk" and self.dynamic and ev.node is not None:
+            # KIP-853: the node comes back with a new directory id, a new replica; the old
+            # one crashes for good (incarnations.py).
+            self.parked.pop(node, None)
+            old, new = self.inc.lose_disk(ev.node)
+            return [_op("Crash", old), _op("Crash", new)]
         if act == "LoseDisk":
             # The disk-loss profile: an observer crashes with its data directory gone
             # (TraceKRaft's bridging step LoseDisk).
@@ -332,10 +342,13 @@ class _Mapper:
                 ops += [_op("ClientAppend", node)] * max(_int(msg, "records", 0), 0)
             elif a == "AddVoter":
                 # KIP-853: the leader appends a Voters record with the voter added.
-                voter = self.adding.pop(node, ANY_VOTER)
+                # The voter the step names (older traces: the last AddRaftVoter request).
+                voter = self.adding.pop(node, ANY_VOTER) if ev.voter is None else ev.voter
+                voter = voter if voter == ANY_VOTER else self.inc.server(voter)
                 ops.append(_op("AddVoter", node, x=voter))
             elif a == "RemoveVoter":
                 voter = _voter_id(msg) if _is_type(msg, "RemoveVoterRequest") else ANY_VOTER
+                voter = voter if ev.voter is None else ev.voter
                 ops.append(_op("RemoveVoter", node, x=voter))
             elif a == "CreateSnapshot":
                 # The snapshot a SnapshotWritten made durable (its id is the event's).
@@ -352,6 +365,8 @@ class _Mapper:
             if ops[j]["a"] == "HandleFetchRequest" and ops[j - 1]["a"] == "Recv":
                 ops[j]["xs"] = self._fetch_counts(ops[j - 1]["m"], ev.index)
         if ev.state is not None and ev.node is not None:
+            if "BecomeLeader" in acts:
+                self.inc.elected(_int(ev.state, "epoch", 0), ev.node)
             self.leaderless[ev.node] = ev.state.get("leader") is None
             self.last[ev.node] = ev.state
         return ops or [_op("Skip")]
@@ -382,30 +397,34 @@ class _Mapper:
             return 0
         m, exact = spec_message(msg)
         any_pre = not vote_response_kind_known(msg)
+        raw = ev.node if ev.node is not None else 0  # messages name nodes, not incarnations
         if t == "FetchResponse":
-            m["src"] = self._answerer(node, _int(msg, "src"))
+            m["src"] = self._answerer(raw, _int(msg, "src"))
         if t == "FetchRequest" and _int(msg, "maxWaitMs", 0) == 0:
-            self.discovery.setdefault(_int(msg, "src"), []).append(node)
+            self.discovery.setdefault(_int(msg, "src"), []).append(raw)
             # Maybe a node's discovery fetch to a bootstrap server (TraceKRaft's
             # BootstrapFetch; the sender's trace shows no SendFetchRequest for it).
-            ops.append(_op("BootstrapFetch", node, m=m))
+            # From the sender's current incarnation, to a bootstrap voter (the node's id).
+            sender = self.inc.server(_int(msg, "src"))
+            ops.append(_op("BootstrapFetch", node, m=m | {"src": sender}))
         ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
         if t == "EndQuorumEpochRequest":
             # The implementation learns the resigning leader first; its election, if any,
             # starts with a later ElectionTimeout (Kafka 4.x: only the fetch timer is cut).
-            ops.append(
-                _op("LearnLeader", node, x=_int(msg, "leaderId"), e=_int(msg, "leaderEpoch"))
-            )
+            ldr, epoch = _int(msg, "leaderId"), _int(msg, "leaderEpoch")
+            ldr = self.inc.leader(ldr, epoch) if ldr >= 0 else ldr
+            ops.append(_op("LearnLeader", node, x=ldr, e=epoch))
             ops.append(_op("HandleEndQuorumEpochRequest", node))
             return 0
         if t == "FetchSnapshotRequest":
-            key = (node, _int(msg, "src"), _pair(msg, "snapshotId") or _NO_SNAPSHOT,
+            key = (raw, _int(msg, "src"), _pair(msg, "snapshotId") or _NO_SNAPSHOT,
                    _int(msg, "position", 0))  # fmt: skip
             ops.append(_op("HandleFetchSnapshotRequest", node, x=self.snaps.chunks.get(key, 0)))
             return 0
         ldr = _int(msg, "leaderId") if t == "VoteResponse" or self._finds_leader(ev, msg) else NIL
-        learn = ldr >= 0 and ldr != node
+        learn = ldr >= 0 and self.inc.server(ldr) != node
         if learn:
+            ldr = self.inc.leader(ldr, _int(msg, "leaderEpoch"))
             # The implementation learns a leader of its epoch from the response before it
             # counts the (pre-)vote; of a larger epoch, after adopting the epoch.
             ops.append(_op("LearnLeader", node, x=ldr, e=_int(msg, "leaderEpoch")))
@@ -516,11 +535,14 @@ class MappedTrace:
     snapshot_sizes: dict[tuple[int, tuple[int, int]], int] = field(default_factory=dict)
     # A dynamic quorum (kraft.version 1, KRaft.tla's Dynamic): see is_dynamic.
     dynamic: bool = False
+    # The server of each later incarnation of a node -> the node (incarnations.py).
+    alias: dict[int, int] = field(default_factory=dict)
 
 
 def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
     snaps = snapshot_sizes(events)
-    mapper = _Mapper(snaps)
+    dynamic = is_dynamic(events)
+    mapper = _Mapper(snaps, dynamic=dynamic)
     records: list[dict[str, TlaValue]] = []
     counts: list[int] = []
     servers: set[int] = set()
@@ -528,13 +550,15 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
     for ev in events:
         ops = mapper.ops(ev)
         check, st = _state(ev)
-        node = ev.node if ev.node is not None else 0
+        node = mapper.inc.server(ev.node if ev.node is not None else 0)
         if ev.node is not None:
-            servers.add(ev.node)
+            servers.add(node)
+            servers.update(mapper.inc.alias)
         if check:
             max_epoch = max(max_epoch, _int(ev.state, "epoch", 0))
             max_log = max(max_log, _int(ev.state, "endOffset", 0))
         crashes += ev.action in ("Crash", "Stop", "LoseDisk")
+        crashes += ev.action == "LoseDisk" and dynamic  # two servers crash (incarnations.py)
         records.append({"node": node, "check": check, "st": st, "ops": tuple(ops)})
         counts.append(len(ops))
     return MappedTrace(
@@ -546,5 +570,6 @@ def map_trace(events: Sequence[TraceEvent]) -> MappedTrace:
         max_log=max_log,
         crashes=crashes,
         snapshot_sizes=snaps.sizes,
-        dynamic=is_dynamic(events),
+        dynamic=dynamic,
+        alias=dict(mapper.inc.alias),
     )

@@ -34,11 +34,15 @@ def trace_module(mapped: MappedTrace, *, target: int = 0, check_safety: bool = T
         f"(<<{src}, {tla(snap)}>> :> {size})"
         for (src, snap), size in sorted(mapped.snapshot_sizes.items())
     ]
+    aliases = [f"({server} :> {node})" for server, node in sorted(mapped.alias.items())]
     lines += [
         ">>",
         "",
         "\\* Bytes of each snapshot a leader served: <<leader, <<end, epoch>>>> -> size.",
         "SnapSizes == " + (" @@ ".join(sizes) if sizes else "[x \\in {} |-> 0]"),
+        "",
+        "\\* The server of each later incarnation of a node (a new directory id) -> the node.",
+        "Alias == " + (" @@ ".join(aliases) if aliases else "[x \\in {} |-> 0]"),
         "",
         f"Target == {target}",
         f"CheckSafety == {tla(check_safety)}",
@@ -53,7 +57,8 @@ def trace_config(
     """dynamic: KRaft.tla's Dynamic and VoterChanges (default: as the trace shows)."""
     dynamic = mapped.dynamic if dynamic is None else dynamic
     servers = "{" + ", ".join(str(s) for s in mapped.servers) + "}"
-    voter_set = servers if voters is None else "{" + ", ".join(str(v) for v in voters) + "}"
+    bootstrap = "{" + ", ".join(str(s) for s in mapped.servers if s not in mapped.alias) + "}"
+    voter_set = bootstrap if voters is None else "{" + ", ".join(str(v) for v in voters) + "}"
     return "\n".join(
         [
             "CONSTANTS",

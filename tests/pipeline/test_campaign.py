@@ -13,6 +13,7 @@ from refinement.pipeline import aggregate
 from refinement.pipeline.campaign import PROFILE_ORDER, CampaignConfig, run_campaign
 from refinement.pipeline.schemas import events_schema, seeds_schema
 from refinement.pipeline.seedrun import PAIR_ACTIONS, PAIR_STATES, SIM_ACTIONS, SPEC_ACTIONS
+from refinement.traces.conformance import reconfig_conformance_profiles
 
 pytestmark = pytest.mark.spark
 
@@ -41,10 +42,11 @@ def test_datasets_have_the_declared_schemas(spark, two_runs):
     assert seeds.schema.simpleString() == seeds_schema().simpleString()
     events = spark.read.parquet(str(out / "events"))
     assert events.schema.simpleString() == events_schema().simpleString()
-    # 2 seeds x every profile (snapshots among them), every event kept: one events row per
-    # trace line.
-    assert set(PROFILE_ORDER) == {n for n, p in PROFILES.items() if not p.dynamic}
-    assert "snapshots" in PROFILE_ORDER
+    # 2 seeds x every profile (snapshots and the validated +reconfig ones among them), every
+    # event kept: one events row per trace line.
+    static = {n for n, p in PROFILES.items() if not p.dynamic}
+    assert set(PROFILE_ORDER) == static | set(reconfig_conformance_profiles())
+    assert {"snapshots", "none+reconfig", "lossy+reconfig"} <= set(PROFILE_ORDER)
     assert seeds.count() == 2 * len(PROFILE_ORDER)
     assert events.count() == seeds.groupBy().sum("trace_events").first()[0]
     assert set(read(out / "seeds")["profile"]) == set(PROFILE_ORDER)
@@ -63,6 +65,8 @@ def test_coverage_names_every_spec_and_sim_action(two_runs):
     assert spec.loc["BecomeLeader", "covered"]
     assert spec.loc["BecomeLeader", "seeds"] == 2 * len(PROFILE_ORDER)
     assert spec.loc["CreateSnapshot", "covered"]
+    # The +reconfig profiles' operator adds voters (AddVoter's trace samples are validated).
+    assert spec.loc["AddVoter", "covered"]
     uncovered = set(spec.index[~spec["covered"]])
     assert uncovered == set(two_runs[2].uncovered_spec)
     assert spec.loc[list(uncovered), "events"].eq(0).all()

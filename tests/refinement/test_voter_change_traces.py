@@ -33,6 +33,7 @@ import pytest
 from kraft.trace_format import TraceEvent, read_trace
 from refinement.traces import (
     TraceValidation,
+    conformance,
     map_trace,
     reconfig_conformance_profiles,
     validate_trace,
@@ -89,6 +90,15 @@ def test_remove_voter_names_the_requested_voter_and_add_voter_the_last_request()
     assert ops[3] == [("AddVoter", ANY_VOTER)]
 
 
+def test_a_voter_change_step_that_names_its_voter_is_mapped_to_that_voter():
+    # Traces name the voter an AddVoter / RemoveVoter step added or removed (`voter`): exact
+    # even where no AddRaftVoter request was logged before.
+    add = replace(_event(0, 3, ("AddVoter",), None, end=2), voter=5)
+    remove = replace(_event(1, 3, ("RemoveVoter",), None, end=3), voter=2)
+    assert _ops([add, remove]) == [[("AddVoter", 5)], [("RemoveVoter", 2)]]
+    assert _ops([replace(add, voter=None)]) == [[("AddVoter", ANY_VOTER)]]
+
+
 def test_an_answer_from_a_bootstrap_server_is_the_answer_of_the_voter_that_handled_the_fetch():
     fetch = {"type": "FetchRequest", "src": 4, "dst": 2, "replicaEpoch": 0, "fetchOffset": 0,
              "lastFetchedEpoch": 0, "maxWaitMs": 0}  # fmt: skip
@@ -127,11 +137,8 @@ def test_reconfig_conformance_profiles_are_the_dynamic_ones(monkeypatch: pytest.
         "crashes+reconfig": _Profile(dynamic=True, voter_disk_loss_rate=0.15),
     }
     monkeypatch.setitem(sys.modules, "refinement.faults", faults)
-    assert reconfig_conformance_profiles() == ("lossy+reconfig",)
-    assert reconfig_conformance_profiles(voter_disk_loss=True) == (
-        "lossy+reconfig",
-        "crashes+reconfig",
-    )
+    assert reconfig_conformance_profiles(voter_disk_loss=False) == ("lossy+reconfig",)
+    assert reconfig_conformance_profiles() == ("lossy+reconfig", "crashes+reconfig")
 
 
 # --------------------------------------------------------------------------- TLC runs
@@ -259,3 +266,57 @@ def test_a_removed_leader_counting_itself_toward_the_hwm_is_rejected(trace: list
         replace(trace[i], actions=("HandleFetchRequest", "AdvanceHighWatermark")), hwm=end
     )
     _rejected_at(edited, i)
+
+
+# --------------------------------------------------------------------------- simulated traces
+
+VOTER_CHANGES = {"AddVoter", "RemoveVoter"}
+
+
+def _voter_changes(path: Path) -> int:
+    return sum(len(VOTER_CHANGES & set(ev.actions)) for ev in read_trace(path))
+
+
+@pytest.mark.tlc
+def test_simulated_traces_of_voter_changes_are_accepted(tmp_path: Path):
+    # The simulator's operator adds and removes voters (lossy+reconfig); seed 2 changes the
+    # voter set within 300 events (340 trace lines). Every profile: the slow test below.
+    runs = conformance([2], events=300, profiles=("lossy+reconfig",), keep_dir=tmp_path)
+    bad = [f"seed={r.seed}: {r.result.summary()}" for r in runs if not r.result.accepted]
+    assert not bad, "\n".join(bad)
+    for r in runs:
+        assert r.trace_path is not None and _voter_changes(r.trace_path) >= 1, r.seed
+    assert "lossy+reconfig" in reconfig_conformance_profiles()
+
+
+# (profile, seed, events) of every dynamic profile, checked accepted on 2026-11-22 (seed 9 of
+# shutdowns+reconfig has a voter lose its disk).
+RECONFIG_RUNS = [
+    ("none+reconfig", 0, 600), ("lossy+reconfig", 1, 250), ("partitions+reconfig", 2, 250),
+    ("crashes+reconfig", 3, 1500), ("crashes+reconfig", 6, 1500),
+    ("shutdowns+reconfig", 1, 1500), ("shutdowns+reconfig", 9, 1500),
+    ("mixed+reconfig", 2, 1500), ("mixed+reconfig", 8, 1500),
+]  # fmt: skip
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+@pytest.mark.parametrize(("profile", "seed", "events"), RECONFIG_RUNS)
+def test_conformance_of_every_reconfig_profile_is_accepted(
+    tmp_path: Path, profile: str, seed: int, events: int
+):
+    assert profile in reconfig_conformance_profiles()
+    [run] = conformance([seed], events=events, profiles=(profile,), keep_dir=tmp_path)
+    assert run.result.accepted, run.result.summary()
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known: ForgetLeader keeps the vote the node dropped")
+def test_a_removed_voter_that_forgets_its_leader_is_accepted(tmp_path: Path):
+    # mixed+reconfig seed 5: node 1, removed, voted for 3 in epoch 1 and followed it (the
+    # implementation keeps no vote once it knows a leader); it forgets the leader (Follower ->
+    # Unattached, same epoch, votedFor null) but TraceKRaft's ForgetLeader keeps votedFor = 3:
+    # rejected at event 379. Fix the spec (or the implementation) and this passes.
+    [run] = conformance([5], events=700, profiles=("mixed+reconfig",), keep_dir=tmp_path)
+    assert run.result.accepted, run.result.summary()

@@ -21,6 +21,7 @@ from refinement.invariants import ClusterState, NodeState
 from refinement.pipeline.campaign import PROFILE_ORDER
 from refinement.sim import SimConfig, Simulator, simulate
 from refinement.sim_base import directory_of
+from refinement.traces.conformance import reconfig_conformance_profiles
 
 
 def _campaign_choices() -> list[str]:
@@ -39,8 +40,8 @@ def test_every_base_profile_has_a_reconfig_variant_and_only_those_are_dynamic() 
     assert not any(PROFILES[b.name].dynamic for b in BASE_PROFILES)
     assert PROFILES["crashes+reconfig"].voter_disk_loss_rate > 0
     assert PROFILES["lossy+reconfig"].voter_disk_loss_rate == 0  # no node faults there
-    # `kraft campaign --profile NAME+reconfig` (not in "all" until traces validate voter changes)
-    assert not set(RECONFIG_PROFILES) & set(PROFILE_ORDER)
+    # `kraft campaign --profile NAME+reconfig`; "all" has those whose traces TraceKRaft validates
+    assert set(RECONFIG_PROFILES) & set(PROFILE_ORDER) == set(reconfig_conformance_profiles())
     assert set(RECONFIG_PROFILES) <= set(_campaign_choices())
 
 
@@ -63,9 +64,16 @@ def test_the_operator_adds_and_removes_voters_and_traces_carry_the_actions() -> 
     r = simulate(SimConfig(seed=0, profile=PROFILES["none+reconfig"]), trace=out)
     assert r.ok, r.summary()
     assert r.voters_added > 0 and r.voters_removed > 0 and r.changes_acked > 0
-    actions = [a for line in out.getvalue().splitlines() for a in json.loads(line)["actions"]]
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    actions = [a for line in lines for a in line["actions"]]
     assert actions.count("AddVoter") == r.voters_added
     assert actions.count("RemoveVoter") == r.voters_removed
+    # A voter change's line names the voter it added or removed; no other line has `voter`.
+    changes = [ln for ln in lines if {"AddVoter", "RemoveVoter"} & set(ln["actions"])]
+    assert all(isinstance(ln.get("voter"), int) for ln in changes)
+    assert sum("voter" in ln for ln in lines) == len(changes)
+    removals = [ln for ln in changes if (ln["message"] or {}).get("type") == "RemoveVoterRequest"]
+    assert removals and all(ln["voter"] == ln["message"]["voter"] for ln in removals)
 
 
 def test_a_voter_that_lost_its_disk_returns_with_a_new_directory_id() -> None:

@@ -134,6 +134,7 @@ def test_a_change_before_the_epochs_leader_change_commits_is_refused() -> None:
     _fetch(h, key(2), 3)
     effects = _ask(h, RemoveVoterRequest(CLUSTER, key(3)))
     assert _appended_voters(effects) == [_record(1, 2)]
+    assert ActionTaken(Action.REMOVE_VOTER, key(3)) in effects  # it names the voter removed
 
 
 def test_add_voter_probes_appends_takes_effect_at_once_and_answers_after_commit() -> None:
@@ -144,7 +145,7 @@ def test_add_voter_probes_appends_takes_effect_at_once_and_answers_after_commit(
     assert not _answers(effects, AddVoterResponse) and not of(effects, AppendToLog)
     effects = _checked(h, 4)
     assert _appended_voters(effects) == [_record(1, 2, 3, 4)]
-    assert ActionTaken(Action.ADD_VOTER) in effects
+    assert ActionTaken(Action.ADD_VOTER, key(4)) in effects  # it names the voter added
     # In force when appended (KIP-856): four voters, a majority is three.
     assert _voter_ids(h) == {1, 2, 3, 4}
     assert not _answers(effects, AddVoterResponse)

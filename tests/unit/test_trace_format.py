@@ -4,6 +4,7 @@ simulator and by a real node's trace file."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,14 @@ def test_a_node_line_carries_ns_and_reads_back() -> None:
     line = encode(_event(123_456))
     assert line.endswith('"ns":123456,"state":' + line.split('"state":', 1)[1])
     assert parse_line(line) == _event(123_456)
+
+
+def test_a_voter_change_line_names_its_voter_and_reads_back() -> None:
+    event = replace(_event(None), action="AddVoter", actions=("AddVoter",), voter=5)
+    line = encode(event)
+    assert line.endswith(',"voter":5}')
+    assert parse_line(line) == event
+    assert '"voter"' not in encode(_event(None))  # only a voter change's line has it
 
 
 def test_writer_and_reader_round_trip(tmp_path: Path) -> None:

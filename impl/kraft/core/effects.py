@@ -118,9 +118,11 @@ class StateChanged:
 
 @dataclass(frozen=True, slots=True)
 class ActionTaken:
-    """Marks that the spec action `action` happened in this step (for traces and coverage)."""
+    """Marks that the spec action `action` happened in this step (for traces and coverage);
+    AddVoter / RemoveVoter name the voter added or removed."""
 
     action: Action
+    voter: ReplicaKey | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -487,7 +487,7 @@ class VoterChanges:
         self, change_id: int, change: _Change, voters: tuple[VoterEntry, ...], action: Action
     ) -> None:
         r = self._r
-        r._out.append(ActionTaken(action))
+        r._out.append(ActionTaken(action, change.voter))
         offset = self._write_voters(voters)
         change.offset = offset
         if not change.ack_when_committed:
