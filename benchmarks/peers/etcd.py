@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.peers.processes import spawn_logged, stop_all
 from kraft.cluster import free_ports
 
 
@@ -75,39 +75,32 @@ class EtcdCluster:
         for n in self.names:
             client = f"http://127.0.0.1:{self.client_ports[n]}"
             peer = f"http://127.0.0.1:{self.peer_ports[n]}"
-            out = open(self.root / f"{n}.log", "ab")  # noqa: SIM115 - the child inherits it
-            try:
-                self.procs[n] = subprocess.Popen(
-                    [
-                        str(self.bin_dir / "etcd"),
-                        "--name",
-                        n,
-                        "--data-dir",
-                        str(self.root / n),
-                        "--listen-client-urls",
-                        client,
-                        "--advertise-client-urls",
-                        client,
-                        "--listen-peer-urls",
-                        peer,
-                        "--initial-advertise-peer-urls",
-                        peer,
-                        "--initial-cluster",
-                        cluster,
-                        "--initial-cluster-state",
-                        "new",
-                        "--initial-cluster-token",
-                        "kraft-bench",
-                        "--log-level",
-                        "warn",
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            finally:
-                out.close()
+            self.procs[n] = spawn_logged(
+                [
+                    str(self.bin_dir / "etcd"),
+                    "--name",
+                    n,
+                    "--data-dir",
+                    str(self.root / n),
+                    "--listen-client-urls",
+                    client,
+                    "--advertise-client-urls",
+                    client,
+                    "--listen-peer-urls",
+                    peer,
+                    "--initial-advertise-peer-urls",
+                    peer,
+                    "--initial-cluster",
+                    cluster,
+                    "--initial-cluster-state",
+                    "new",
+                    "--initial-cluster-token",
+                    "kraft-bench",
+                    "--log-level",
+                    "warn",
+                ],
+                self.root / f"{n}.log",
+            )
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs.values() if p.poll() is None]
@@ -169,13 +162,4 @@ class EtcdCluster:
         return parse_put_report(done.stdout + done.stderr)
 
     def stop_all(self, timeout_s: float = 10.0) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_all(self.procs.values(), timeout_s)

@@ -36,6 +36,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.peers.processes import spawn_logged, stop_all
 from kraft.client import Address, ClientError, Connection
 from kraft.cluster import free_ports
 from kraft.protocol import ApiKey, MessageDict, ProtocolError
@@ -238,17 +239,7 @@ class KafkaRaftCluster:
             "--record-size",
             str(self.record_size),
         ]
-        out = open(self.log_path(n), "ab")  # noqa: SIM115 - the child inherits it
-        try:
-            self.procs[n] = subprocess.Popen(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        finally:
-            out.close()
+        self.procs[n] = spawn_logged(cmd, self.log_path(n))
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs.values() if p.poll() is None]
@@ -260,16 +251,7 @@ class KafkaRaftCluster:
             p.wait()
 
     def stop_all(self, timeout_s: float = 20.0) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_all(self.procs.values(), timeout_s)
 
     def stats(self, n: int, since_bytes: int = 0) -> list[WriteStats]:
         """The stats lines node `n` printed after byte `since_bytes` of its output."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -38,7 +37,7 @@ from refinement.mutation.execute import (
     timeouts_from_baseline,
 )
 from refinement.mutation.generate import Mutant, generate, sample
-from refinement.pipeline.spark import DEFAULT_MASTER, is_local
+from refinement.pipeline.spark import DEFAULT_MASTER
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -344,15 +343,10 @@ def run_from_args(args: argparse.Namespace) -> int:
             print(m.describe())
         print(f"{len(mutants)} of {generated} mutants", file=sys.stderr)
         return 0
-    from refinement.pipeline.spark import session, ship_code
+    from refinement.pipeline.spark import campaign_session
 
-    spark = session(args.master, app_name="kraft-mutate")
-    try:
-        if args.ship_code == "yes" or (args.ship_code == "auto" and not is_local(args.master)):
-            ship_code(spark, Path(tempfile.mkdtemp(prefix="kraft-ship-")))
+    with campaign_session(args.master, args.ship_code, app_name="kraft-mutate") as spark:
         result = run_campaign(spark, config, progress=not args.no_progress)
-    finally:
-        spark.stop()
     print(result.summary)
     return 1 if result.unexplained else 0
 

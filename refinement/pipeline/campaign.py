@@ -37,7 +37,6 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from refinement.faults import PROFILES
 from refinement.pipeline.samples import TraceSample, trace_samples, write_samples
-from refinement.pipeline.spark import DEFAULT_MASTER, is_local
+from refinement.pipeline.spark import DEFAULT_MASTER
 from refinement.traces.conformance import reconfig_conformance_profiles
 
 if TYPE_CHECKING:
@@ -398,16 +397,11 @@ def config_from_args(args: argparse.Namespace) -> CampaignConfig:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from refinement.pipeline.spark import session, ship_code
+    from refinement.pipeline.spark import campaign_session
 
     config = config_from_args(args)
-    spark = session(args.master)
-    try:
-        if args.ship_code == "yes" or (args.ship_code == "auto" and not is_local(args.master)):
-            ship_code(spark, Path(tempfile.mkdtemp(prefix="kraft-ship-")))
+    with campaign_session(args.master, args.ship_code, app_name="kraft-campaign") as spark:
         result = run_campaign(spark, config, progress=not args.no_progress)
-    finally:
-        spark.stop()
     print(result.summary())
     return 1 if result.failing else 0
 

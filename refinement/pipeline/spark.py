@@ -137,6 +137,20 @@ def ship_code(spark: SparkSession, work_dir: Path) -> Path:
     return zip_path
 
 
+@contextmanager
+def campaign_session(master: str, ship: str, *, app_name: str) -> Iterator[SparkSession]:
+    """A session for one campaign run from the command line, stopped at the end; this
+    checkout's code is shipped to the executors when `ship` is "yes", or "auto" on a cluster
+    (local executors import it from the checkout)."""
+    spark = session(master, app_name=app_name)
+    try:
+        if ship == "yes" or (ship == "auto" and not is_local(master)):
+            ship_code(spark, Path(tempfile.mkdtemp(prefix="kraft-ship-")))
+        yield spark
+    finally:
+        spark.stop()
+
+
 # --------------------------------------------------------------------------- standalone
 
 
