@@ -6,7 +6,8 @@ import asyncio
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from polling import kraft_info, wait_for
@@ -29,6 +30,25 @@ def make_cluster(root: Path, n: int = 3, **kwargs: bool) -> LocalCluster:
     cluster = LocalCluster(root, free_ports(n), overrides=FAST, **kwargs)
     cluster.format()
     return cluster
+
+
+@contextmanager
+def dynamic_cluster(
+    root: Path, observers: int = 0, *, start: bool = True
+) -> Iterator[LocalCluster]:
+    """Three voters of a dynamic quorum (kraft.version 1) and `observers` more nodes, formatted
+    (and started unless `start` is false); every node is stopped at the end."""
+    ports = free_ports(3 + observers)
+    cluster = LocalCluster(root, ports[:3], overrides=FAST, dynamic=True)
+    for port in ports[3:]:
+        cluster.add_observer(port)
+    cluster.format()
+    if start:
+        cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()
 
 
 def leader_of(cluster: LocalCluster, nodes: Iterable[int]) -> NodeInfo | None:

@@ -13,32 +13,23 @@ from pathlib import Path
 
 import pytest
 from cluster_harness import (
-    FAST,
     BackgroundWriter,
     assert_acknowledged_everywhere,
+    dynamic_cluster,
     kraft_cli,
     leader_of,
 )
 from polling import kraft_info, wait_for
 
 from kraft.client import describe_quorum
-from kraft.cluster import LocalCluster, free_ports
+from kraft.cluster import LocalCluster
 from kraft.protocol import uuid_to_base64
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    ports = free_ports(4)
-    c = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True)
-    c.add_observer(ports[3])
-    c.format()
-    c.start()
-    try:
+    with dynamic_cluster(tmp_path, observers=1) as c:
         yield c
-    finally:
-        c.stop_all()
-
-
 
 
 def _voters_everywhere(cluster: LocalCluster, nodes: list[int], voters: list[int]) -> bool:

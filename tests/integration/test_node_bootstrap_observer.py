@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import FAST, leader_of
+from cluster_harness import FAST, dynamic_cluster, leader_of
 from polling import kraft_info, wait_for
 
 from kraft.cli import main as kraft_main
@@ -25,14 +25,8 @@ from kraft.errors import ErrorCode
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    ports = free_ports(4)
-    c = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True)
-    c.add_observer(ports[3])
-    c.format()
-    try:
+    with dynamic_cluster(tmp_path, observers=1, start=False) as c:
         yield c
-    finally:
-        c.stop_all()
 
 
 def test_a_node_with_only_bootstrap_servers_observes_the_quorum(

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 from cluster_harness import (
-    FAST,
     BackgroundWriter,
     assert_acknowledged_everywhere,
+    dynamic_cluster,
     kraft_cli,
     leader_of,
 )
 from polling import kraft_info, wait_for
 
 from kraft.client import append, describe_quorum
-from kraft.cluster import LocalCluster, free_ports
+from kraft.cluster import LocalCluster
 from kraft.protocol import uuid_to_base64
 from kraft.storage.meta_properties import read_meta_properties
 
@@ -36,15 +36,8 @@ REPLACED = 3
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path, free_ports(3), overrides=FAST, dynamic=True)
-    c.format()
-    c.start()
-    try:
+    with dynamic_cluster(tmp_path) as c:
         yield c
-    finally:
-        c.stop_all()
-
-
 
 
 def _replication(bootstrap: str) -> list[tuple[int, str, int, str]]:

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 from cluster_harness import (
-    FAST,
     BackgroundWriter,
     assert_acknowledged_everywhere,
+    dynamic_cluster,
     kraft_cli,
     leader_of,
 )
 from polling import kraft_info, wait_for
 
 from kraft.client import append, describe_quorum
-from kraft.cluster import LocalCluster, free_ports
+from kraft.cluster import LocalCluster
 
 OLD = [1, 2, 3]
 NEW = [4, 5, 6]
@@ -30,18 +30,8 @@ NEW = [4, 5, 6]
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    ports = free_ports(6)
-    c = LocalCluster(tmp_path, ports[:3], overrides=FAST, dynamic=True)
-    for p in ports[3:]:
-        c.add_observer(p)
-    c.format()
-    c.start()
-    try:
+    with dynamic_cluster(tmp_path, observers=3) as c:
         yield c
-    finally:
-        c.stop_all()
-
-
 
 
 def test_voters_123_are_reassigned_to_456_under_load_with_no_acknowledged_record_lost(
