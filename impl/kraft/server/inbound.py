@@ -44,6 +44,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
@@ -86,6 +87,7 @@ from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_GET_KEY,
     KRAFT_NODE_INFO_KEY,
+    AppendSuccessEncoder,
     decode_append_request,
     decode_client_request,
     encode_client_response,
@@ -154,9 +156,9 @@ class _Connection(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.peer = str(transport.get_extra_info("peername"))
+        # A stream transport (uvloop's is not a subclass of asyncio.Transport).
+        self.transport = cast(asyncio.Transport, transport)
+        self.peer = str(self.transport.get_extra_info("peername"))
         self._server._accepted(self)
 
     def data_received(self, data: bytes) -> None:
@@ -262,6 +264,9 @@ class RequestServer:
         self._server: asyncio.Server | None = None
         self._loop_time: Callable[[], float] = time.monotonic
         self._rng = random.Random()  # DescribeCluster's controller when no leader is known
+        # Successful KraftAppend answers by (version, leader id, epoch); the leader's endpoint
+        # comes from the voters, so a change of voters empties it.
+        self._append_ok: dict[tuple[int, NodeId, int], AppendSuccessEncoder] = {}
         self.requests = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -319,6 +324,7 @@ class RequestServer:
         if self._cfg.voters == voters:
             return False
         self._cfg = replace(self._cfg, voters=voters)
+        self._append_ok.clear()
         return True
 
     def _forget(self, conn: _Connection) -> None:
@@ -544,15 +550,31 @@ class RequestServer:
     ) -> None:
         if conn.closed:
             return
+        first, last, epoch = outcome.first_offset, outcome.last_offset, outcome.epoch
+        if (
+            outcome.error is ErrorCode.NONE
+            and outcome.leader_id is not None
+            and first is not None
+            and last is not None
+            and epoch is not None
+        ):
+            # The hot path: the body of this version, leader and epoch is encoded once.
+            key = (version, outcome.leader_id, epoch)
+            encoder = self._append_ok.get(key)
+            if encoder is None:
+                fields = {**self._leader_fields(outcome.leader_id), "leader_epoch": epoch}
+                encoder = self._append_ok[key] = AppendSuccessEncoder(version, fields)
+            conn.write(encoder.encode(corr, first, last))
+            return
         body: MessageDict = {
             "error_code": int(outcome.error),
             "error_message": outcome.message,
-            "base_offset": -1 if outcome.first_offset is None else outcome.first_offset,
-            "last_offset": -1 if outcome.last_offset is None else outcome.last_offset,
+            "base_offset": -1 if first is None else first,
+            "last_offset": -1 if last is None else last,
             **self._leader_fields(outcome.leader_id),
         }
-        if outcome.epoch is not None:
-            body["leader_epoch"] = outcome.epoch
+        if epoch is not None:
+            body["leader_epoch"] = epoch
         conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body, version))
 
     def _leader_fields(self, leader_id: NodeId | None) -> MessageDict:
