@@ -2,7 +2,8 @@
 it much: a fixed number of one-record appends (issue #17's small-append load) against a 3-node
 kraft cluster on loopback, and what each server process spent on them.
 
-`python -m benchmarks.bench_work [--clients 32] [--requests 200] [--profile DIR]` prints, for
+`python -m benchmarks.bench_work [--clients 32] [--requests 200] [--rate R] [--profile DIR]`
+prints, for
 the leader and the followers separately: CPU milliseconds per committed record (utime + stime
 from /proc, kraft.benchmarks.peers.procstat), fsyncs and core batches per committed record
 (the counters each node logs when it stops), and the clients' median and p99 commit latency
@@ -13,7 +14,9 @@ the figures to compare between versions. With `--profile DIR` every node runs un
 
 Each client is one connection with one append in flight (a closed loop, as
 benchmarks.bench_cluster and benchmarks.bench_peers load it), and sends `requests` appends; a
-warm-up of `warmup` appends per client runs first and is not counted.
+warm-up of `warmup` appends per client runs first and is not counted. In a closed loop a faster
+server also batches less (fewer appends share a step and an fsync), so CPU per record is best
+compared with `--rate R`: the same appends sent at R per second on a fixed schedule.
 """
 
 from __future__ import annotations
@@ -100,7 +103,22 @@ def _counters(cluster: LocalCluster, node: int) -> tuple[int, int]:
     return int(b), int(f)
 
 
-def run(clients: int, requests: int, warmup: int, profile: Path | None) -> dict[str, float]:
+async def paced_load(address: Address, clients: int, requests: int, rate: float) -> Load:
+    """`clients * requests` one-record appends sent at `rate` per second on a fixed schedule
+    (round robin over `clients` connections; latency from the scheduled send): the same
+    arrivals for every version measured, so their CPU per record compares at equal load."""
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    got = await bc.open_loop(address, rate, 1, clients, 0.0, clients * requests / rate)
+    wall = time.perf_counter() - t0
+    # open_loop reports percentiles, not each latency: as many of each as give them back.
+    top = got.requests // 50
+    lat = [got.p50_ms] * (got.requests - top) + [got.p99_ms] * top
+    return Load(got.requests, got.errors, lat, wall, time.process_time() - cpu0)
+
+
+def run(
+    clients: int, requests: int, warmup: int, profile: Path | None, rate: float = 0.0
+) -> dict[str, float]:
     if profile is not None:
         os.environ[PROFILE_ENV] = str(profile)
     root = Path(tempfile.mkdtemp(prefix="kraft-work-"))
@@ -116,7 +134,10 @@ def run(clients: int, requests: int, warmup: int, profile: Path | None) -> dict[
             asyncio.run(fixed_load(address, clients, warmup))
         pids = {n: p for n in cluster.node_ids if (p := cluster.pid(n)) is not None}
         us0 = {n: _user_system(p) for n, p in pids.items()}
-        got = asyncio.run(fixed_load(address, clients, requests))
+        if rate > 0:
+            got = asyncio.run(paced_load(address, clients, requests, rate))
+        else:
+            got = asyncio.run(fixed_load(address, clients, requests))
         us1 = {n: _user_system(p) for n, p in pids.items()}
         again = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
         if again != leader:
@@ -160,9 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20, help="appends per client, uncounted")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="cProfile every node into this directory")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="an open loop at this many appends/s instead of a closed loop (same arrivals for "
+        "every version: CPU per record compares at equal load)",
+    )
     args = parser.parse_args(argv)
     results = [
-        run(args.clients, args.requests, args.warmup, args.profile) for _ in range(args.runs)
+        run(args.clients, args.requests, args.warmup, args.profile, args.rate)
+        for _ in range(args.runs)
     ]
     for key in results[0]:
         values = [r[key] for r in results]
