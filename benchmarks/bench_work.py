@@ -52,16 +52,17 @@ class Load:
     client_cpu_s: float
 
 
-async def fixed_load(address: Address, clients: int, requests: int) -> Load:
-    """`clients` connections, each sending `requests` one-record appends one after the other."""
-    frame = bc.append_frame(1)
+async def fixed_load(address: Address, clients: int, requests: int, batch: int = 1) -> Load:
+    """`clients` connections, each sending `requests` appends of `batch` records one after the
+    other."""
+    frame = bc.append_frame(batch)
     conns = [await bc._Conn.open(address) for _ in range(clients)]
     lat: list[float] = []
-    errors = 0
+    errors = records = 0
     clock = time.perf_counter
 
     async def client(c: bc._Conn) -> None:
-        nonlocal errors
+        nonlocal errors, records
         left = requests
         c.send(frame, clock())
         while left:
@@ -69,6 +70,7 @@ async def fixed_load(address: Address, clients: int, requests: int) -> Load:
                 now = clock()
                 if ok:
                     lat.append((now - sent) * 1000)
+                    records += batch
                 else:
                     errors += 1
                 left -= 1
@@ -81,7 +83,7 @@ async def fixed_load(address: Address, clients: int, requests: int) -> Load:
     finally:
         for c in conns:
             c.close()
-    return Load(len(lat), errors, lat, clock() - t0, time.process_time() - cpu0)
+    return Load(records, errors, lat, clock() - t0, time.process_time() - cpu0)
 
 
 def _user_system(pid: int) -> tuple[float, float]:
@@ -117,7 +119,12 @@ async def paced_load(address: Address, clients: int, requests: int, rate: float)
 
 
 def run(
-    clients: int, requests: int, warmup: int, profile: Path | None, rate: float = 0.0
+    clients: int,
+    requests: int,
+    warmup: int,
+    profile: Path | None,
+    rate: float = 0.0,
+    batch: int = 1,
 ) -> dict[str, float]:
     if profile is not None:
         os.environ[PROFILE_ENV] = str(profile)
@@ -131,13 +138,13 @@ def run(
         leader = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
         address = cluster.addresses[leader]
         if warmup:
-            asyncio.run(fixed_load(address, clients, warmup))
+            asyncio.run(fixed_load(address, clients, warmup, batch))
         pids = {n: p for n in cluster.node_ids if (p := cluster.pid(n)) is not None}
         us0 = {n: _user_system(p) for n, p in pids.items()}
         if rate > 0:
             got = asyncio.run(paced_load(address, clients, requests, rate))
         else:
-            got = asyncio.run(fixed_load(address, clients, requests))
+            got = asyncio.run(fixed_load(address, clients, requests, batch))
         us1 = {n: _user_system(p) for n, p in pids.items()}
         again = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
         if again != leader:
@@ -151,7 +158,7 @@ def run(
     cpu0 = {x: sum(v) for x, v in us0.items()}
     cpu1 = {x: sum(v) for x, v in us1.items()}
     followers = [f for f in cluster.node_ids if f != leader]
-    total = got.records + (warmup * clients if warmup else 0)
+    total = got.records + warmup * clients * batch
     lat = sorted(got.latencies_ms)
     return {
         "records": got.records,
@@ -188,9 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         help="an open loop at this many appends/s instead of a closed loop (same arrivals for "
         "every version: CPU per record compares at equal load)",
     )
+    parser.add_argument(
+        "--batch", type=int, default=1, help="records per append (closed loop; 1: issue #17's)"
+    )
     args = parser.parse_args(argv)
     results = [
-        run(args.clients, args.requests, args.warmup, args.profile, args.rate)
+        run(args.clients, args.requests, args.warmup, args.profile, args.rate, args.batch)
         for _ in range(args.runs)
     ]
     for key in results[0]:

@@ -20,11 +20,12 @@ deadline).
 
 Within a batch, client appends are stepped after the other events, so that what a peer's
 message releases (a HWM that answers clients, a Fetch answered from records already durable)
-is not held behind the fsync of this batch's appends. A leader's fsync runs on a worker thread:
-the listener and the peer links keep reading and decoding meanwhile, so the next batch is ready
-when it returns; nothing steps the replica or writes the log before it does. Any other
-replica fsyncs on the loop: a follower's next Fetch waits for its fsync, and the thread
-hand-offs (submit, wake, GIL, completion) cost about a seventh of its CPU per record.
+is not held behind the fsync of this batch's appends. The fsync runs on the loop: nothing could
+be stepped meanwhile anyway (a follower's next Fetch waits for it, a leader's answers too), and
+on a worker thread its hand-offs (submit, wake, GIL, completion, loop wake-up) cost about a
+seventh of the CPU per committed one-record append and added latency whenever the cores are
+busy (benchmarks.bench_work); what arrives meanwhile waits in the socket buffers and is read
+right after.
 
 Snapshots (KIP-630), performed in order like the log's effects: WriteSnapshot and
 SnapshotRefused go to the snapshot policy (`SnapshotHooks`, kraft.server.snapshots), which
@@ -55,9 +56,8 @@ own answer: outcome unknown; so is a leader's stepping down (StateChanged from L
 answers its pending appends at once rather than when it next follows a leader. Never a false
 acknowledgement.
 
-The batch is stepped without awaiting, so other tasks of the node (DescribeQuorum, reads)
-only ever see the replica and the log between whole steps; while an fsync runs they may see
-records not yet durable, but consumer reads stop at the released high watermark.
+The batch is stepped, flushed and released without awaiting, so other tasks of the node
+(DescribeQuorum, reads) only ever see the replica and the log between whole batches.
 """
 
 from __future__ import annotations
@@ -215,8 +215,6 @@ class Driver:
         # What run() awaits while it has nothing to step: a future set by `_wake_up`.
         self._waiter: asyncio.Future[None] | None = None
         self._flush_pending = False
-        # Whether the replica leads (its latest StateChanged): where the fsync runs.
-        self._leading = False
         self._held: list[Release] = []
         self._pending: dict[int, _Pending] = {}
         # (deadline, request id) of the pending appends, a heap; answered ones leave lazily.
@@ -315,19 +313,7 @@ class Driver:
                         timer.cancel()
                         self._waiter = None
                     waited = True
-            self._step_batch()
-            if self._flush_pending:
-                if self._leading:
-                    # On a thread (fsync releases the GIL): the listener goes on decoding the
-                    # clients' requests meanwhile. What is held stays held until it returns.
-                    await loop.run_in_executor(None, self._flush)
-                    waited = True
-                else:
-                    # A follower has nothing to overlap with its fsync (its next Fetch waits
-                    # for it): on the loop, without two thread hand-offs per batch.
-                    self._flush()
-            self._finish_batch()
-            self._expire_appends()
+            self.process_batch()  # its fsync too, on the loop (the module's docstring says why)
             if not waited:
                 # Let the network callbacks run even when timers are due back to back.
                 await asyncio.sleep(0)
@@ -444,7 +430,6 @@ class Driver:
                 self._emit(functools.partial(self._lost, e))
             elif isinstance(e, StateChanged):
                 log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
-                self._leading = e.new is ReplicaState.LEADER
                 if e.old is ReplicaState.LEADER:
                     self._groups.clear()  # their members are answered below
                 if e.old is ReplicaState.LEADER and self._pending:
