@@ -140,6 +140,7 @@ class Simulator(SimLiveness):
                     self._liveness_failed()
             elif self.result.events >= cfg.max_events or (max_time is not None and at > max_time):
                 if not cfg.check_liveness:
+                    self._check_producer_logs()
                     return
                 heapq.heappush(heap, (at, _seq, kind, a, b))
                 self._start_liveness()

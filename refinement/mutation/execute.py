@@ -73,8 +73,17 @@ UNIT_TESTS: tuple[str, ...] = tuple(
     )
 )
 SCENARIO_TESTS: tuple[str, ...] = ("tests/scenarios",)
-# The sweep's default profiles: faults of every kind, with and without snapshots.
-SIM_PROFILES: tuple[str, ...] = ("mixed", "crashes+snapshots", "lossy+snapshots", "partitions")
+# The sweep's default profiles: faults of every kind, with and without snapshots, and on a
+# dynamic quorum (voter changes, with idempotent producers among the clients).
+SIM_PROFILES: tuple[str, ...] = (
+    "mixed",
+    "mixed+snapshots",
+    "crashes+snapshots",
+    "lossy+snapshots",
+    "partitions",
+    "mixed+reconfig",
+    "lossy+reconfig",
+)
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 
 
