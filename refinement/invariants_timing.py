@@ -25,6 +25,8 @@ Kafka's semantics written down here, not taken from the core:
   quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
   (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
   sent again when the request timeout runs out.
+- FetchAnsweredWithinMaxWait: a leader holds a Fetch it has nothing new for at most the
+  max wait the Fetch asks (quorum.fetch.max.wait.ms for a follower), then answers it.
 - AppendLingerNotEarly / AppendLingerNotLate: with quorum.append.linger.ms L, a leader writes
   the client appends it gathers as one batch L after the first of them arrived (at once with no
   linger), earlier only when what waits reaches the batch limit (Kafka's MAX_BATCH_SIZE_BYTES,
@@ -94,6 +96,7 @@ BEGIN_RETRY_NOT_EARLY = "BeginQuorumEpochRetryNotEarly"
 BEGIN_RETRY_NOT_LATE = "BeginQuorumEpochRetryNotLate"
 FETCH_RETRY_NOT_EARLY = "FetchRetryNotEarly"
 FETCH_RETRY_NOT_LATE = "FetchRetryNotLate"
+FETCH_ANSWERED_WITHIN_MAX_WAIT = "FetchAnsweredWithinMaxWait"
 APPEND_LINGER_NOT_EARLY = "AppendLingerNotEarly"
 APPEND_LINGER_NOT_LATE = "AppendLingerNotLate"
 QUORUM_DEFAULTS_AS_DOCUMENTED = "QuorumDefaultsAsDocumented"
@@ -111,6 +114,7 @@ TIMING_CHECKERS: tuple[str, ...] = (
     BEGIN_RETRY_NOT_LATE,
     FETCH_RETRY_NOT_EARLY,
     FETCH_RETRY_NOT_LATE,
+    FETCH_ANSWERED_WITHIN_MAX_WAIT,
     APPEND_LINGER_NOT_EARLY,
     APPEND_LINGER_NOT_LATE,
     QUORUM_DEFAULTS_AS_DOCUMENTED,
@@ -212,7 +216,12 @@ class _Ghost:
     # last Fetch (or FetchSnapshot) from any voter it may have accepted.
     became: int = 0
     accepted: dict[NodeId, int] = field(default_factory=dict)
+    # Leader: voters that acknowledged it in this epoch (KIP-595: BeginQuorumEpoch answered,
+    # or a Fetch accepted); it asks them no more.
+    acknowledged: set[NodeId] = field(default_factory=set)
     maybe_accepted: int = -1
+    # Leader: the Fetches it received and has not answered, by sender: by when each must be.
+    held: dict[NodeId, list[int]] = field(default_factory=dict)
     # Leader: the plain client appends waiting in its accumulator (request id -> arrival,
     # bytes), in arrival order.
     lingering: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -276,6 +285,14 @@ class TimingMonitor:
                         f" t={heard}ms but still leads {now - heard}ms later (check-quorum"
                         f" {self._check_quorum_ms}ms)",
                     )
+            if g.state is L:
+                for src, dues in g.held.items():
+                    if dues and min(dues) < late:
+                        return Violation(
+                            FETCH_ANSWERED_WITHIN_MAX_WAIT,
+                            f"leader {node} (epoch {g.epoch}) still holds a Fetch from {src}"
+                            f" it had to answer by t={min(dues)}ms",
+                        )
             if g.state is L and g.lingering:
                 oldest = min(a for a, _ in g.lingering.values())
                 linger = max(self.timing.append_linger_ms, 0)
@@ -318,7 +335,7 @@ class TimingMonitor:
         else:
             g.oldest, g.waiting_bytes = None, 0
         if type(event) is Receive:
-            self._received(g, now, event)
+            self._received(node, g, now, event)
         elif type(event) is SendFailed:
             self._send_failed(g, now, event)
         found = self._effects(node, g, now, event, effects, starting=False)
@@ -327,7 +344,7 @@ class TimingMonitor:
             self._after(node, g, now, event, effects)
         return found
 
-    def _received(self, g: _Ghost, now: int, ev: Receive) -> None:
+    def _received(self, node: NodeId, g: _Ghost, now: int, ev: Receive) -> None:
         msg = ev.message
         src = ev.src
         t = type(msg)
@@ -349,6 +366,14 @@ class TimingMonitor:
         elif t is BeginQuorumEpochResponse:
             assert isinstance(msg, BeginQuorumEpochResponse)
             req = g.requests.get(("BeginQuorumEpoch", src))
+            if (
+                g.state is L
+                and msg.error is ErrorCode.NONE
+                and msg.leader_epoch == g.epoch
+                and msg.leader_id == node
+                and src in self.voters
+            ):
+                g.acknowledged.add(src)
             if req is not None:
                 if msg.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
                     req.allowed = min(req.allowed, now + rb)
@@ -362,7 +387,10 @@ class TimingMonitor:
                 ok = msg.error in _ANSWERED
                 req.allowed = min(req.allowed, now if ok else now + rb)
                 req.due = None
-        elif t is FetchRequest or t is FetchSnapshotRequest:
+        elif t is FetchRequest and g.state is L:
+            assert isinstance(msg, FetchRequest)
+            g.held.setdefault(src, []).append(now + max(msg.max_wait_ms, 0))
+        if t is FetchRequest or t is FetchSnapshotRequest:
             # A voter's Fetch in our epoch endorses us: no BeginQuorumEpoch is due to it.
             req = g.requests.get(("BeginQuorumEpoch", src))
             if req is not None:
@@ -372,13 +400,18 @@ class TimingMonitor:
 
     def _send_failed(self, g: _Ghost, now: int, ev: SendFailed) -> None:
         """A failed send backs off every request to that destination (Kafka's request manager
-        keeps one connection state per destination), whatever request failed."""
+        keeps one connection state per destination), whatever request failed; a request of
+        this state that failed unanswered is sent again once the backoff ran out."""
         kind = _KIND.get(type(ev.request))
         until = now + self.timing.retry_backoff_ms
+        current = _request_epoch(ev.request) in (None, g.epoch)
         for (k, dst), req in g.requests.items():
             if dst == ev.dst or (k == "Fetch" and kind == "Fetch"):
                 req.allowed = min(req.allowed, until)
-                req.due = None
+                if k == kind and current and req.due is not None and self.static:
+                    req.due = until
+                else:
+                    req.due = None
 
     def _effects(
         self,
@@ -445,7 +478,10 @@ class TimingMonitor:
         if new is L:
             g.became = now
             g.accepted = {}
+            g.acknowledged = set()
             g.maybe_accepted = -1
+        if new is not L:
+            g.held = {}
         if old is L or new is not L:
             g.lingering = {}
         g.state, g.epoch = new, e.epoch
@@ -506,6 +542,10 @@ class TimingMonitor:
         t = type(msg)
         kind = _KIND.get(t)
         if kind is None:
+            if t is FetchResponse and g.state is L:
+                held = g.held.get(dst)
+                if held:
+                    held.remove(min(held))
             if t is FetchResponse and g.state is L and dst in self.voters:
                 assert isinstance(msg, FetchResponse)
                 g.maybe_accepted = now
@@ -516,8 +556,16 @@ class TimingMonitor:
                     and msg.leader_epoch == g.epoch
                 ):
                     g.accepted[dst] = now
+                    if self.static:
+                        g.acknowledged.add(dst)
             return None
         key = (kind, None if kind == "Fetch" else dst)
+        if kind == "BeginQuorumEpoch" and dst in g.acknowledged:
+            return Violation(
+                BEGIN_RETRY_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch to {dst} at t={now}ms"
+                " although it had acknowledged this epoch",
+            )
         req = g.requests.get(key)
         if req is not None and now < req.allowed:
             state = "?" if g.state is None else g.state.value
@@ -559,6 +607,8 @@ class TimingMonitor:
                 assert isinstance(msg, FetchRequest)
                 if msg.replica_epoch == g.epoch and not _answers(effects, event.src):
                     g.accepted[event.src] = now  # held until there is news
+                    if self.static:
+                        g.acknowledged.add(event.src)
             elif (
                 mt is EndQuorumEpochRequest
                 and g.state is F
@@ -679,6 +729,15 @@ _LATE = {
     "BeginQuorumEpoch": BEGIN_RETRY_NOT_LATE,
     "Fetch": FETCH_RETRY_NOT_LATE,
 }
+
+
+def _request_epoch(request: Message) -> int | None:
+    """The sender's epoch a Vote or BeginQuorumEpoch request carries (None: another kind)."""
+    if isinstance(request, VoteRequest):
+        return request.candidate_epoch
+    if isinstance(request, BeginQuorumEpochRequest):
+        return request.leader_epoch
+    return None
 
 
 def _fetches(effects: Iterable[Effect]) -> bool:
