@@ -31,6 +31,9 @@ Kafka's semantics written down here, not taken from the core:
   the client appends it gathers as one batch L after the first of them arrived (at once with no
   linger), earlier only when what waits reaches the batch limit (Kafka's MAX_BATCH_SIZE_BYTES,
   8 MiB) or another write needs them out first (an idempotent append, a control record).
+- AppendAtReportedOffsets: an accepted client append's records are in the accepting leader's
+  log at the offsets its answer reports, in order (several appends gathered in one batch each
+  get their own offsets).
 - QuorumDefaultsAsDocumented: the configuration the simulator runs, the node's defaults, is the
   one documented for the properties (Kafka's QuorumConfig defaults; quorum.append.linger.ms 0,
   this project's documented deviation).
@@ -82,6 +85,7 @@ from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, NodeId
+from kraft.records import KeyValue
 from refinement.invariants import Violation
 
 ELECTION_TIMEOUT_NOT_EARLY = "ElectionTimeoutNotEarly"
@@ -97,6 +101,7 @@ BEGIN_RETRY_NOT_LATE = "BeginQuorumEpochRetryNotLate"
 FETCH_RETRY_NOT_EARLY = "FetchRetryNotEarly"
 FETCH_RETRY_NOT_LATE = "FetchRetryNotLate"
 FETCH_ANSWERED_WITHIN_MAX_WAIT = "FetchAnsweredWithinMaxWait"
+APPEND_AT_REPORTED_OFFSETS = "AppendAtReportedOffsets"
 APPEND_LINGER_NOT_EARLY = "AppendLingerNotEarly"
 APPEND_LINGER_NOT_LATE = "AppendLingerNotLate"
 QUORUM_DEFAULTS_AS_DOCUMENTED = "QuorumDefaultsAsDocumented"
@@ -115,6 +120,7 @@ TIMING_CHECKERS: tuple[str, ...] = (
     FETCH_RETRY_NOT_EARLY,
     FETCH_RETRY_NOT_LATE,
     FETCH_ANSWERED_WITHIN_MAX_WAIT,
+    APPEND_AT_REPORTED_OFFSETS,
     APPEND_LINGER_NOT_EARLY,
     APPEND_LINGER_NOT_LATE,
     QUORUM_DEFAULTS_AS_DOCUMENTED,
@@ -681,6 +687,12 @@ class TimingMonitor:
             )
         plain = isinstance(event, ClientAppend) and event.producer == NO_PRODUCER
         current = isinstance(event, ClientAppend) and event.request_id == res.request_id
+        if linger == 0 and waited is not None:
+            return Violation(
+                APPEND_LINGER_NOT_LATE,
+                f"leader {node} (epoch {g.epoch}) wrote client append {res.request_id} after"
+                " the step that received it, with no linger",
+            )
         if linger == 0 or (waited is None and not current) or g.flushed_at == now:
             return None
         g.flushed_at = now  # the first append of the batch is the oldest that waited
@@ -703,6 +715,21 @@ class TimingMonitor:
                     f" {BATCH_LIMIT_BYTES})",
                 )
         return None
+
+
+def append_at_reported_offsets(
+    node: NodeId, res: AppendResult, sent: Sequence[KeyValue], held: Sequence[KeyValue]
+) -> Violation | None:
+    """AppendAtReportedOffsets: `held` is what the leader's log holds at the offsets `res`
+    reports for an append of `sent`."""
+    if list(held) != list(sent):
+        return Violation(
+            APPEND_AT_REPORTED_OFFSETS,
+            f"leader {node} accepted client append {res.request_id} at"
+            f" {res.first_offset}..{res.last_offset} (epoch {res.epoch}) but its log holds"
+            f" {len(held)} other records there: {list(held)[:3]} for {list(sent)[:3]}",
+        )
+    return None
 
 
 def _bytes_of(event: ClientAppend) -> int:
