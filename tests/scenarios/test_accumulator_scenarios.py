@@ -10,6 +10,7 @@ tests state the limit, not how the accumulator counts a record's framing bytes.
 
 from __future__ import annotations
 
+import pytest
 from scenario_harness import Cluster
 
 from kraft.core.effects import AppendResult, AppendToLog, Effect
@@ -78,3 +79,17 @@ def test_appends_that_fill_a_batch_together_are_written_at_once() -> None:
     effects = _append(c, leader, 2, half)
     assert _written(effects, 1)
     assert _written(effects, 2)
+
+
+@pytest.mark.parametrize("linger_ms", [0, LINGER_MS])
+def test_a_single_voter_commits_a_batch_as_it_writes_it(linger_ms: int) -> None:
+    """A single voter is a majority by itself: the batch it writes, once the linger runs out,
+    is committed at once (its HWM follows its log end; nobody fetches to move it)."""
+    c = Cluster(1, seed=1, election_timeout_ms=1000, append_linger_ms=linger_ms)
+    c.run_until(lambda: c.leader() == 1)
+    c.run(c.now + 10)
+    c.append(1, b"a", b"b", request_id=7)
+    c.run(c.now + linger_ms + 1)
+    view = c.view(1)
+    assert view.end_offset >= 3
+    assert view.high_watermark == view.end_offset
