@@ -93,3 +93,17 @@ def test_a_single_voter_commits_a_batch_as_it_writes_it(linger_ms: int) -> None:
     view = c.view(1)
     assert view.end_offset >= 3
     assert view.high_watermark == view.end_offset
+
+
+def test_the_shortest_linger_still_gathers_appends() -> None:
+    """quorum.append.linger.ms = 1: an append waits 1 ms (with other appends of that ms), it is
+    not written in the step that receives it."""
+    c = Cluster(3, seed=3, election_timeout_ms=1000, fetch_timeout_ms=2000, append_linger_ms=1)
+    c.run_until(lambda: c.leader() is not None)
+    leader = c.leader()
+    assert leader is not None
+    end = c.view(leader).end_offset
+    assert not _written(c.append(leader, b"a", request_id=1), 1)
+    assert not _written(c.append(leader, b"b", request_id=2), 2)
+    c.run(c.now + 1)
+    assert c.view(leader).end_offset == end + 2
