@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from refinement.faults import PROFILES
+from refinement.sim_adversary import SimAdversary
 from refinement.sim_base import (
     _ADMIN,
     _CLIENT_NEW,
@@ -73,7 +74,6 @@ from refinement.sim_config import (
     SimResult,
     core_replica_factory,
 )
-from refinement.sim_liveness import SimLiveness
 
 __all__ = [
     "NodeSetup",
@@ -89,7 +89,7 @@ __all__ = [
 ]
 
 
-class Simulator(SimLiveness):
+class Simulator(SimAdversary):
     """One run of one seed. `run()` once; the result says what happened. Built in layers
     (refinement.sim_base says which); this one holds the run loop."""
 
@@ -130,6 +130,7 @@ class Simulator(SimLiveness):
             if rate > 0:
                 self._push(self._exp_ms(rate), _FAULT, fault)
         self._start_snapshot_policy()
+        self._start_adversary()
         heap = self._heap
         max_time = cfg.max_time_ms
         while heap:
