@@ -446,9 +446,13 @@ def _forgery(
     return Forgery(kind, src, msg, expect, False, rejected, diverging)
 
 
-def _vote_wrong_cluster(t: Target, _rng: random.Random) -> Forgery:
-    """A vote request from another cluster, in a later epoch: refused, our epoch stays."""
-    msg = VoteRequest(t.wrong_cluster, t.peer, Epoch(t.epoch + 1), t.last_epoch, t.end_offset)
+def _vote_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
+    """A vote request from another cluster, in a later epoch: refused, our epoch stays. The
+    cluster id is checked first (Kafka's order), so a request also malformed otherwise (its
+    log epoch not below its epoch) gets the same answer."""
+    epoch = Epoch(t.epoch + 1)
+    last = epoch if rng.random() < 0.5 else t.last_epoch
+    msg = VoteRequest(t.wrong_cluster, t.peer, epoch, last, t.end_offset)
     return _forgery("VoteRequest from another cluster", t.peer.id, msg, _CLUSTER)
 
 
@@ -502,8 +506,15 @@ def _vote_from_stranger(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
-def _begin_wrong_cluster(t: Target, _rng: random.Random) -> Forgery:
-    msg = BeginQuorumEpochRequest(t.wrong_cluster, t.peer.id, Epoch(t.epoch + 1), t.key)
+def _any_epoch(t: Target, rng: random.Random) -> Epoch:
+    """A past, the current or a future epoch: a request from another cluster is refused for
+    that before its epoch is looked at (Kafka's order)."""
+    return Epoch(max(0, t.epoch + int(rng.random() * 3) - 1))
+
+
+def _begin_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
+    leader = t.key.id if rng.random() < 0.3 else t.peer.id
+    msg = BeginQuorumEpochRequest(t.wrong_cluster, leader, _any_epoch(t, rng), t.key)
     return _forgery("BeginQuorumEpochRequest from another cluster", t.peer.id, msg, _CLUSTER)
 
 
@@ -545,8 +556,9 @@ def _begin_other_voter(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
-def _end_wrong_cluster(t: Target, _rng: random.Random) -> Forgery:
-    msg = EndQuorumEpochRequest(t.wrong_cluster, t.peer.id, Epoch(t.epoch + 1), (t.key.id,))
+def _end_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
+    successors = (t.key.id,) if rng.random() < 0.7 else (t.peer.id,)
+    msg = EndQuorumEpochRequest(t.wrong_cluster, t.peer.id, _any_epoch(t, rng), successors)
     return _forgery("EndQuorumEpochRequest from another cluster", t.peer.id, msg, _CLUSTER)
 
 
@@ -583,8 +595,12 @@ def _fetch(t: Target, **kw: int) -> FetchRequest:
     )
 
 
-def _fetch_wrong_cluster(t: Target, _rng: random.Random) -> Forgery:
-    msg = dataclasses.replace(_fetch(t), cluster_id=t.wrong_cluster)
+def _fetch_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
+    """The cluster id first (Kafka's order): also when its last epoch is past its epoch."""
+    last = t.epoch + 1 if rng.random() < 0.5 else 0
+    msg = dataclasses.replace(
+        _fetch(t, last=last, epoch=_any_epoch(t, rng)), cluster_id=t.wrong_cluster
+    )
     return _forgery("FetchRequest from another cluster", t.peer.id, msg, _CLUSTER)
 
 
@@ -667,9 +683,13 @@ def _fetch_impostor(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
-def _fetch_snapshot_wrong_cluster(t: Target, _rng: random.Random) -> Forgery:
+def _fetch_snapshot_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
     msg = FetchSnapshotRequest(
-        t.wrong_cluster, t.peer, t.epoch, OffsetAndEpoch(epoch=Epoch(1), offset=Offset(1)), 0
+        t.wrong_cluster,
+        t.peer,
+        _any_epoch(t, rng),
+        OffsetAndEpoch(epoch=Epoch(1), offset=Offset(1)),
+        0,
     )
     return _forgery("FetchSnapshotRequest from another cluster", t.peer.id, msg, _CLUSTER)
 

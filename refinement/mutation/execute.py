@@ -73,8 +73,15 @@ UNIT_TESTS: tuple[str, ...] = tuple(
     )
 )
 SCENARIO_TESTS: tuple[str, ...] = ("tests/scenarios",)
-# The sweep's default profiles: faults of every kind, with and without snapshots.
-SIM_PROFILES: tuple[str, ...] = ("mixed", "crashes+snapshots", "lossy+snapshots", "partitions")
+# The sweep's default profiles: faults of every kind, with and without snapshots, and the
+# adversary's forged and corrupted messages (the bounds and rejection checks nothing else sends).
+SIM_PROFILES: tuple[str, ...] = (
+    "mixed",
+    "crashes+snapshots",
+    "lossy+snapshots",
+    "partitions",
+    "mixed+adversary",
+)
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 
 
