@@ -16,6 +16,8 @@ Each checker is a pure function returning a `Violation` or None:
 - `GrantedVoteIsDurable`: a replica that grants a (real, not pre-) vote has persisted that
   vote, for that candidate in that epoch, before the answer leaves (KIP-595: "the voter
   persists its vote before granting it"); a Prospective, Unattached or Voted replica alike.
+- `VoteRecordedOnlyWhenGranted`: handling a vote request records a vote only by granting it:
+  a pre-vote (KIP-996) binds nothing, and a real vote refused leaves no vote behind.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ REJECTION_ERROR_CODE = "RejectionErrorCode"
 OUT_OF_BOUNDS_REFUSED = "OutOfBoundsRefused"
 REJECTED_MESSAGE_CHANGES_NOTHING = "RejectedMessageChangesNothing"
 GRANTED_VOTE_IS_DURABLE = "GrantedVoteIsDurable"
+VOTE_RECORDED_ONLY_WHEN_GRANTED = "VoteRecordedOnlyWhenGranted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,4 +145,33 @@ def granted_vote_is_durable(
         GRANTED_VOTE_IS_DURABLE,
         f"node {node} granted its vote in epoch {req.candidate_epoch} to {req.candidate} with"
         f" quorum-state {persisted}",
+    )
+
+
+def vote_recorded_only_when_granted(
+    node: NodeId,
+    before: ElectionState | None,
+    after: ElectionState | None,
+    req: VoteRequest,
+    resp: VoteResponse | None,
+) -> Violation | None:
+    """VoteRecordedOnlyWhenGranted: a vote in the quorum-state after a vote request is the one
+    before it, or the real vote this answer granted."""
+    if after is None or after.voted_for is None:
+        return None
+    if before is not None and (before.epoch, before.voted_for) == (after.epoch, after.voted_for):
+        return None
+    if (
+        resp is not None
+        and resp.vote_granted
+        and not req.pre_vote
+        and VoterSet((after.voted_for,)).contains(req.candidate)
+    ):
+        return None
+    answer = "no answer" if resp is None else f"answered {resp}"
+    return Violation(
+        VOTE_RECORDED_ONLY_WHEN_GRANTED,
+        f"node {node} recorded a vote for {after.voted_for} in epoch {after.epoch} (was"
+        f" {before}) on {'a pre-vote' if req.pre_vote else 'a vote'} request of"
+        f" {req.candidate} and {answer}",
     )

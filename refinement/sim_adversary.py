@@ -107,6 +107,7 @@ class Target:
     end_offset: Offset
     last_epoch: Epoch
     epochs: tuple[Epoch, ...]  # the epochs its log holds records of
+    epoch_starts: tuple[tuple[Epoch, Offset], ...]  # (epoch, its first offset), in order
     high_watermark: Offset | None
     log_start: Offset
     cluster_id: ClusterId
@@ -659,7 +660,14 @@ def _fetch_unknown_epoch(t: Target, rng: random.Random) -> Forgery | None:
     if not missing:
         return None
     e = missing[int(rng.random() * len(missing))]
-    msg = _fetch(t, offset=t.end_offset, last=e)
+    # Half the time at our end, half at where our log ends for the largest epoch below `e`
+    # (the fetch offset alone does not give it away there: only the epoch does).
+    offset = t.end_offset
+    if rng.random() < 0.5:
+        later = [start for epoch, start in t.epoch_starts if epoch > e]
+        if later and later[0] >= t.log_start:
+            offset = later[0]
+    msg = _fetch(t, offset=offset, last=e)
     return _forgery(
         "FetchRequest from an epoch the log never had", t.peer.id, msg, None, diverging=True
     )
@@ -798,6 +806,8 @@ class SimAdversary(SimLiveness):
         self._forging: Forgery | None = None
         self._forged_reply: Message | None = None
         self._forged_refused = False
+        # The answer a replica gave to the VoteRequest being handled (VoteRecordedOnlyWhenGranted).
+        self._vote_answer: VoteResponse | None = None
         # Replicas (and their incarnation) a forgery is aimed at, in order.
         self._adv_aimed: list[tuple[_Node, int]] = []
 
@@ -874,7 +884,8 @@ class SimAdversary(SimLiveness):
         peers = tuple(n.key for n in self._nodes.values() if n.id != node.id)
         if not peers:
             peers = (_STRANGER_KEY,)
-        epochs = tuple(e for e, _ in node.log.epoch_entries())
+        entries = tuple(node.log.epoch_entries())
+        epochs = tuple(e for e, _ in entries)
         return Target(
             key=node.key,
             state=v.state,
@@ -883,6 +894,7 @@ class SimAdversary(SimLiveness):
             end_offset=v.end_offset,
             last_epoch=v.last_epoch,
             epochs=epochs,
+            epoch_starts=entries,
             high_watermark=v.high_watermark,
             log_start=v.log_start_offset,
             cluster_id=ClusterId(self.config.cluster_id),
@@ -932,6 +944,28 @@ class SimAdversary(SimLiveness):
 
     # ------------------------------------------------------------------ the wire
 
+    def _step(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        src_id: int | None,
+        msg: Message | None,
+        *,
+        is_tick: bool = False,
+    ) -> None:
+        if not isinstance(answering, VoteRequest) or not self._check:
+            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+            return
+        before = node.persisted
+        self._vote_answer = None
+        super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+        found = inp.vote_recorded_only_when_granted(
+            node.id, before, node.persisted, answering, self._vote_answer
+        )
+        if found is not None:
+            self._violation(found.name, found.detail)
+
     def _apply(
         self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
     ) -> None:
@@ -955,6 +989,7 @@ class SimAdversary(SimLiveness):
             and self._check
         ):
             assert isinstance(msg, VoteResponse)
+            self._vote_answer = msg
             found = inp.granted_vote_is_durable(src.id, src.persisted, answering, msg)
             if found is not None:
                 self._violation(found.name, found.detail)

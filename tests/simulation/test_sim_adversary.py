@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from kraft.core import bounds, dispatch
+from kraft.core.election import ElectionRole
 from kraft.core.follower import FollowerRole
-from kraft.core.messages import FetchRequest, FetchSnapshotResponse, Message
+from kraft.core.messages import FetchRequest, FetchSnapshotResponse, Message, VoteRequest
 from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState
 from refinement import invariants_input as inp
@@ -138,3 +139,18 @@ def test_a_corrupt_batch_appended_is_caught(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(follower, "iter_batches", unchecked)
     _caught("EffectRejected")
+
+
+def test_a_pre_vote_recorded_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """election.py: a replica that records the vote a pre-vote asked about (KIP-996: a pre-vote
+    binds nothing)."""
+    real = ElectionRole.handle_vote_request
+
+    def binding(self: ElectionRole, src: Any, req: VoteRequest, in_reply_to: Any) -> None:
+        r = self._r
+        real(self, src, req, in_reply_to)
+        if req.pre_vote and r._state is ReplicaState.UNATTACHED and self._can_grant(req):
+            r._transition(ReplicaState.VOTED, r._epoch, voted=req.candidate)
+
+    monkeypatch.setattr(ElectionRole, "handle_vote_request", binding)
+    _caught(inp.VOTE_RECORDED_ONLY_WHEN_GRANTED)
