@@ -656,17 +656,20 @@ def _fetch_unknown_epoch(t: Target, rng: random.Random) -> Forgery | None:
     had: the leader answers with a diverging epoch and counts nothing."""
     if t.state is not L:
         return None
-    missing = [e for e in range(1, t.epoch) if e not in t.epochs]
+    if not t.epochs:
+        return None
+    # Below the log's first epoch a fetcher with no records of it is consistent (Kafka's
+    # endOffsetFor answers the requested epoch itself there): only gaps above it diverge.
+    missing = [e for e in range(t.epochs[0] + 1, t.epoch) if e not in t.epochs]
     if not missing:
         return None
     e = missing[int(rng.random() * len(missing))]
-    # Half the time at our end, half at where our log ends for the largest epoch below `e`
-    # (the fetch offset alone does not give it away there: only the epoch does).
+    # At where our log ends for the largest epoch below `e` (there the fetch offset alone does
+    # not give it away: only the epoch does), else at our end.
     offset = t.end_offset
-    if rng.random() < 0.5:
-        later = [start for epoch, start in t.epoch_starts if epoch > e]
-        if later and later[0] >= t.log_start:
-            offset = later[0]
+    later = [start for epoch, start in t.epoch_starts if epoch > e]
+    if later and later[0] >= t.log_start:
+        offset = later[0]
     msg = _fetch(t, offset=offset, last=e)
     return _forgery(
         "FetchRequest from an epoch the log never had", t.peer.id, msg, None, diverging=True
@@ -770,8 +773,14 @@ _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("fetch-snapshot-future", _fetch_snapshot_future),
 )
 
-# Every kind of forgery, by name.
-CATALOGUE: tuple[tuple[str, Forger], ...] = (*_bounds_forgers(), *_SEMANTIC)
+# Every kind of forgery, by name. A Fetch from an epoch the leader's log never had needs a
+# leader whose log skips an epoch (one whose election appended nothing): it comes up four times
+# a round so that it finds one.
+CATALOGUE: tuple[tuple[str, Forger], ...] = (
+    *_bounds_forgers(),
+    *_SEMANTIC,
+    *(("fetch-unknown-epoch", _fetch_unknown_epoch),) * 3,
+)
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
 _WANTS: dict[str, frozenset[ReplicaState]] = {
