@@ -92,6 +92,11 @@ class FaultProfile:
     # client alone, as before). Only without snapshots: a replica rebuilds its producer table
     # from its log (kraft.core.producers), which a snapshot cuts.
     producers: int = 0
+    # The adversary (the `+adversary` profiles, refinement.sim_adversary): at this rate a
+    # forged request or response reaches a running replica (0: none, as before), and per
+    # Fetch answer carrying records, one byte its batch CRC covers is flipped on the wire.
+    adversary_rate: float = 0.0
+    corrupt_fetch: float = 0.0
 
     @property
     def snapshots(self) -> bool:
@@ -185,6 +190,15 @@ def with_reconfig(base: FaultProfile) -> FaultProfile:
     )
 
 
+def with_adversary(base: FaultProfile) -> FaultProfile:
+    """`base` with an adversary on the network: `NAME+adversary`. Forged messages (malformed,
+    out of bounds, from another cluster, of a future or past epoch, claiming another replica
+    or the receiver itself, from an unknown node, a Fetch past the log end) reach running
+    replicas about ten times a virtual second, and a Fetch answer's records are corrupted
+    now and then."""
+    return replace(base, name=f"{base.name}+adversary", adversary_rate=10.0, corrupt_fetch=0.02)
+
+
 BASE_PROFILES = (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
 PROFILES: dict[str, FaultProfile] = {
     p.name: p
@@ -194,9 +208,14 @@ PROFILES: dict[str, FaultProfile] = {
         *(with_snapshots(b) for b in BASE_PROFILES),
         DISK_LOSS,
         *(with_reconfig(b) for b in BASE_PROFILES),
+        with_adversary(MIXED),
     )
 }
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
+# The profiles with an adversary on the network.
+ADVERSARY_PROFILES: tuple[str, ...] = tuple(
+    n for n, p in PROFILES.items() if p.adversary_rate > 0 or p.corrupt_fetch > 0
+)
 # The profiles whose voter set changes (each run by the reconfiguration sweeps).
 RECONFIG_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.dynamic)

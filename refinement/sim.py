@@ -45,6 +45,7 @@ from typing import IO
 
 from kraft.core.timing import QuorumTiming
 from refinement.faults import PROFILES
+from refinement.sim_adversary import SimAdversary
 from refinement.sim_base import (
     _ADMIN,
     _CLIENT_NEW,
@@ -74,7 +75,6 @@ from refinement.sim_config import (
     SimResult,
     core_replica_factory,
 )
-from refinement.sim_liveness import SimLiveness
 
 __all__ = [
     "NodeSetup",
@@ -90,7 +90,7 @@ __all__ = [
 ]
 
 
-class Simulator(SimLiveness):
+class Simulator(SimAdversary):
     """One run of one seed. `run()` once; the result says what happened. Built in layers
     (refinement.sim_base says which); this one holds the run loop."""
 
@@ -131,6 +131,7 @@ class Simulator(SimLiveness):
             if rate > 0:
                 self._push(self._exp_ms(rate), _FAULT, fault)
         self._start_snapshot_policy()
+        self._start_adversary()
         heap = self._heap
         max_time = cfg.max_time_ms
         while heap:

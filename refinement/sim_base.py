@@ -7,7 +7,8 @@ effects, the checks after every step), sim_snapshots (KIP-630, under a profile t
 snapshots), sim_faults (node lifecycle and injected faults),
 sim_clients (the simulated client and the commit rule's outcomes), sim_reconfig (KIP-853, under
 a `+reconfig` profile: the dynamic quorum and its operator), sim_liveness (the liveness
-phase), and refinement.sim (configuration, the run loop, the entry points). A lower layer calls
+phase), sim_adversary (under a `+adversary` profile: forged and corrupted messages), and
+refinement.sim (configuration, the run loop, the entry points). A lower layer calls
 a few steps of the layers above; they are declared at the end of SimBase.
 """
 

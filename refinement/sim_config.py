@@ -204,6 +204,10 @@ class SimResult:
     voters_truncated: int = 0
     # Batches of the idempotent producers acknowledged (a profile with `producers`).
     idempotent_acked: int = 0
+    # An adversary profile (refinement.sim_adversary): forged messages handed to replicas,
+    # Fetch answers corrupted on the wire.
+    forged: int = 0
+    fetches_corrupted: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -256,6 +260,8 @@ class SimResult:
             )
         if c.profile.producers:
             line += f" idempotent_acked={self.idempotent_acked}"
+        if c.profile.adversary_rate or c.profile.corrupt_fetch:
+            line += f" forged={self.forged} fetches_corrupted={self.fetches_corrupted}"
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -74,8 +74,9 @@ UNIT_TESTS: tuple[str, ...] = tuple(
 )
 SCENARIO_TESTS: tuple[str, ...] = ("tests/scenarios",)
 # The sweep's default profiles: faults of every kind, with and without snapshots, on a
-# dynamic quorum (voter changes, with idempotent producers among the clients), and with the
-# leader's accumulator lingering (refinement.sim_config.sim_variant).
+# dynamic quorum (voter changes, with idempotent producers among the clients), with the
+# leader's accumulator lingering (refinement.sim_config.sim_variant), and the adversary's
+# forged and corrupted messages (the bounds and rejection checks nothing else sends).
 SIM_PROFILES: tuple[str, ...] = (
     "mixed",
     "mixed+snapshots",
@@ -85,6 +86,7 @@ SIM_PROFILES: tuple[str, ...] = (
     "mixed+reconfig",
     "lossy+reconfig",
     "mixed+linger",
+    "mixed+adversary",
 )
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 

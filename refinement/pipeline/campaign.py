@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from refinement.faults import PROFILES
+from refinement.faults import ADVERSARY_PROFILES, PROFILES
 from refinement.pipeline.samples import TraceSample, trace_samples, write_samples
 from refinement.pipeline.spark import DEFAULT_MASTER
 from refinement.traces.conformance import reconfig_conformance_profiles
@@ -62,8 +62,10 @@ ALL = "all"
 # KIP-630 actions and the `+reconfig` profiles' voter changes (AddVoter, RemoveVoter) among them.
 # The `+reconfig` profiles are those reconfig_conformance_profiles() names (every one: a voter
 # that loses its disk is a new incarnation to TraceKRaft, refinement.traces.incarnations).
+# Not the `+adversary` profiles: a forged message is no step of the spec.
 PROFILE_ORDER: tuple[str, ...] = (
-    tuple(n for n, p in PROFILES.items() if not p.dynamic) + reconfig_conformance_profiles()
+    tuple(n for n, p in PROFILES.items() if not p.dynamic and n not in ADVERSARY_PROFILES)
+    + reconfig_conformance_profiles()
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from refinement.faults import PROFILES
+from refinement.faults import ADVERSARY_PROFILES, PROFILES
 from refinement.pipeline import aggregate
 from refinement.pipeline.campaign import PROFILE_ORDER, CampaignConfig, run_campaign
 from refinement.pipeline.schemas import events_schema, seeds_schema
@@ -44,7 +44,7 @@ def test_datasets_have_the_declared_schemas(spark, two_runs):
     assert events.schema.simpleString() == events_schema().simpleString()
     # 2 seeds x every profile (snapshots and the validated +reconfig ones among them), every
     # event kept: one events row per trace line.
-    static = {n for n, p in PROFILES.items() if not p.dynamic}
+    static = {n for n, p in PROFILES.items() if not p.dynamic and n not in ADVERSARY_PROFILES}
     assert set(PROFILE_ORDER) == static | set(reconfig_conformance_profiles())
     assert {"snapshots", "none+reconfig", "lossy+reconfig"} <= set(PROFILE_ORDER)
     assert seeds.count() == 2 * len(PROFILE_ORDER)

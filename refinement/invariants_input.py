@@ -1,0 +1,177 @@
+"""Checkers of what a replica does with input it must not trust: forged or corrupted messages
+(refinement.sim_adversary injects them under a `NAME+adversary` profile) and the vote it grants.
+
+Each checker is a pure function returning a `Violation` or None:
+
+- `RejectionErrorCode`: a forged request that must be rejected is answered, at once, with the
+  error code Kafka answers it with (INVALID_REQUEST for a malformed request,
+  INCONSISTENT_CLUSTER_ID, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER,
+  INVALID_VOTER_KEY, INCONSISTENT_VOTER_SET), or, for a Fetch beyond the leader's log, with
+  the diverging epoch that sends the fetcher back to the leader's log.
+- `OutOfBoundsRefused`: a message carrying an epoch, offset, id or size outside what the wire
+  and the quorum-state can hold is refused before any handler sees it (the core says so with
+  MessageRefused), and a message at the very edge of those bounds is not.
+- `RejectedMessageChangesNothing`: a message that must be rejected moves nothing the replica
+  keeps: its quorum-state (epoch, leader, vote), its role, its log, its log start and its HWM.
+- `GrantedVoteIsDurable`: a replica that grants a (real, not pre-) vote has persisted that
+  vote, for that candidate in that epoch, before the answer leaves (KIP-595: "the voter
+  persists its vote before granting it"); a Prospective, Unattached or Voted replica alike.
+- `VoteRecordedOnlyWhenGranted`: handling a vote request records a vote only by granting it:
+  a pre-vote (KIP-996) binds nothing, and a real vote refused leaves no vote behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from kraft.core.effects import ElectionState
+from kraft.core.messages import FetchResponse, Message, VoteRequest, VoteResponse
+from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_set import VoterSet
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+from refinement.invariants import EpochCache, Violation
+
+REJECTION_ERROR_CODE = "RejectionErrorCode"
+OUT_OF_BOUNDS_REFUSED = "OutOfBoundsRefused"
+REJECTED_MESSAGE_CHANGES_NOTHING = "RejectedMessageChangesNothing"
+GRANTED_VOTE_IS_DURABLE = "GrantedVoteIsDurable"
+VOTE_RECORDED_ONLY_WHEN_GRANTED = "VoteRecordedOnlyWhenGranted"
+
+
+@dataclass(frozen=True, slots=True)
+class Forgery:
+    """One forged message and what the replica must make of it.
+
+    `expect` is the set of error codes the answer to a request may carry (None: a response,
+    or a request whose answer is not prescribed); `diverging` asks for an answer without error
+    that names a diverging epoch instead (a Fetch past the leader's log). `out_of_bounds` says
+    whether the bounds check must refuse the message; `rejected` whether nothing the replica
+    keeps may move."""
+
+    kind: str
+    src: NodeId
+    message: Message
+    expect: frozenset[ErrorCode] | None
+    out_of_bounds: bool
+    rejected: bool
+    diverging: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KeptState:
+    """What a replica keeps across a message: quorum-state, role, log, log start and HWM."""
+
+    persisted: ElectionState | None
+    state: ReplicaState | None
+    epoch: Epoch
+    leader_id: NodeId | None
+    voted_for: ReplicaKey | None
+    log_end_offset: Offset
+    epochs: EpochCache
+    log_start_offset: Offset
+    high_watermark: Offset | None
+
+
+def rejection_error_code(node: NodeId, f: Forgery, reply: Message | None) -> Violation | None:
+    """RejectionErrorCode: the forged request got its answer with the prescribed error."""
+    if f.expect is None and not f.diverging:
+        return None
+    if reply is None:
+        return Violation(
+            REJECTION_ERROR_CODE, f"node {node} did not answer the forged {f.kind} from {f.src}"
+        )
+    error = getattr(reply, "error", None)
+    if f.diverging:
+        ok = (
+            isinstance(reply, FetchResponse)
+            and reply.error is ErrorCode.NONE
+            and reply.diverging_epoch is not None
+        )
+        want = "NONE with a diverging epoch"
+    else:
+        assert f.expect is not None
+        ok = error in f.expect
+        want = " or ".join(sorted(e.name for e in f.expect))
+    if ok:
+        return None
+    return Violation(
+        REJECTION_ERROR_CODE,
+        f"node {node} answered the forged {f.kind} from {f.src} with {reply}, not {want}",
+    )
+
+
+def out_of_bounds_refused(node: NodeId, f: Forgery, refused: bool) -> Violation | None:
+    """OutOfBoundsRefused: refused exactly when a value is outside the bounds."""
+    if refused == f.out_of_bounds:
+        return None
+    what = "accepted" if f.out_of_bounds else "refused"
+    return Violation(
+        OUT_OF_BOUNDS_REFUSED,
+        f"node {node} {what} the forged {f.kind} from {f.src}: {f.message}",
+    )
+
+
+def rejected_message_changes_nothing(
+    node: NodeId, f: Forgery, before: KeptState, after: KeptState
+) -> Violation | None:
+    """RejectedMessageChangesNothing: a message that must be rejected moved nothing kept."""
+    if not f.rejected or before == after:
+        return None
+    changed = [
+        f.name for f in fields(KeptState) if getattr(before, f.name) != getattr(after, f.name)
+    ]
+    detail = ", ".join(f"{n} {getattr(before, n)} -> {getattr(after, n)}" for n in changed)
+    return Violation(
+        REJECTED_MESSAGE_CHANGES_NOTHING,
+        f"node {node} changed {detail} on the forged {f.kind} from {f.src}",
+    )
+
+
+def granted_vote_is_durable(
+    node: NodeId, persisted: ElectionState | None, req: VoteRequest, resp: VoteResponse
+) -> Violation | None:
+    """GrantedVoteIsDurable: a granted real vote is in the voter's quorum-state as it leaves."""
+    if not resp.vote_granted or req.pre_vote:
+        return None
+    if (
+        persisted is not None
+        and persisted.epoch == req.candidate_epoch
+        and persisted.voted_for is not None
+        and VoterSet((persisted.voted_for,)).contains(req.candidate)
+    ):
+        return None
+    return Violation(
+        GRANTED_VOTE_IS_DURABLE,
+        f"node {node} granted its vote in epoch {req.candidate_epoch} to {req.candidate} with"
+        f" quorum-state {persisted}",
+    )
+
+
+def vote_recorded_only_when_granted(
+    node: NodeId,
+    before: ElectionState | None,
+    after: ElectionState | None,
+    req: VoteRequest,
+    resp: VoteResponse | None,
+) -> Violation | None:
+    """VoteRecordedOnlyWhenGranted: a vote in the quorum-state after a vote request is the one
+    before it, or the real vote this answer granted."""
+    if after is None or after.voted_for is None:
+        return None
+    if before is not None and (before.epoch, before.voted_for) == (after.epoch, after.voted_for):
+        return None
+    if (
+        resp is not None
+        and resp.vote_granted
+        and not req.pre_vote
+        and VoterSet((after.voted_for,)).contains(req.candidate)
+    ):
+        return None
+    answer = "no answer" if resp is None else f"answered {resp}"
+    return Violation(
+        VOTE_RECORDED_ONLY_WHEN_GRANTED,
+        f"node {node} recorded a vote for {after.voted_for} in epoch {after.epoch} (was"
+        f" {before}) on {'a pre-vote' if req.pre_vote else 'a vote'} request of"
+        f" {req.candidate} and {answer}",
+    )
