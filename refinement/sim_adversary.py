@@ -970,10 +970,15 @@ class SimAdversary(SimLiveness):
         self._vote_answer = None
         super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
         found = inp.vote_recorded_only_when_granted(
-            node.id, before, node.persisted, answering, self._vote_answer
+            node.id, before, node.persisted, answering, self._last_vote_answer()
         )
         if found is not None:
             self._violation(found.name, found.detail)
+
+    def _last_vote_answer(self) -> VoteResponse | None:
+        # Read through a call: mypy keeps `self._vote_answer` narrowed to None across the step
+        # that sets it, and mypyc would enforce that narrowing at run time.
+        return self._vote_answer
 
     def _apply(
         self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
