@@ -38,6 +38,7 @@ from refinement.traces import (
     reconfig_conformance_profiles,
     validate_trace,
 )
+from refinement.traces.conformance import SIM_VOTERS
 from refinement.traces.lookahead import is_dynamic
 from refinement.traces.mapping import ANY_VOTER
 
@@ -320,3 +321,22 @@ def test_a_removed_voter_whose_leader_went_silent_is_accepted(tmp_path: Path):
     # voters (TraceSendFetchRequest), and the trace is accepted.
     [run] = conformance([5], events=700, profiles=("mixed+reconfig",), keep_dir=tmp_path)
     assert run.result.accepted, run.result.summary()
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+def test_the_observer_forgets_leader_mutant_is_rejected(tmp_path: Path):
+    # The old behaviour (refinement.pipeline.mutants' observer-forgets-leader: Follower ->
+    # Unattached in the same epoch when an observer's leader goes silent) on the same run: no
+    # step of the spec forgets a leader in its epoch, so TLC rejects the trace where node 1 does.
+    from refinement.faults import PROFILES
+    from refinement.pipeline.mutants import MUTANTS
+    from refinement.sim import SimConfig, simulate
+
+    path = tmp_path / "mutant.ndjson"
+    config = SimConfig(seed=5, max_events=700, profile=PROFILES["mixed+reconfig"])
+    with open(path, "w", encoding="utf-8") as f:
+        simulate(config, trace=f, replica_factory=MUTANTS["observer-forgets-leader"])
+    result = validate_trace(read_trace(path), voters=SIM_VOTERS)
+    assert not result.accepted
+    assert result.first_unmatched == 379, result.summary()
