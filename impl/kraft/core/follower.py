@@ -2,9 +2,10 @@
 
 `FollowerRole` takes these steps over the replica's state (kraft.core.replica owns the state,
 the fetch timers among it, and the transition table; kraft.core.dispatch routes messages
-here): SendFetchRequest (to the leader, or to a voter to discover it), HandleFetchResponse
-(divergence truncation, appending fetched batches, the HWM the leader reports, handing over
-to kraft.core.snapshot_transfer when the leader names a snapshot, or the snapshot-required
+here): SendFetchRequest (to the leader, or to a voter to discover it, or to the leader and
+the voters in turn for an observer whose leader went silent), HandleFetchResponse (divergence
+truncation, appending fetched batches, the HWM the leader reports, handing over to
+kraft.core.snapshot_transfer when the leader names a snapshot, or the snapshot-required
 backoff of a replica that fetches none), and the follower's answers to BeginQuorumEpoch and
 EndQuorumEpoch.
 """
@@ -68,8 +69,9 @@ class FollowerRole:
         return qm.randomized_fetch_timeout(PY, r._timing.fetch_timeout_ms, draw)
 
     def send_fetch(self) -> None:
-        """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows;
-        while a snapshot is being fetched, ask for its next chunk instead."""
+        """SendFetchRequest: ask the leader (or, to discover it, a voter; or, an observer
+        whose leader went silent, the leader and the voters in turn) for what follows; while
+        a snapshot is being fetched from a leader that answers, ask for its next chunk."""
         r = self._r
         silent = r._state is F and r._leader_silent
         if r._fetcher is not None and r._fetcher.active and r._state is F and not silent:
