@@ -291,11 +291,14 @@ def test_simulated_traces_of_voter_changes_are_accepted(tmp_path: Path):
 
 
 # (profile, seed, events) of every dynamic profile, checked accepted on 2026-11-22 (seed 9 of
-# shutdowns+reconfig has a voter lose its disk).
+# shutdowns+reconfig has a voter lose its disk). shutdowns+reconfig seed 1 runs 700 events
+# (two voter changes): since an observer whose leader went silent asks the voters, its
+# 1500-event trace holds a 700-line stall under a restarted, Resigned leader, which TLC
+# accepts but in about 9 minutes (234,615 distinct states), past the per-trace budget.
 RECONFIG_RUNS = [
     ("none+reconfig", 0, 600), ("lossy+reconfig", 1, 250), ("partitions+reconfig", 2, 250),
     ("crashes+reconfig", 3, 1500), ("crashes+reconfig", 6, 1500),
-    ("shutdowns+reconfig", 1, 1500), ("shutdowns+reconfig", 9, 1500),
+    ("shutdowns+reconfig", 1, 700), ("shutdowns+reconfig", 9, 1500),
     ("mixed+reconfig", 2, 1500), ("mixed+reconfig", 8, 1500),
 ]  # fmt: skip
 
