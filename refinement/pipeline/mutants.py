@@ -28,8 +28,9 @@ KIP-853/856, under the `+reconfig` profiles (a dynamic quorum and an operator ch
 - observer-forgets-leader: an observer (a removed voter) whose leader went silent forgets it
   in the same epoch (Follower -> Unattached, the core's behaviour before Kafka's was adopted),
   so a late Vote request of that epoch may get a second vote (OneVotePerEpoch, in that
-  situation driven step by step; the random +reconfig sweeps of seeds 0-59 never deliver such
-  a late request, and TLC rejects the mixed+reconfig seed 5 trace at the forgetting step).
+  situation driven step by step: random sweeps of four +reconfig profiles, 50 seeds each,
+  never delivered such a late request; TLC rejects the mixed+reconfig seed 5 trace at the
+  forgetting step).
 
 Mutants are looked up by name on the executors, so only the name crosses the wire.
 """
