@@ -16,7 +16,8 @@ cluster is bootstrapped as a dynamic quorum (kraft.version 1, a bootstrap Voters
 spare replicas start as observers, and an operator (refinement.sim_reconfig) adds and removes
 voters (the leader too) under the base profile's faults; where the base profile has node
 faults, a leader may crash right after appending a change, and a voter may lose its disk and
-come back with a new directory id.
+come back with a new directory id. Its clients include two idempotent producers
+(`producers`), whose resends must be answered with the offsets of the original batch.
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ class FaultProfile:
     # Per Voters record a leader appends for a change: it crashes right after, before its
     # next event (the record not yet flushed nor replicated: a crash mid-change).
     change_crash: float = 0.0
+    # Idempotent producers (refinement.sim_clients) sharing the client appends, each with one
+    # batch in flight that it resends with the same producer id and sequence (0: the plain
+    # client alone, as before). Only without snapshots: a replica rebuilds its producer table
+    # from its log (kraft.core.producers), which a snapshot cuts.
+    producers: int = 0
 
     @property
     def snapshots(self) -> bool:
@@ -175,6 +181,7 @@ def with_reconfig(base: FaultProfile) -> FaultProfile:
         observers=max(base.observers, 2),
         voter_disk_loss_rate=0.15 if base.has_node_faults else 0.0,
         change_crash=0.25 if base.has_node_faults else 0.0,
+        producers=0 if base.snapshots else 2,
     )
 
 

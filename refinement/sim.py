@@ -43,6 +43,7 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
+from kraft.core.timing import QuorumTiming
 from refinement.faults import PROFILES
 from refinement.sim_base import (
     _ADMIN,
@@ -140,6 +141,7 @@ class Simulator(SimLiveness):
                     self._liveness_failed()
             elif self.result.events >= cfg.max_events or (max_time is not None and at > max_time):
                 if not cfg.check_liveness:
+                    self._check_producer_logs()
                     return
                 heapq.heappush(heap, (at, _seq, kind, a, b))
                 self._start_liveness()
@@ -212,6 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--voters", type=int, default=3)
     p.add_argument("--observers", type=int, default=0)
     p.add_argument("--append-rate", type=float, default=20.0, help="client appends per second")
+    p.add_argument("--linger-ms", type=int, default=0, help="quorum.append.linger.ms")
     p.add_argument("--no-liveness", action="store_true", help="skip the liveness phase")
     p.add_argument("--trace", metavar="FILE", help="write the ndjson trace here (one seed)")
     return p
@@ -228,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_events=args.events,
             append_rate=args.append_rate,
             profile=PROFILES[args.profile],
+            timing=QuorumTiming(append_linger_ms=args.linger_ms),
             check_liveness=not args.no_liveness,
         )
         if args.trace and args.seeds == 1:

@@ -2,18 +2,30 @@
 acknowledged when the accepting replica's core emits AppendCommitted (kraft.core.commits), the
 rule the node's clients hear too, and counted lost on its AppendLost. Each acknowledgement is
 checked at once against every node (CommittedNeverLost).
+
+Under a profile with `producers` (refinement.faults), idempotent producers (kraft.core.producers)
+share the appends with the plain client: each numbers its records from 0 and has one batch in
+flight, which it resends with the same producer id and sequence on NOT_LEADER_OR_FOLLOWER,
+when the node it went to stops, when the append is lost, and when no outcome came within its
+request timeout, as a Kafka producer does; it sends its next batch once one of the resends is
+acknowledged. Their acknowledgements and the logs are checked by
+refinement.invariants_producers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
-from kraft.core.effects import AppendLost, AppendResult
+from kraft.core.effects import AppendCommitted, AppendLost, AppendResult
 from kraft.core.events import ClientAppend
+from kraft.core.producers import ProducerBatch, producer_batch_of
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
+from kraft.records import iter_batches
+from kraft.storage.log_adapter import producer_batches_of
 from refinement import invariants as inv
+from refinement import invariants_producers as pinv
 from refinement.invariants import AckedRange
 from refinement.sim_base import _CLIENT_SEND, _Node
 from refinement.sim_faults import SimFaults
@@ -27,6 +39,8 @@ if TYPE_CHECKING:
 _MAX_CLIENT_OUTSTANDING = 32
 _MAX_CLIENT_ATTEMPTS = 30
 _CLIENT_BACKOFF_CAP_MS = 1000
+# The simulated producers' ids: 1000, 1001, ...
+_FIRST_PRODUCER_ID = 1000
 
 
 @dataclass(slots=True)
@@ -35,6 +49,20 @@ class _ClientRequest:
     values: tuple[bytes, ...]
     target: NodeId | None
     attempts: int = 0
+    # An idempotent producer's request: its id and the sequence of the batch's first record.
+    producer: ProducerId = NO_PRODUCER
+    sequence: int = -1
+
+
+@dataclass(slots=True)
+class _Producer:
+    """An idempotent producer with at most one batch in flight (`values`, at `sequence`)."""
+
+    pid: ProducerId
+    sequence: int = 0  # of the batch in flight, else of the next one
+    values: tuple[bytes, ...] = ()  # empty: idle
+    rids: list[int] = field(default_factory=list)  # the requests that carried the batch
+    deadline: int = 0  # resent if no outcome came by then
 
 
 class SimClients(SimFaults):
@@ -57,10 +85,20 @@ class SimClients(SimFaults):
         self._client_leader: NodeId | None = None
         # The liveness phase's probe append, until acknowledged.
         self._probe: int | None = None
+        # Idempotent producers (a profile with `producers`), their requests not yet decided
+        # (rid -> producer, sequence) and the offsets each (producer, sequence) was
+        # acknowledged at.
+        self._producers = [
+            _Producer(ProducerId(_FIRST_PRODUCER_ID + k)) for k in range(config.profile.producers)
+        ]
+        self._producer_rids: dict[int, tuple[_Producer, int]] = {}
+        self._producer_acks: dict[tuple[ProducerId, int], tuple[Offset, Offset]] = {}
 
     # ------------------------------------------------------------------ the client
 
     def _client_new(self) -> None:
+        if self._producers:
+            self._producer_timeouts()
         if len(self._pending) >= _MAX_CLIENT_OUTSTANDING:
             return
         rid = self._next_rid
@@ -68,8 +106,89 @@ class SimClients(SimFaults):
         count = 1 + int(self._rng.random() * 3)
         values = tuple(b"r%d.%d" % (rid, k) for k in range(count))
         req = _ClientRequest(rid, values, self._client_leader)
+        idle = [p for p in self._producers if not p.values]
+        if idle:
+            # An idle producer takes the append (the plain client takes it when all are busy).
+            producer = idle[rid % len(idle)]
+            producer.values = values
+            self._producer_sent(producer, req)
         self._pending[rid] = req
         self._client_dispatch(req, self.now)
+
+    # ------------------------------------------------------------------ idempotent producers
+
+    def _producer_sent(self, producer: _Producer, req: _ClientRequest) -> None:
+        req.producer = producer.pid
+        req.sequence = producer.sequence
+        producer.rids.append(req.rid)
+        producer.deadline = self.now + self.config.timing.request_timeout_ms
+        self._producer_rids[req.rid] = (producer, producer.sequence)
+
+    def _producer_resend(self, producer: _Producer) -> None:
+        """The batch in flight again, as a new request with the same producer id and sequence
+        (unless one of its requests still awaits an answer: that one is being retried)."""
+        if any(rid in self._pending for rid in producer.rids):
+            return
+        rid = self._next_rid
+        self._next_rid += 1
+        req = _ClientRequest(rid, producer.values, self._client_leader)
+        self._producer_sent(producer, req)
+        self._pending[rid] = req
+        self._client_dispatch(req, self.now)
+
+    def _producer_timeouts(self) -> None:
+        for p in self._producers:
+            if p.values and p.deadline <= self.now:
+                self._producer_resend(p)
+                p.deadline = self.now + self.config.timing.request_timeout_ms
+
+    def _producer_decided(self, node: NodeId, d: AppendCommitted | AppendLost) -> None:
+        """An idempotent append's outcome: an acknowledgement is checked against the log of
+        the replica that gave it, and completes the batch; a lost one is resent."""
+        producer, sequence = self._producer_rids.pop(d.request_id)
+        current = bool(producer.values) and producer.sequence == sequence
+        if isinstance(d, AppendLost):
+            if current:
+                self._producer_resend(producer)
+            return
+        if self._check:
+            log = self._nodes[node].log
+            held: ProducerBatch | None = None
+            if log.start_offset <= d.first_offset < log.end_offset:
+                _, header = next(iter_batches(log.read(d.first_offset, 1).data, verify=False))
+                if header.producer_id >= 0 and header.base_offset == d.first_offset:
+                    held = producer_batch_of(header)
+            key = (producer.pid, sequence)
+            v = pinv.duplicate_answered_with_original(
+                node,
+                producer.pid,
+                sequence,
+                first=d.first_offset,
+                last=d.last_offset,
+                held=held,
+                earlier=self._producer_acks.get(key),
+            ) or pinv.producer_sequences_in_order(node, producer_batches_of(log), log.start_offset)
+            if v:
+                self._violation(v.name, v.detail)
+            self._producer_acks[key] = (d.first_offset, d.last_offset)
+        if current:
+            for rid in producer.rids:
+                self._pending.pop(rid, None)  # resends still waiting to go: not needed now
+            producer.sequence += len(producer.values)
+            producer.values = ()
+            producer.rids = []
+            self.result.idempotent_acked += 1
+
+    def _check_producer_logs(self) -> None:
+        """ProducerSequencesInOrder on every node's log (at the end of a run)."""
+        if not self._producers or not self._check:
+            return
+        for node in self._nodes.values():
+            v = pinv.producer_sequences_in_order(
+                node.id, producer_batches_of(node.log), node.log.start_offset
+            )
+            if v:
+                self._violation(v.name, v.detail)
 
     def _client_dispatch(self, req: _ClientRequest, at: int) -> None:
         target = req.target
@@ -92,7 +211,8 @@ class SimClients(SimFaults):
             return
         req.attempts += 1
         self._inflight[node.id][rid] = req
-        event = ClientAppend(self.now, tuple((None, v) for v in req.values), rid)
+        records = tuple((None, v) for v in req.values)
+        event = ClientAppend(self.now, records, rid, req.producer, req.sequence)
         self._step(node, event, None, None, None)
 
     def _client_retry(self, req: _ClientRequest) -> None:
@@ -132,6 +252,12 @@ class SimClients(SimFaults):
                 self._client_leader = res.leader_id
             self._client_retry(req)
         else:
+            if req.producer != NO_PRODUCER and self._check:
+                v = pinv.producer_next_sequence_accepted(
+                    node.id, req.producer, req.sequence, res.error
+                )
+                if v:
+                    self._violation(v.name, v.detail)
             self._pending.pop(req.rid, None)
             self.result.refused += 1
 
@@ -147,6 +273,8 @@ class SimClients(SimFaults):
                     f"{type(d).__name__} for request {d.request_id}, which is not an accepted"
                     " append awaiting its outcome (decided twice, or never accepted)",
                 )
+            if d.request_id in self._producer_rids:
+                self._producer_decided(accepted[0], d)
             if isinstance(d, AppendLost):
                 self.result.lost += 1
                 continue

@@ -20,6 +20,23 @@ from kraft.storage.memory_snapshots import MemorySnapshots
 from refinement.faults import PROFILES, FaultProfile
 from refinement.invariants import Violation
 
+# Variants of a fault profile that change the quorum's timing, not its faults: `NAME+linger`
+# runs profile NAME with quorum.append.linger.ms = LINGER_MS (Kafka's default), so that leaders
+# gather client appends into batches and the timing checkers (refinement.invariants_timing)
+# see when they write them. Not in PROFILES: a lingering append is written on a later Tick,
+# which trace validation (one ClientAppend, one append) does not map.
+LINGER_SUFFIX = "+linger"
+LINGER_MS = 25
+
+
+def sim_variant(name: str) -> tuple[FaultProfile, QuorumTiming]:
+    """The fault profile and timing a sweep's profile name stands for: a name of PROFILES
+    (the default timing), or one with LINGER_SUFFIX. KeyError for an unknown name."""
+    if name.endswith(LINGER_SUFFIX):
+        return PROFILES[name.removesuffix(LINGER_SUFFIX)], QuorumTiming(append_linger_ms=LINGER_MS)
+    return PROFILES[name], QuorumTiming()
+
+
 # --------------------------------------------------------------------------- configuration
 
 
@@ -61,6 +78,8 @@ class SimConfig:
             cmd += f" --observers {self.observers}"
         if self.append_rate != 20.0:
             cmd += f" --append-rate {self.append_rate:g}"
+        if self.timing.append_linger_ms:
+            cmd += f" --linger-ms {self.timing.append_linger_ms}"
         if not self.check_liveness:
             cmd += " --no-liveness"
         return cmd
@@ -183,6 +202,8 @@ class SimResult:
     voter_disk_losses: int = 0
     # Voters records truncated away from a running replica's log (a change reverted).
     voters_truncated: int = 0
+    # Batches of the idempotent producers acknowledged (a profile with `producers`).
+    idempotent_acked: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -233,6 +254,8 @@ class SimResult:
                 f" voters_truncated={self.voters_truncated}"
                 f" change_crashes={self.change_crashes}"
             )
+        if c.profile.producers:
+            line += f" idempotent_acked={self.idempotent_acked}"
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

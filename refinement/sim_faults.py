@@ -78,6 +78,7 @@ class SimFaults(SimSnapshots):
             )
         self._actions.insert(0, action)
         self._apply(node, effects, None, None)
+        self._timing_started(node, effects)
         self._schedule_tick(node, replica.next_deadline_ms())
         self._after_step(node, None, None, None)
 
@@ -147,6 +148,7 @@ class SimFaults(SimSnapshots):
         # A new incarnation: messages and timers aimed at the old one die with it (its
         # connections closed), and the next start derives a fresh generator from it.
         node.inc += 1
+        self._timing_stopped(node)
         node.shutting_down = False
         node.stop_requested = False
         node.tick_at = -1

@@ -18,6 +18,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.ids import NodeId
 from refinement import invariants as inv
 from refinement import invariants_reconfig as recon
+from refinement import invariants_voter_changes as vc
 from refinement.sim_base import _StopRun
 from refinement.sim_clients import _ClientRequest
 from refinement.sim_reconfig import SimReconfig
@@ -87,6 +88,12 @@ class SimLiveness(SimReconfig):
             return  # still awaiting its acknowledgement
         if self._dynamic and self._voter_change_pending(snap):
             return  # ReconfigEventuallyCompletes: its latest voter change must commit first
+        if (
+            self._dynamic
+            and snap.key is not None
+            and not self._probe_change(snap.voter_history[-1][1], snap.key)
+        ):
+            return  # VoterChangeEventuallyAcknowledged: one more change, acknowledged
         # What is still undecided was accepted by an incarnation that died with it (or by a
         # live replica that has not caught up yet: its core would decide the same). Decided
         # only now, all at once: a live replica may still decide one itself meanwhile.
@@ -96,6 +103,7 @@ class SimLiveness(SimReconfig):
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:
                 self.result.lost += 1
             del accepted[rid]
+        self._check_producer_logs()
         raise _StopRun
 
     @staticmethod
@@ -177,6 +185,16 @@ class SimLiveness(SimReconfig):
                     ),
                 )
         current = sorted(r for r, a in self._accepted.items() if a[3] >= leader.epoch)
+        probe = self._change_probe
+        if (
+            probe is not None
+            and not self._change_probed
+            and not current
+            and self._probe is None
+            and not self._pending
+        ):
+            v = vc.eventually_acknowledged(probe.voter, probe.add, bound, probe.answers)
+            self._violation(v.name, v.detail)
         if (
             self._dynamic
             and not current

@@ -25,7 +25,7 @@ from kraft.core.effects import (
     StateChanged,
     TruncateLog,
 )
-from kraft.core.events import Event, Receive, SendFailed, Tick
+from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
     FetchRequest,
     FetchResponse,
@@ -36,13 +36,15 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
-from kraft.records import iter_batches
+from kraft.records import KeyValue, decode_records, iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
 from refinement import invariants_reconfig as recon
+from refinement import invariants_timing as timing_inv
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.sim_base import (
     _DELIVER,
@@ -116,6 +118,10 @@ class SimNetwork(SimBase):
         self._chunk_awaited: dict[tuple[NodeId, NodeId], Request] = {}
         # OneVotePerEpoch's ghost: whom each replica granted its vote in each epoch.
         self._votes_cast: inv.VotesCast = {}
+        # The timing checkers (refinement.invariants_timing), made at the first start, and
+        # the records of each client append a replica was given and has not answered.
+        self._timing_monitor: timing_inv.TimingMonitor | None = None
+        self._append_records: dict[int, tuple[KeyValue, ...]] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -215,6 +221,48 @@ class SimNetwork(SimBase):
         broken = self._profile.notice_breaks  # refused: the node is down
         self._step(src, SendFailed(self.now, NodeId(dst_id), request, broken), None, None, None)
 
+    def _timing_started(self, node: _Node, effects: list[Effect]) -> None:
+        """A replica started: the timing checkers (refinement.invariants_timing) start
+        watching it; at the first start, the configuration itself is checked."""
+        if not self._check:
+            return
+        monitor = self._timing_monitor
+        if monitor is None:
+            found = timing_inv.quorum_defaults_as_documented(QuorumTiming())
+            if found is not None:
+                self._violation(found.name, found.detail)
+            voters = None if self._dynamic else self._voter_ids
+            monitor = self._timing_monitor = timing_inv.TimingMonitor(self._timing_of(), voters)
+        found = monitor.started(node.id, self.now, effects)
+        if found is not None:
+            self._violation(found.name, found.detail)
+
+    def _appends_where_reported(
+        self, node: _Node, event: Event, effects: list[Effect]
+    ) -> Violation | None:
+        """AppendAtReportedOffsets for the appends the step accepted."""
+        sent = self._append_records
+        if isinstance(event, ClientAppend):
+            sent[event.request_id] = event.records
+        for e in effects:
+            if type(e) is not AppendResult:
+                continue
+            assert isinstance(e, AppendResult)
+            records = sent.pop(e.request_id, None)
+            if records is None or e.error is not ErrorCode.NONE or e.first_offset is None:
+                continue
+            last = e.first_offset if e.last_offset is None else e.last_offset
+            held = _records_at(node, e.first_offset, last)
+            found = timing_inv.append_at_reported_offsets(node.id, e, records, held)
+            if found is not None:
+                return found
+        return None
+
+    def _timing_stopped(self, node: _Node) -> None:
+        """A replica stopped: what it was given dies with it."""
+        if self._timing_monitor is not None:
+            self._timing_monitor.stopped(node.id)
+
     def _schedule_tick(self, node: _Node, deadline: int) -> None:
         if node.tick_at < 0 or deadline < node.tick_at:
             node.tick_at = deadline
@@ -234,6 +282,11 @@ class SimNetwork(SimBase):
     ) -> None:
         replica = node.replica
         assert replica is not None
+        monitor = self._timing_monitor
+        if monitor is not None:
+            late = monitor.overdue(self.now)
+            if late is not None:
+                self._violation(late.name, late.detail)
         try:
             effects = replica.step(event)
         except Exception as exc:  # the core must not raise on any event
@@ -242,6 +295,12 @@ class SimNetwork(SimBase):
                 f"node {node.id} raised {type(exc).__name__}: {exc} on {type(event).__name__}",
             )
         self._apply(node, effects, answering, src_id)
+        if monitor is not None and node.replica is not None:
+            found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
+            if found is None:
+                found = self._appends_where_reported(node, event, effects)
+            if found is not None:
+                self._violation(found.name, found.detail)
         deadline = replica.next_deadline_ms()
         if is_tick and deadline <= self.now:
             deadline = self.now + 1  # a timer that is still due would spin at this instant
@@ -600,3 +659,21 @@ class SimNetwork(SimBase):
             found = inv.snapshot_matches_log(after, nid)
         if found is not None:
             self._violation(found.name, found.detail)
+
+
+def _records_at(node: _Node, first: Offset, last: Offset) -> list[KeyValue]:
+    """The (key, value) records a node's log holds at offsets first..last."""
+    log = node.log
+    out: list[KeyValue] = []
+    if first < log.start_offset or last >= log.end_offset or last < first:
+        return out
+    data = log.read(first, 1 << 30).data
+    for pos, header in iter_batches(data, verify=False):
+        if header.base_offset > last:
+            break
+        out.extend(
+            (rec.key, rec.value)
+            for rec in decode_records(data, pos, header)
+            if first <= rec.offset <= last
+        )
+    return out

@@ -23,9 +23,16 @@ other profile draws nothing here and runs as before.
   far as we can tell). The simulator found it (mixed+reconfig, seed 25 of commit 65237dc;
   seed 22 of bdd62d6 when a retried or racing removal of the leader met a two-voter set).
   Checked whenever the operator sends, retries included.
+- Every answer to the operator is checked (refinement.invariants_voter_changes,
+  VoterChangeAnswered): a request is answered in the step that receives it unless accepted,
+  and the answer agrees with the answering replica's log. In the liveness phase, once the
+  settled leader committed its latest change, the operator asks one more (adding a caught-up
+  observer, else removing a follower), which must be acknowledged
+  (VoterChangeEventuallyAcknowledged).
 - The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
-  replica's kraft.version range (0..1) if that exact replica (id and directory id) runs, else
-  REQUEST_TIMED_OUT.
+  replica's kraft.version range if that exact replica (id and directory id) runs, else
+  REQUEST_TIMED_OUT. Odd ids support 0..1, as Kafka 4 does; even ids 0..2, as a newer
+  release would (the leader's version, 1, is in both ranges).
 - Crash mid-change (`change_crash`): a leader crashes right after appending a change's Voters
   record (unflushed, unreplicated); on restart its log no longer holds it.
 - Voter disk loss (`voter_disk_loss_rate`): a running voter crashes and loses its data
@@ -37,7 +44,7 @@ other profile draws nothing here and runs as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import Endpoint
@@ -52,11 +59,13 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_set_of, voter_sets_in
+from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, NodeId, Offset, ReplicaKey
 from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
+from refinement import invariants_voter_changes as vc
 from refinement.sim_base import (
     _ADMIN,
     _FAULT,
@@ -99,6 +108,13 @@ class _Op:
     attempts: int = 0
     # Waiting to ask again (after a refusal, or with no node to ask).
     waiting: bool = False
+    # KIP-1186: an AddRaftVoter asked to be answered once appended (False), not committed.
+    ack_when_committed: bool = True
+    # The attempts (tokens) a replica accepted (VoterChangeAnswered).
+    accepted: set[int] = field(default_factory=set)
+    # The liveness phase's change: retried until acknowledged, its answers kept.
+    probe: bool = False
+    answers: list[str] = field(default_factory=list)
 
 
 class SimReconfig(SimClients):
@@ -115,6 +131,14 @@ class SimReconfig(SimClients):
         self._ops: dict[int, _Op] = {}
         self._plan: list[Step] = []
         self._next_op = 1
+        # The request being stepped (its token), and whether the step answered it or started
+        # probing its new voter (VoterChangeAnswered).
+        self._asked: int | None = None
+        self._asked_answered = False
+        self._asked_probed = False
+        # The liveness phase's change: asked (None: not yet), and acknowledged.
+        self._change_probe: _Op | None = None
+        self._change_probed = False
         if not self._dynamic:
             return
         voters = [self._nodes[i] for i in self._voter_ids]
@@ -157,10 +181,13 @@ class SimReconfig(SimClients):
     # ------------------------------------------------------------------ the driver's probe
 
     def _check_versions(self, node: _Node, e: CheckVoterVersions) -> None:
+        if self._asked is not None:
+            self._asked_probed = True
         target = self._nodes.get(e.voter.id)
         at = self.now + self._delay() + self._delay()
         if target is not None and target.replica is not None and target.key == e.voter:
-            ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.NONE, (0, 1))
+            span = (0, 1) if target.id % 2 else (0, 2)
+            ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.NONE, span)
         else:
             ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.REQUEST_TIMED_OUT)
         self._push(at, _LOCAL, node, (ev, node.inc))
@@ -241,7 +268,9 @@ class SimReconfig(SimClients):
             return None
         add = bool(spare) and len(keys) < _MAX_VOTERS and (len(keys) < 3 or rng.random() < 0.5)
         if add:
-            return self._new_op(True, spare[int(rng.random() * len(spare))])
+            op = self._new_op(True, spare[int(rng.random() * len(spare))])
+            op.ack_when_committed = op.rid % 3 != 0  # every third add: answered when appended
+            return op
         if len(keys) <= 1:
             return None
         leader = self._leader_node()
@@ -283,7 +312,12 @@ class SimReconfig(SimClients):
         cid = ClusterId(self.config.cluster_id)
         msg: Message
         if op.add:
-            msg = AddVoterRequest(cid, op.voter, (endpoint_of(op.voter.id),))
+            msg = AddVoterRequest(
+                cid,
+                op.voter,
+                (endpoint_of(op.voter.id),),
+                ack_when_committed=op.ack_when_committed,
+            )
         else:
             msg = RemoveVoterRequest(cid, op.voter)
         token = op.rid * 100 + op.attempts
@@ -295,7 +329,7 @@ class SimReconfig(SimClients):
         self._push(self.now + self._delay(), _ADMIN, target, ("request", token, msg, target.inc))
 
     def _admin_retry(self, op: _Op) -> None:
-        if self._liveness or op.attempts >= _MAX_ATTEMPTS:
+        if not op.probe and (self._liveness or op.attempts >= _MAX_ATTEMPTS):
             self._admin_done(op, ok=False)
             return
         lo, hi = _RETRY_MS
@@ -337,11 +371,21 @@ class SimReconfig(SimClients):
                 self._admin_retry(op)  # connection refused
                 return
             event = Receive(self.now, ADMIN, msg, None, reply_to=token)
-            self._step(target, event, None, int(ADMIN), msg)
+            hist = target.voter_hist
+            self._asked, self._asked_answered, self._asked_probed = token, False, False
+            try:
+                self._step(target, event, None, int(ADMIN), msg)
+            finally:
+                self._asked = None
+            if self._asked_probed or target.voter_hist is not hist:
+                op.accepted.add(token)
+            elif self._check and not self._asked_answered and target.replica is not None:
+                v = vc.unanswered(target.id, op.voter, op.add)
+                self._violation(v.name, v.detail)
         elif what == "retry":
             op.waiting = False
             self._admin_send(op)
-        elif not self._liveness:  # "timeout": no answer, ask again
+        elif not self._liveness or op.probe:  # "timeout": no answer, ask again
             self._admin_retry(op)
 
     def _admin_answer(self, src: _Node, msg: Message, reply_to: int | None) -> None:
@@ -350,10 +394,44 @@ class SimReconfig(SimClients):
         self._side("OperatorAnswered", None, lambda: message_json(msg, int(src.id), int(ADMIN)))
         if reply_to is None:
             return
+        if reply_to == self._asked:
+            self._asked_answered = True
         op = self._ops.get(reply_to // 100)
         if op is None or op.attempts != reply_to % 100:
             return
         assert isinstance(msg, AddVoterResponse | RemoveVoterResponse)
+        if self._check and src.replica is not None:
+            v = vc.voter_change_answered(
+                src.id,
+                op.voter,
+                op.add,
+                msg.error,
+                history=src.voter_hist,
+                hwm=src.replica.view().high_watermark,
+                accepted=reply_to in op.accepted,
+                ack_when_committed=op.ack_when_committed,
+            )
+            if v:
+                self._violation(v.name, v.detail)
+        if op.probe:
+            op.answers.append(msg.error.name)
+            if msg.error in (ErrorCode.DUPLICATE_VOTER, ErrorCode.VOTER_NOT_FOUND) and not (
+                op.accepted
+            ):
+                self._change_probed = True  # made by a change of the fault phase meanwhile
+                self._admin_done(op, ok=False)
+                return
+            if msg.error not in (
+                ErrorCode.NONE,
+                ErrorCode.REQUEST_TIMED_OUT,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ):
+                v = vc.eventually_acknowledged(
+                    op.voter, op.add, self.config.liveness_bound, op.answers
+                )
+                self._violation(v.name, v.detail)
+            if msg.error is ErrorCode.NONE:
+                self._change_probed = True
         if msg.error is ErrorCode.NONE:
             self.result.changes_acked += 1
             self._admin_done(op, ok=True)
@@ -362,6 +440,39 @@ class SimReconfig(SimClients):
             self._admin_done(op, ok=op.planned and self._already_done(op))
         else:
             self._admin_retry(op)
+
+    def _probe_change(self, voters: VoterSet, leader: ReplicaKey) -> bool:
+        """The liveness phase's voter change, once the settled leader (`leader`, with voter
+        set `voters`) committed its latest one: asked once, then awaited; True once
+        acknowledged (or when there is nothing to change)."""
+        if self._change_probed:
+            return True
+        if self._change_probe is None:
+            self._ops.clear()  # what the fault phase's operator still asks is abandoned
+            self._plan = []
+            spare = sorted(
+                (
+                    n.key
+                    for n in self._nodes.values()
+                    if n.replica is not None and not voters.contains_id(n.id)
+                ),
+                key=lambda k: k.id,
+            )
+            others = sorted((k for k in voters if k != leader), key=lambda k: k.id)
+            if spare:
+                op = self._new_op(True, spare[0])
+                # On even seeds, answered once appended (KIP-1186): it must still commit.
+                op.ack_when_committed = self.config.seed % 2 == 1
+            elif len(voters) >= 3:
+                op = self._new_op(False, others[-1])
+            else:
+                self._change_probed = True
+                return True
+            op.probe = True
+            self._change_probe = op
+            self._ops[op.rid] = op
+            self._admin_send(op)
+        return False
 
     def _already_done(self, op: _Op) -> bool:
         keys = self._current_voters()

@@ -313,8 +313,14 @@ def config_from_args(args: argparse.Namespace) -> MutateConfig:
         tlc_events=args.tlc_events,
     )
     from refinement.faults import PROFILES
+    from refinement.sim_config import sim_variant
 
-    unknown = [p for p in (*settings.sim_profiles, *settings.tlc_profiles) if p not in PROFILES]
+    unknown = [p for p in settings.tlc_profiles if p not in PROFILES]
+    for p in settings.sim_profiles:
+        try:
+            sim_variant(p)
+        except KeyError:
+            unknown.append(p)
     if unknown:
         raise SystemExit(f"unknown profile(s) {unknown}; known: {', '.join(PROFILES)}")
     name = args.name or (f"sample{args.sample}-seed{args.seed}" if args.sample else "all")

@@ -73,8 +73,19 @@ UNIT_TESTS: tuple[str, ...] = tuple(
     )
 )
 SCENARIO_TESTS: tuple[str, ...] = ("tests/scenarios",)
-# The sweep's default profiles: faults of every kind, with and without snapshots.
-SIM_PROFILES: tuple[str, ...] = ("mixed", "crashes+snapshots", "lossy+snapshots", "partitions")
+# The sweep's default profiles: faults of every kind, with and without snapshots, on a
+# dynamic quorum (voter changes, with idempotent producers among the clients), and with the
+# leader's accumulator lingering (refinement.sim_config.sim_variant).
+SIM_PROFILES: tuple[str, ...] = (
+    "mixed",
+    "mixed+snapshots",
+    "crashes+snapshots",
+    "lossy+snapshots",
+    "partitions",
+    "mixed+reconfig",
+    "lossy+reconfig",
+    "mixed+linger",
+)
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 
 

@@ -62,14 +62,16 @@ def units(profiles: Sequence[str], seeds: int, first_seed: int) -> list[tuple[st
 
 
 def run_sim(profiles: Sequence[str], seeds: int, first_seed: int, events: int) -> LayerOutcome:
-    """The simulator sweep: every checker after every event, then the liveness phase."""
-    from refinement.faults import PROFILES
+    """The simulator sweep: every checker after every event, then the liveness phase. A
+    profile may be a timing variant (refinement.sim_config.sim_variant: `NAME+linger`)."""
     from refinement.sim import SimConfig, simulate
+    from refinement.sim_config import sim_variant
 
     runs = 0
     for profile, seed in units(profiles, seeds, first_seed):
         runs += 1
-        config = SimConfig(seed=seed, max_events=events, profile=PROFILES[profile])
+        faults, timing = sim_variant(profile)
+        config = SimConfig(seed=seed, max_events=events, profile=faults, timing=timing)
         try:
             result = simulate(config)
         except Exception as exc:

@@ -171,15 +171,15 @@ class FollowerRole:
     def leader_silent(self) -> None:
         """An observer's fetch timeout expired (Kafka's pollFollowerAsObserver): it stays the
         Follower of its epoch's leader, with no vote to grant in that epoch, and sends its
-        Fetch to the leader and the voters in turn (SendFetchRequest), at once, until the
-        leader answers or an answer names a newer epoch. (Forgetting the leader in the same
-        epoch, Follower -> Unattached, would let it grant a vote in an epoch where it may
-        already have voted for and followed another candidate: Kafka never does that.)"""
+        next Fetches to the leader and the voters in turn (SendFetchRequest), until the leader
+        answers or an answer names a newer epoch. (Forgetting the leader in the same epoch,
+        Follower -> Unattached, would let it grant a vote in an epoch where it may already have
+        voted for and followed another candidate: Kafka never does that.) One Fetch at a time,
+        as before: a Fetch in flight is answered or times out first, so the retry rules of one
+        Fetch stream hold (Kafka may ask a bootstrap server while the leader's is in flight)."""
         r = self._r
         r._fetch_deadline = None
         r._leader_silent = True
-        r._fetch_in_flight_until = None
-        r._fetch_send_at = r._now
 
     def fetch_failed(self, ev: SendFailed) -> None:
         r = self._r

@@ -145,12 +145,6 @@ class LogMetadata:
     def epoch_entries(self) -> tuple[tuple[Epoch, Offset], ...]:
         return tuple(zip(self._epochs, self._starts, strict=True))
 
-    def start_offset_of(self, epoch: Epoch) -> Offset | None:
-        for e, s in zip(self._epochs, self._starts, strict=True):
-            if e == epoch:
-                return s
-        return None
-
     def epoch_at(self, offset: Offset) -> Epoch | None:
         """The epoch of the record at `offset`; None if the log does not hold it."""
         if not self._start <= offset < self._end:

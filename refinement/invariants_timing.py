@@ -1,0 +1,789 @@
+"""Timing checkers: the contract the quorum's timing configuration promises (KIP-595, Kafka's
+QuorumConfig), checked on what the simulator sees of each replica: the events it is given, the
+effects it emits and the simulator's virtual clock. The safety checkers of
+refinement.invariants cannot see time; these state when things must happen.
+
+Every bound is derived from the configured `QuorumTiming` (the one the replicas run with), with
+Kafka's semantics written down here, not taken from the core:
+
+- ElectionTimeoutNotEarly / ElectionTimeoutNotLate: a voter that hears of no leader
+  (Unattached, Voted, Prospective, Candidate, Resigned) stands (ElectionTimeout) a random time
+  in [T, 2T) after its election timer started, T = quorum.election.timeout.ms. The timer starts
+  on entering the state, except that moving to Unattached or Voted from Unattached, Voted,
+  Candidate or Resigned keeps it running (Kafka's transitionToUnattached; granting a vote
+  restarts it), and so may a Prospective whose pre-vote a majority did not reject.
+- FetchTimeoutNotEarly / FetchTimeoutNotLate: a voter following a leader stands
+  quorum.fetch.timeout.ms after it last heard from the leader (this project's deviation: plus a
+  jitter below T/2), sooner only when the leader resigned naming it a successor (KIP-595: at once
+  for the first, after MIN(quorum.election.backoff.max.ms, quorum.retry.backoff.ms * 2^(N-1))
+  for the N-th) or when its connection to the leader broke (within T/4).
+- CheckQuorumNotEarly / CheckQuorumNotLate: a leader resigns for want of fetches only once
+  1.5 x quorum.fetch.timeout.ms passed without a majority of voters (itself included) fetching
+  (Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR), and does resign then.
+- VoteRetryNotEarly, BeginQuorumEpochRetryNotEarly, FetchRetryNotEarly (and ...NotLate): a
+  request is sent again to the same replica in the same state only after
+  quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
+  (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
+  sent again when the request timeout runs out.
+- FetchAnsweredWithinMaxWait: a leader holds a Fetch it has nothing new for at most the
+  max wait the Fetch asks (quorum.fetch.max.wait.ms for a follower), then answers it.
+- AppendLingerNotEarly / AppendLingerNotLate: with quorum.append.linger.ms L, a leader writes
+  the client appends it gathers as one batch L after the first of them arrived (at once with no
+  linger), earlier only when what waits reaches the batch limit (Kafka's MAX_BATCH_SIZE_BYTES,
+  8 MiB) or another write needs them out first (an idempotent append, a control record).
+- AppendAtReportedOffsets: an accepted client append's records are in the accepting leader's
+  log at the offsets its answer reports, in order (several appends gathered in one batch each
+  get their own offsets).
+- QuorumDefaultsAsDocumented: the configuration the simulator runs, the node's defaults, is the
+  one documented for the properties (Kafka's QuorumConfig defaults; quorum.append.linger.ms 0,
+  this project's documented deviation).
+
+A timer's firing time is known to the checkers as a window [earliest, latest]: where the core's
+choice is not visible (a timer kept or restarted, an answer that did or did not reset it), the
+window covers both, so that a checker never cries wolf: "not early" fails only when the action
+came before the earliest possible time, "not late" only when the latest possible time passed by
+more than the simulator's tick granularity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+
+from kraft.core.effects import (
+    ActionTaken,
+    AppendResult,
+    AppendToLog,
+    Effect,
+    Send,
+    StateChanged,
+    ValidateSnapshot,
+)
+from kraft.core.events import (
+    ClientAppend,
+    Event,
+    Receive,
+    SendFailed,
+    Shutdown,
+    SnapshotValidated,
+    Tick,
+)
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.core.replica import Replica
+from kraft.core.timing import QuorumTiming
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import NO_PRODUCER, NodeId
+from kraft.records import KeyValue
+from refinement.invariants import Violation
+
+ELECTION_TIMEOUT_NOT_EARLY = "ElectionTimeoutNotEarly"
+ELECTION_TIMEOUT_NOT_LATE = "ElectionTimeoutNotLate"
+FETCH_TIMEOUT_NOT_EARLY = "FetchTimeoutNotEarly"
+FETCH_TIMEOUT_NOT_LATE = "FetchTimeoutNotLate"
+CHECK_QUORUM_NOT_EARLY = "CheckQuorumNotEarly"
+CHECK_QUORUM_NOT_LATE = "CheckQuorumNotLate"
+VOTE_RETRY_NOT_EARLY = "VoteRetryNotEarly"
+VOTE_RETRY_NOT_LATE = "VoteRetryNotLate"
+BEGIN_RETRY_NOT_EARLY = "BeginQuorumEpochRetryNotEarly"
+BEGIN_RETRY_NOT_LATE = "BeginQuorumEpochRetryNotLate"
+FETCH_RETRY_NOT_EARLY = "FetchRetryNotEarly"
+FETCH_RETRY_NOT_LATE = "FetchRetryNotLate"
+FETCH_ANSWERED_WITHIN_MAX_WAIT = "FetchAnsweredWithinMaxWait"
+APPEND_AT_REPORTED_OFFSETS = "AppendAtReportedOffsets"
+APPEND_LINGER_NOT_EARLY = "AppendLingerNotEarly"
+APPEND_LINGER_NOT_LATE = "AppendLingerNotLate"
+QUORUM_DEFAULTS_AS_DOCUMENTED = "QuorumDefaultsAsDocumented"
+
+TIMING_CHECKERS: tuple[str, ...] = (
+    ELECTION_TIMEOUT_NOT_EARLY,
+    ELECTION_TIMEOUT_NOT_LATE,
+    FETCH_TIMEOUT_NOT_EARLY,
+    FETCH_TIMEOUT_NOT_LATE,
+    CHECK_QUORUM_NOT_EARLY,
+    CHECK_QUORUM_NOT_LATE,
+    VOTE_RETRY_NOT_EARLY,
+    VOTE_RETRY_NOT_LATE,
+    BEGIN_RETRY_NOT_EARLY,
+    BEGIN_RETRY_NOT_LATE,
+    FETCH_RETRY_NOT_EARLY,
+    FETCH_RETRY_NOT_LATE,
+    FETCH_ANSWERED_WITHIN_MAX_WAIT,
+    APPEND_AT_REPORTED_OFFSETS,
+    APPEND_LINGER_NOT_EARLY,
+    APPEND_LINGER_NOT_LATE,
+    QUORUM_DEFAULTS_AS_DOCUMENTED,
+)
+
+# Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR.
+CHECK_QUORUM_FACTOR = 1.5
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the accumulator's batch limit.
+BATCH_LIMIT_BYTES = 8 * 1024 * 1024
+# A generous bound on a record's framing in a batch (varint lengths, deltas, attributes): an
+# early flush is excused once what waits may have reached the limit by any reasonable measure.
+RECORD_FRAMING_BOUND = 64
+# How late (virtual ms) a due timer may fire: the simulator ticks at a replica's next deadline,
+# and once more 1 ms later if a timer is still due after a tick.
+SLACK_MS = 2
+
+# The documented defaults of the quorum's properties, by QuorumTiming field: Kafka's
+# QuorumConfig (quorum.election.timeout.ms, quorum.fetch.timeout.ms,
+# quorum.election.backoff.max.ms, quorum.retry.backoff.ms, quorum.request.timeout.ms),
+# KafkaRaftClient's fetch limits (MAX_FETCH_SIZE_BYTES, MAX_FETCH_WAIT_MS), KIP-630's
+# metadata.start.offset.lag.time.max.ms (7 days), and quorum.append.linger.ms 0 (README:
+# this project's default; Kafka's is 25).
+DOCUMENTED_DEFAULTS: Mapping[str, int] = {
+    "election_timeout_ms": 1000,
+    "fetch_timeout_ms": 2000,
+    "election_backoff_max_ms": 1000,
+    "retry_backoff_ms": 20,
+    "request_timeout_ms": 2000,
+    "fetch_max_bytes": 1024 * 1024,
+    "append_linger_ms": 0,
+    "fetch_max_wait_ms": 500,
+    "start_offset_lag_time_max_ms": 7 * 24 * 60 * 60 * 1000,
+}
+
+U = ReplicaState.UNATTACHED
+V = ReplicaState.VOTED
+C = ReplicaState.CANDIDATE
+L = ReplicaState.LEADER
+F = ReplicaState.FOLLOWER
+R = ReplicaState.RESIGNED
+P = ReplicaState.PROSPECTIVE
+_ELECTION_STATES = frozenset({U, V, C, P, R})
+_KEEPS_TIMER = frozenset({U, V, C, R})
+_FOREVER = 1 << 62
+
+
+def quorum_defaults_as_documented(defaults: QuorumTiming) -> Violation | None:
+    """QuorumDefaultsAsDocumented: every property the configuration leaves unset takes its
+    documented default."""
+    wrong = [
+        f"{f.name}={getattr(defaults, f.name)} (documented {DOCUMENTED_DEFAULTS[f.name]})"
+        for f in fields(defaults)
+        if f.name in DOCUMENTED_DEFAULTS
+        and getattr(defaults, f.name) != DOCUMENTED_DEFAULTS[f.name]
+    ]
+    missing = sorted(set(DOCUMENTED_DEFAULTS) - {f.name for f in fields(defaults)})
+    if wrong or missing:
+        return Violation(
+            QUORUM_DEFAULTS_AS_DOCUMENTED,
+            f"the quorum's defaults differ from the documented ones: {', '.join(wrong)}"
+            + (f"; not configurable: {missing}" if missing else ""),
+        )
+    return None
+
+
+def successor_delay_ms(position: int, timing: QuorumTiming) -> int:
+    """KIP-595 EndQuorumEpoch: the N-th preferred successor (N from 0) stands after
+    MIN(quorum.election.backoff.max.ms, quorum.retry.backoff.ms * 2^(N-1)); the first at once."""
+    if position <= 0:
+        return 0
+    delay: int = timing.retry_backoff_ms << (position - 1)
+    return min(timing.election_backoff_max_ms, delay)
+
+
+@dataclass(slots=True)
+class _Request:
+    """One kind of request to one destination, in one state of the sender: when it was last
+    sent, from when a resend is allowed, and by when it is due again (None: maybe answered)."""
+
+    sent: int
+    allowed: int
+    due: int | None
+
+
+@dataclass(slots=True)
+class _Ghost:
+    """What the checkers track of one running replica."""
+
+    state: ReplicaState | None = None
+    epoch: int = 0
+    leader: NodeId | None = None
+    shutting_down: bool = False
+    # The window of the running election timer (Unattached, Voted, Prospective, Candidate,
+    # Resigned) or fetch timer (Follower): (earliest, latest) firing time.
+    timer: tuple[int, int] | None = None
+    # Requests of the current state: (kind, destination) -> _Request.
+    requests: dict[tuple[str, NodeId | None], _Request] = field(default_factory=dict)
+    # Leader: when it became leader, each voter's last Fetch it certainly accepted, and the
+    # last Fetch (or FetchSnapshot) from any voter it may have accepted.
+    became: int = 0
+    accepted: dict[NodeId, int] = field(default_factory=dict)
+    # Leader: voters that acknowledged it in this epoch (KIP-595: BeginQuorumEpoch answered,
+    # or a Fetch accepted); it asks them no more.
+    acknowledged: set[NodeId] = field(default_factory=set)
+    maybe_accepted: int = -1
+    # Leader: the Fetches it received and has not answered, by sender: by when each must be.
+    held: dict[NodeId, list[int]] = field(default_factory=dict)
+    # Leader: the plain client appends waiting in its accumulator (request id -> arrival,
+    # bytes), in arrival order.
+    lingering: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Per step: the oldest waiting append's arrival and what waits, before the step; when the
+    # step last wrote gathered appends.
+    oldest: int | None = None
+    waiting_bytes: int = 0
+    flushed_at: int = -1
+
+
+class TimingMonitor:
+    """The timing checkers over one simulation: told of every step of every replica, in
+    virtual time order (`step`), of starts and stops, and asked before each event whether a
+    due action is overdue (`overdue`). Voter-dependent checks (the election and fetch timers,
+    check-quorum) run only for a static voter set (`voters` given)."""
+
+    def __init__(self, timing: QuorumTiming, voters: Sequence[NodeId] | None) -> None:
+        self.timing = timing
+        self.voters: frozenset[NodeId] = frozenset(voters or ())
+        self.static = voters is not None
+        t = timing
+        self._et = t.election_timeout_ms
+        jitter = t.election_timeout_ms // 2
+        self._fetch_span = (t.fetch_timeout_ms, t.fetch_timeout_ms + max(jitter - 1, 0))
+        self._check_quorum_ms = int(t.fetch_timeout_ms * CHECK_QUORUM_FACTOR)
+        majority = len(self.voters) // 2 + 1
+        self._needed = majority - 1  # besides the leader itself
+        self._ghosts: dict[NodeId, _Ghost] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def started(self, node: NodeId, now: int, effects: Sequence[Effect]) -> Violation | None:
+        """A replica (re)started: every timer starts afresh."""
+        g = self._ghosts[node] = _Ghost()
+        return self._effects(node, g, now, None, effects, starting=True)
+
+    def stopped(self, node: NodeId) -> None:
+        self._ghosts.pop(node, None)
+
+    # ------------------------------------------------------------------ overdue actions
+
+    def overdue(self, now: int) -> Violation | None:
+        """Something due by now that a running replica did not do."""
+        for node, g in self._ghosts.items():
+            if g.shutting_down or g.state is None:
+                continue
+            late = now - SLACK_MS
+            if g.timer is not None and g.timer[1] < late and node in self.voters:
+                name = FETCH_TIMEOUT_NOT_LATE if g.state is F else ELECTION_TIMEOUT_NOT_LATE
+                return Violation(
+                    name,
+                    f"node {node} ({g.state.value}, epoch {g.epoch}) should have stood by"
+                    f" t={g.timer[1]}ms (timer window {g.timer[0]}..{g.timer[1]}ms)",
+                )
+            if g.state is L and self.static and len(self.voters) > 1:
+                heard = max(g.became, g.maybe_accepted)
+                if heard + self._check_quorum_ms < late:
+                    return Violation(
+                        CHECK_QUORUM_NOT_LATE,
+                        f"leader {node} (epoch {g.epoch}) heard no Fetch from a voter since"
+                        f" t={heard}ms but still leads {now - heard}ms later (check-quorum"
+                        f" {self._check_quorum_ms}ms)",
+                    )
+            if g.state is L:
+                for src, dues in g.held.items():
+                    if dues and min(dues) < late:
+                        return Violation(
+                            FETCH_ANSWERED_WITHIN_MAX_WAIT,
+                            f"leader {node} (epoch {g.epoch}) still holds a Fetch from {src}"
+                            f" it had to answer by t={min(dues)}ms",
+                        )
+            if g.state is L and g.lingering:
+                oldest = min(a for a, _ in g.lingering.values())
+                linger = max(self.timing.append_linger_ms, 0)
+                if oldest + linger < late:
+                    return Violation(
+                        APPEND_LINGER_NOT_LATE,
+                        f"leader {node} (epoch {g.epoch}) still holds client appends that"
+                        f" arrived at t={oldest}ms (linger {linger}ms)",
+                    )
+            for (kind, dst), req in g.requests.items():
+                if req.due is not None and req.due < late:
+                    return Violation(
+                        _LATE[kind],
+                        f"node {node} ({g.state.value}, epoch {g.epoch}) sent its {kind}"
+                        f" request to {dst} at t={req.sent}ms, unanswered, and did not send it"
+                        f" again by t={req.due}ms",
+                    )
+        return None
+
+    # ------------------------------------------------------------------ steps
+
+    def step(
+        self,
+        node: NodeId,
+        now: int,
+        event: Event,
+        effects: Sequence[Effect],
+        leader: NodeId | None,
+    ) -> Violation | None:
+        """One step of a running replica: `event` in, `effects` out; `leader` the leader it
+        knows after the step."""
+        g = self._ghosts.get(node)
+        if g is None:
+            return None
+        if type(event) is Shutdown:
+            g.shutting_down = True
+        if g.lingering:
+            g.oldest = min(a for a, _ in g.lingering.values())
+            g.waiting_bytes = sum(b for _, b in g.lingering.values())
+        else:
+            g.oldest, g.waiting_bytes = None, 0
+        if type(event) is Receive:
+            self._received(node, g, now, event)
+        elif type(event) is SendFailed:
+            self._send_failed(g, now, event)
+        found = self._effects(node, g, now, event, effects, starting=False)
+        g.leader = leader
+        if found is None:
+            self._after(node, g, now, event, effects)
+        return found
+
+    def _received(self, node: NodeId, g: _Ghost, now: int, ev: Receive) -> None:
+        msg = ev.message
+        src = ev.src
+        t = type(msg)
+        rb = self.timing.retry_backoff_ms
+        if t is VoteResponse:
+            assert isinstance(msg, VoteResponse)
+            req = g.requests.get(("Vote", src))
+            if msg.error in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+                if msg.error is ErrorCode.NONE and not msg.vote_granted:
+                    # A rejection may end the round for every destination.
+                    for (kind, _), r in g.requests.items():
+                        if kind == "Vote":
+                            r.due = None
+                if req is not None:
+                    req.due = None
+            elif req is not None:
+                req.allowed = min(req.allowed, now + rb)
+                req.due = None
+        elif t is BeginQuorumEpochResponse:
+            assert isinstance(msg, BeginQuorumEpochResponse)
+            req = g.requests.get(("BeginQuorumEpoch", src))
+            if (
+                g.state is L
+                and msg.error is ErrorCode.NONE
+                and msg.leader_epoch == g.epoch
+                and msg.leader_id == node
+                and src in self.voters
+            ):
+                g.acknowledged.add(src)
+            if req is not None:
+                if msg.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+                    req.allowed = min(req.allowed, now + rb)
+                req.due = None
+        elif t is FetchResponse or t is FetchSnapshotResponse:
+            assert isinstance(msg, FetchResponse | FetchSnapshotResponse)
+            req = g.requests.get(("Fetch", None))
+            if req is not None:
+                # A snapshot the leader no longer has, or a position past its end, is an
+                # answer (Kafka handles it and fetches again at once), not a failure.
+                ok = msg.error in _ANSWERED
+                req.allowed = min(req.allowed, now if ok else now + rb)
+                req.due = None
+        elif t is FetchRequest and g.state is L:
+            assert isinstance(msg, FetchRequest)
+            g.held.setdefault(src, []).append(now + max(msg.max_wait_ms, 0))
+        if t is FetchRequest or t is FetchSnapshotRequest:
+            # A voter's Fetch in our epoch endorses us: no BeginQuorumEpoch is due to it.
+            req = g.requests.get(("BeginQuorumEpoch", src))
+            if req is not None:
+                req.due = None
+            if g.state is L and src in self.voters:
+                g.maybe_accepted = now
+
+    def _send_failed(self, g: _Ghost, now: int, ev: SendFailed) -> None:
+        """A failed send backs off every request to that destination (Kafka's request manager
+        keeps one connection state per destination), whatever request failed; a request of
+        this state that failed unanswered is sent again once the backoff ran out."""
+        kind = _KIND.get(type(ev.request))
+        until = now + self.timing.retry_backoff_ms
+        current = _request_epoch(ev.request) in (None, g.epoch)
+        for (k, dst), req in g.requests.items():
+            if dst == ev.dst or (k == "Fetch" and kind == "Fetch"):
+                req.allowed = min(req.allowed, until)
+                if k == kind and current and req.due is not None and self.static:
+                    req.due = until
+                else:
+                    req.due = None
+
+    def _effects(
+        self,
+        node: NodeId,
+        g: _Ghost,
+        now: int,
+        event: Event | None,
+        effects: Sequence[Effect],
+        *,
+        starting: bool,
+    ) -> Violation | None:
+        is_voter = node in self.voters
+        for e in effects:
+            t = type(e)
+            if t is Send:
+                assert isinstance(e, Send)
+                found = self._sent(node, g, now, e.dst, e.message)
+                if found is not None:
+                    return found
+            elif t is StateChanged:
+                assert isinstance(e, StateChanged)
+                self._state_changed(g, now, e, is_voter, starting=starting)
+            elif t is ActionTaken:
+                assert isinstance(e, ActionTaken)
+                found = self._action(node, g, now, event, e.action, is_voter=is_voter)
+                if found is not None:
+                    return found
+            elif t is AppendResult:
+                assert isinstance(e, AppendResult)
+                found = self._append_result(node, g, now, event, e)
+                if found is not None:
+                    return found
+            elif t is ValidateSnapshot and g.state is F and g.timer is not None:
+                # The fetch timer stops while the driver validates a fetched snapshot.
+                g.timer = (g.timer[0], _FOREVER)
+            elif t is AppendToLog:
+                pass
+        return None
+
+    def _state_changed(
+        self, g: _Ghost, now: int, e: StateChanged, is_voter: bool, *, starting: bool
+    ) -> None:
+        old, new = g.state, e.new
+        et = self._et
+        fresh = (now + et, now + 2 * et - 1) if et > 0 else (now, now)
+        if not is_voter or not self.static:
+            g.timer = None
+        elif new in (P, C, R):
+            g.timer = fresh
+        elif new in (U, V):
+            if starting or old is None or g.timer is None:
+                g.timer = fresh
+            elif old in _KEEPS_TIMER and not (old is U and new is V):
+                pass  # kept (Kafka's transitionToUnattached)
+            elif old is P:
+                g.timer = (min(g.timer[0], fresh[0]), max(g.timer[1], fresh[1]))
+            else:
+                g.timer = fresh
+        elif new is F:
+            lo, hi = self._fetch_span
+            g.timer = (now + lo, now + hi)
+        else:
+            g.timer = None
+        if new is L:
+            g.became = now
+            g.accepted = {}
+            g.acknowledged = set()
+            g.maybe_accepted = -1
+        if new is not L:
+            g.held = {}
+        if old is L or new is not L:
+            g.lingering = {}
+        g.state, g.epoch = new, e.epoch
+        g.requests = {}
+
+    def _action(
+        self,
+        node: NodeId,
+        g: _Ghost,
+        now: int,
+        event: Event | None,
+        action: Action,
+        *,
+        is_voter: bool,
+    ) -> Violation | None:
+        if action is Action.ELECTION_TIMEOUT and is_voter and self.static:
+            timer = g.timer
+            if timer is not None and now < timer[0]:
+                name = FETCH_TIMEOUT_NOT_EARLY if g.state is F else ELECTION_TIMEOUT_NOT_EARLY
+                state = "?" if g.state is None else g.state.value
+                return Violation(
+                    name,
+                    f"node {node} ({state}, epoch {g.epoch}) stood at t={now}ms, before its"
+                    f" timer could run out (window {timer[0]}..{timer[1]}ms)",
+                )
+        elif (
+            action is Action.RESIGN
+            and type(event) is Tick
+            and g.state is L
+            and not g.shutting_down
+            and self.static
+        ):
+            return self._check_quorum_resign(node, g, now)
+        return None
+
+    def _check_quorum_resign(self, node: NodeId, g: _Ghost, now: int) -> Violation | None:
+        cq = self._check_quorum_ms
+        if now - g.became < cq:
+            return Violation(
+                CHECK_QUORUM_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) resigned for want of fetches"
+                f" {now - g.became}ms after it became leader (check-quorum {cq}ms)",
+            )
+        # Voters that fetched within the last check-quorum timeout: if a majority with the
+        # leader did, the timer restarted within it and has not run out.
+        recent = sorted(v for v, at in g.accepted.items() if at > now - cq)
+        if len(recent) >= self._needed:
+            return Violation(
+                CHECK_QUORUM_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) resigned for want of fetches at t={now}ms"
+                f" although voters {recent} fetched within the last {cq}ms",
+            )
+        return None
+
+    def _sent(
+        self, node: NodeId, g: _Ghost, now: int, dst: NodeId, msg: Message
+    ) -> Violation | None:
+        t = type(msg)
+        kind = _KIND.get(t)
+        if kind is None:
+            if t is FetchResponse and g.state is L:
+                held = g.held.get(dst)
+                if held:
+                    held.remove(min(held))
+            if t is FetchResponse and g.state is L and dst in self.voters:
+                assert isinstance(msg, FetchResponse)
+                g.maybe_accepted = now
+                if (
+                    msg.error is ErrorCode.NONE
+                    and msg.diverging_epoch is None
+                    and msg.snapshot_id is None
+                    and msg.leader_epoch == g.epoch
+                ):
+                    g.accepted[dst] = now
+                    if self.static:
+                        g.acknowledged.add(dst)
+            return None
+        key = (kind, None if kind == "Fetch" else dst)
+        if kind == "BeginQuorumEpoch" and dst in g.acknowledged:
+            return Violation(
+                BEGIN_RETRY_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch to {dst} at t={now}ms"
+                " although it had acknowledged this epoch",
+            )
+        req = g.requests.get(key)
+        if req is not None and now < req.allowed:
+            state = "?" if g.state is None else g.state.value
+            return Violation(
+                _EARLY[kind],
+                f"node {node} ({state}, epoch {g.epoch}) sent its {kind} request to {dst} again"
+                f" at t={now}ms, {now - req.sent}ms after the last one, before t={req.allowed}ms"
+                f" (request timeout {self.timing.request_timeout_ms}ms, retry backoff"
+                f" {self.timing.retry_backoff_ms}ms)",
+            )
+        rt = self.timing.request_timeout_ms
+        # A dynamic quorum's leader stops asking a voter it removed (KIP-853): no resend due.
+        due = None if kind == "BeginQuorumEpoch" and not self.static else now + rt
+        g.requests[key] = _Request(now, now + rt, due)
+        return None
+
+    def _after(
+        self, node: NodeId, g: _Ghost, now: int, event: Event, effects: Sequence[Effect]
+    ) -> None:
+        """What the step says about the fetch timer and the accepted fetches, once its
+        effects are known."""
+        t = type(event)
+        if t is Receive:
+            assert isinstance(event, Receive)
+            msg = event.message
+            mt = type(msg)
+            if (
+                (mt is FetchResponse or mt is FetchSnapshotResponse)
+                and g.state is F
+                and g.timer is not None
+            ):
+                assert isinstance(msg, FetchResponse | FetchSnapshotResponse)
+                if event.src == g.leader and msg.leader_epoch == g.epoch:
+                    # An answer from the leader may show it alive; one followed by a request
+                    # at once certainly did (a successful Fetch answer, a snapshot chunk, a
+                    # snapshot to fetch or gone).
+                    self._leader_heard(g, now, definite=_fetches(effects))
+            elif mt is FetchRequest and g.state is L and event.src in self.voters:
+                assert isinstance(msg, FetchRequest)
+                if msg.replica_epoch == g.epoch and not _answers(effects, event.src):
+                    g.accepted[event.src] = now  # held until there is news
+                    if self.static:
+                        g.acknowledged.add(event.src)
+            elif (
+                mt is EndQuorumEpochRequest
+                and g.state is F
+                and g.timer is not None
+                and node in self.voters
+            ):
+                assert isinstance(msg, EndQuorumEpochRequest)
+                if (
+                    msg.leader_id == g.leader
+                    and msg.leader_epoch == g.epoch
+                    and node in msg.preferred_successors
+                ):
+                    d = successor_delay_ms(msg.preferred_successors.index(node), self.timing)
+                    g.timer = (min(g.timer[0], now + d), min(g.timer[1], now + d))
+        elif t is SnapshotValidated and g.state is F and g.timer is not None:
+            # The fetch timer runs again from the driver's answer (unless the transfer was
+            # abandoned meanwhile); certainly if the replica fetches again at once.
+            self._leader_heard(g, now, definite=_fetches(effects))
+        elif t is SendFailed:
+            assert isinstance(event, SendFailed)
+            req = event.request
+            if (
+                Replica.pre_vote_enabled
+                and event.broken
+                and g.state is F
+                and g.timer is not None
+                and node in self.voters
+                and not g.shutting_down
+                and event.dst == g.leader
+                and isinstance(req, FetchRequest | FetchSnapshotRequest)
+                and req.replica_epoch == g.epoch
+            ):
+                window = self._et // 4
+                g.timer = (min(g.timer[0], now), min(g.timer[1], now + max(window - 1, 0)))
+        elif t is ClientAppend:
+            assert isinstance(event, ClientAppend)
+            if (
+                g.state is L
+                and event.producer == NO_PRODUCER
+                and event.records
+                and not _decided(effects, event.request_id)
+                and _took(effects, Action.CLIENT_APPEND)
+            ):
+                g.lingering[event.request_id] = (now, _bytes_of(event))
+
+    def _leader_heard(self, g: _Ghost, now: int, *, definite: bool) -> None:
+        """The fetch timer restarted now (`definite`), or may have."""
+        assert g.timer is not None
+        lo, hi = self._fetch_span
+        if definite:
+            g.timer = (now + lo, now + hi)
+        else:
+            g.timer = (g.timer[0], max(g.timer[1], now + hi))
+
+    # ------------------------------------------------------------------ the accumulator
+
+    def _append_result(
+        self, node: NodeId, g: _Ghost, now: int, event: Event | None, res: AppendResult
+    ) -> Violation | None:
+        waited = g.lingering.pop(res.request_id, None)
+        if g.state is not L or res.error is not ErrorCode.NONE:
+            return None
+        linger = max(self.timing.append_linger_ms, 0)
+        arrival = now if waited is None else waited[0]
+        if now - arrival > linger:
+            return Violation(
+                APPEND_LINGER_NOT_LATE,
+                f"leader {node} (epoch {g.epoch}) wrote client append {res.request_id} at"
+                f" t={now}ms, {now - arrival}ms after it arrived (linger {linger}ms)",
+            )
+        plain = isinstance(event, ClientAppend) and event.producer == NO_PRODUCER
+        current = isinstance(event, ClientAppend) and event.request_id == res.request_id
+        if linger == 0 and waited is not None:
+            return Violation(
+                APPEND_LINGER_NOT_LATE,
+                f"leader {node} (epoch {g.epoch}) wrote client append {res.request_id} after"
+                " the step that received it, with no linger",
+            )
+        if linger == 0 or (waited is None and not current) or g.flushed_at == now:
+            return None
+        g.flushed_at = now  # the first append of the batch is the oldest that waited
+        if isinstance(event, Tick) and g.oldest is not None and now - g.oldest < linger:
+            return Violation(
+                APPEND_LINGER_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) wrote its gathered client appends at"
+                f" t={now}ms, {now - g.oldest}ms after the first of them arrived (linger"
+                f" {linger}ms)",
+            )
+        if plain and isinstance(event, ClientAppend):
+            size = g.waiting_bytes + _bytes_of(event)
+            if size < BATCH_LIMIT_BYTES:
+                return Violation(
+                    APPEND_LINGER_NOT_EARLY,
+                    f"leader {node} (epoch {g.epoch}) wrote its gathered client appends at"
+                    f" t={now}ms on another plain append, the oldest"
+                    f" {now - (g.oldest if g.oldest is not None else now)}ms old, with at most"
+                    f" {size} bytes waiting (linger {linger}ms, batch limit"
+                    f" {BATCH_LIMIT_BYTES})",
+                )
+        return None
+
+
+def append_at_reported_offsets(
+    node: NodeId, res: AppendResult, sent: Sequence[KeyValue], held: Sequence[KeyValue]
+) -> Violation | None:
+    """AppendAtReportedOffsets: `held` is what the leader's log holds at the offsets `res`
+    reports for an append of `sent`."""
+    if list(held) != list(sent):
+        return Violation(
+            APPEND_AT_REPORTED_OFFSETS,
+            f"leader {node} accepted client append {res.request_id} at"
+            f" {res.first_offset}..{res.last_offset} (epoch {res.epoch}) but its log holds"
+            f" {len(held)} other records there: {list(held)[:3]} for {list(sent)[:3]}",
+        )
+    return None
+
+
+def _bytes_of(event: ClientAppend) -> int:
+    """What the append adds to a batch, by a generous measure."""
+    return sum(RECORD_FRAMING_BOUND + len(k or b"") + len(v or b"") for k, v in event.records)
+
+
+_ANSWERED = frozenset(
+    {ErrorCode.NONE, ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE}
+)
+_KIND: dict[type, str] = {
+    VoteRequest: "Vote",
+    BeginQuorumEpochRequest: "BeginQuorumEpoch",
+    FetchRequest: "Fetch",
+    FetchSnapshotRequest: "Fetch",
+}
+_EARLY = {
+    "Vote": VOTE_RETRY_NOT_EARLY,
+    "BeginQuorumEpoch": BEGIN_RETRY_NOT_EARLY,
+    "Fetch": FETCH_RETRY_NOT_EARLY,
+}
+_LATE = {
+    "Vote": VOTE_RETRY_NOT_LATE,
+    "BeginQuorumEpoch": BEGIN_RETRY_NOT_LATE,
+    "Fetch": FETCH_RETRY_NOT_LATE,
+}
+
+
+def _request_epoch(request: Message) -> int | None:
+    """The sender's epoch a Vote or BeginQuorumEpoch request carries (None: another kind)."""
+    if isinstance(request, VoteRequest):
+        return request.candidate_epoch
+    if isinstance(request, BeginQuorumEpochRequest):
+        return request.leader_epoch
+    return None
+
+
+def _fetches(effects: Iterable[Effect]) -> bool:
+    """The step sent a Fetch or FetchSnapshot request."""
+    return any(
+        isinstance(e, Send) and isinstance(e.message, FetchRequest | FetchSnapshotRequest)
+        for e in effects
+    )
+
+
+def _answers(effects: Iterable[Effect], dst: NodeId) -> bool:
+    return any(
+        type(e) is Send and e.dst == dst and type(e.message) is FetchResponse for e in effects
+    )
+
+
+def _decided(effects: Iterable[Effect], request_id: int) -> bool:
+    return any(type(e) is AppendResult and e.request_id == request_id for e in effects)
+
+
+def _took(effects: Iterable[Effect], action: Action) -> bool:
+    return any(type(e) is ActionTaken and e.action is action for e in effects)

@@ -1,0 +1,109 @@
+"""Scenario tests of the leader's accumulator at its batch limit (quorum.append.linger.ms and
+Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB): appends within the linger are gathered
+into one batch, which is written when the linger runs out, or at once when what waits fills a
+batch. The simulator's timing checkers (refinement.invariants_timing) see the linger with the
+simulator's small appends; the limit takes appends of megabytes, driven here.
+
+The sizes keep a margin of 4 KiB from the limit on either side, beyond any record framing: the
+tests state the limit, not how the accumulator counts a record's framing bytes.
+"""
+
+from __future__ import annotations
+
+import pytest
+from scenario_harness import Cluster
+
+from kraft.core.effects import AppendResult, AppendToLog, Effect
+from kraft.core.events import ClientAppend
+from kraft.errors import ErrorCode
+
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES.
+BATCH_LIMIT = 8 * 1024 * 1024
+MARGIN = 4096
+LINGER_MS = 25
+# A key larger than the margin, so that a batch measured without its keys is not full.
+KEY = b"k" * (2 * MARGIN)
+
+
+def _cluster() -> tuple[Cluster, int]:
+    """Three voters with a linger, once every voter follows one leader."""
+    c = Cluster(3, seed=3, election_timeout_ms=1000, fetch_timeout_ms=2000,
+                append_linger_ms=LINGER_MS)  # fmt: skip
+    c.run_until(
+        lambda: c.leader() is not None and all(c.view(i).leader_id == c.leader() for i in c.nodes)
+    )
+    leader = c.leader()
+    assert leader is not None
+    return c, leader
+
+
+def _append(c: Cluster, leader: int, rid: int, payload: int) -> list[Effect]:
+    """A client append of one keyed record, `payload` bytes of key and value together, and a
+    record with no value (a tombstone)."""
+    value = b"v" * (payload - len(KEY))
+    records = ((KEY, value), (b"t", None))
+    return c.step(leader, ClientAppend(c.now, records, rid))
+
+
+def _written(effects: list[Effect], rid: int) -> bool:
+    return any(isinstance(e, AppendToLog) for e in effects) and any(
+        isinstance(e, AppendResult) and e.request_id == rid and e.error is ErrorCode.NONE
+        for e in effects
+    )
+
+
+def test_an_append_below_the_batch_limit_lingers() -> None:
+    """Appends wait for the linger while what waits is below the batch limit (by 4 KiB), then
+    are written as one batch."""
+    c, leader = _cluster()
+    effects = _append(c, leader, 1, BATCH_LIMIT - MARGIN)
+    assert not _written(effects, 1)
+    c.run(c.now + LINGER_MS + 5)
+    assert c.view(leader).end_offset >= 2
+
+
+def test_an_append_that_fills_a_batch_is_written_at_once() -> None:
+    """What waits reaching the batch limit (by 4 KiB past it, in one append) is written in the
+    step that receives it, without waiting for the linger."""
+    c, leader = _cluster()
+    effects = _append(c, leader, 1, BATCH_LIMIT + MARGIN)
+    assert _written(effects, 1)
+
+
+def test_appends_that_fill_a_batch_together_are_written_at_once() -> None:
+    """Appends gathered within the linger count together: the one that brings what waits to
+    the limit has the batch written at once, holding both."""
+    c, leader = _cluster()
+    half = BATCH_LIMIT // 2 + MARGIN
+    assert not _written(_append(c, leader, 1, half), 1)
+    effects = _append(c, leader, 2, half)
+    assert _written(effects, 1)
+    assert _written(effects, 2)
+
+
+@pytest.mark.parametrize("linger_ms", [0, LINGER_MS])
+def test_a_single_voter_commits_a_batch_as_it_writes_it(linger_ms: int) -> None:
+    """A single voter is a majority by itself: the batch it writes, once the linger runs out,
+    is committed at once (its HWM follows its log end; nobody fetches to move it)."""
+    c = Cluster(1, seed=1, election_timeout_ms=1000, append_linger_ms=linger_ms)
+    c.run_until(lambda: c.leader() == 1)
+    c.run(c.now + 10)
+    c.append(1, b"a", b"b", request_id=7)
+    c.run(c.now + linger_ms + 1)
+    view = c.view(1)
+    assert view.end_offset >= 3
+    assert view.high_watermark == view.end_offset
+
+
+def test_the_shortest_linger_still_gathers_appends() -> None:
+    """quorum.append.linger.ms = 1: an append waits 1 ms (with other appends of that ms), it is
+    not written in the step that receives it."""
+    c = Cluster(3, seed=3, election_timeout_ms=1000, fetch_timeout_ms=2000, append_linger_ms=1)
+    c.run_until(lambda: c.leader() is not None)
+    leader = c.leader()
+    assert leader is not None
+    end = c.view(leader).end_offset
+    assert not _written(c.append(leader, b"a", request_id=1), 1)
+    assert not _written(c.append(leader, b"b", request_id=2), 2)
+    c.run(c.now + 1)
+    assert c.view(leader).end_offset == end + 2
