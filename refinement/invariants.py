@@ -44,6 +44,7 @@ ELECTION_SAFETY = "ElectionSafety"
 EPOCH_MONOTONIC = "EpochMonotonic"
 HIGH_WATERMARK_MONOTONIC = "HighWatermarkMonotonic"
 FETCHED_HIGH_WATERMARK_MONOTONIC = "FetchedHighWatermarkMonotonic"
+ONE_VOTE_PER_EPOCH = "OneVotePerEpoch"
 MAJORITY_REACHED_HIGH_WATERMARK = "MajorityReachedHighWatermark"
 LOG_MATCHING = "LogMatching"
 COMMITTED_NEVER_LOST = "CommittedNeverLost"
@@ -309,6 +310,42 @@ def fetched_high_watermark_monotonic(
             FETCHED_HIGH_WATERMARK_MONOTONIC,
             f"node {receiver.node_id} holding HWM {held} got HWM {fetched.high_watermark}"
             f" from leader {fetched.leader_id} of epoch {fetched.leader_epoch}",
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GrantedVote:
+    """A VoteResponse granting a vote (not a pre-vote) as it leaves `voter`, the replica on
+    the `disk`-th data directory of that node (a wiped disk is another replica, KIP-853), for
+    `candidate` in `epoch`."""
+
+    voter: NodeId
+    disk: int
+    candidate: NodeId
+    epoch: Epoch
+
+
+VotesCast = dict[tuple[NodeId, int, Epoch], NodeId]
+"""Ghost of OneVotePerEpoch: the candidate each replica granted its vote in each epoch."""
+
+
+def one_vote_per_epoch(cast: VotesCast, vote: GrantedVote) -> Violation | None:
+    """A replica grants its vote to at most one candidate per epoch (KIP-595 "Vote"; Raft's
+    ElectionSafety rests on it): checked on every granted vote as it is sent, against the
+    votes the replica granted before (`cast`, updated here). The same candidate may be granted
+    again (a retried request). No TLA+ invariant of this name: KRaft.tla keeps votedFor through
+    the epoch, so a second vote cannot happen there, and ElectionSafety is what it protects."""
+    at = (vote.voter, vote.disk, vote.epoch)
+    earlier = cast.get(at)
+    if earlier is None:
+        cast[at] = vote.candidate
+        return None
+    if earlier != vote.candidate:
+        return Violation(
+            ONE_VOTE_PER_EPOCH,
+            f"node {vote.voter} granted its vote in epoch {vote.epoch} to {earlier}, then to"
+            f" {vote.candidate}",
         )
     return None
 

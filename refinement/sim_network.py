@@ -33,6 +33,8 @@ from kraft.core.messages import (
     FetchSnapshotResponse,
     Message,
     Request,
+    VoteRequest,
+    VoteResponse,
 )
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
@@ -114,6 +116,8 @@ class SimNetwork(SimBase):
         self._fetch_refused = False
         # The FetchSnapshot each (fetcher, leader) pair awaits an answer to (chunks_stale).
         self._chunk_awaited: dict[tuple[NodeId, NodeId], Request] = {}
+        # OneVotePerEpoch's ghost: whom each replica granted its vote in each epoch.
+        self._votes_cast: inv.VotesCast = {}
         # The timing checkers (refinement.invariants_timing), made at the first start, and
         # the records of each client append a replica was given and has not answered.
         self._timing_monitor: timing_inv.TimingMonitor | None = None
@@ -408,6 +412,18 @@ class SimNetwork(SimBase):
         elif mtype is FetchSnapshotRequest:
             assert isinstance(msg, FetchSnapshotRequest)
             self._chunk_awaited[(src.id, dst_id)] = msg
+        elif mtype is VoteResponse:
+            assert isinstance(msg, VoteResponse)
+            if (
+                msg.vote_granted
+                and isinstance(answering, VoteRequest)
+                and answering_src == dst_id
+                and not answering.pre_vote
+            ):
+                vote = inv.GrantedVote(src.id, src.wiped, dst_id, msg.leader_epoch)
+                found = inv.one_vote_per_epoch(self._votes_cast, vote)
+                if found is not None:
+                    self._violation(found.name, found.detail)
         elif mtype is FetchResponse and self._fetch_in_step is not None:
             assert isinstance(msg, FetchResponse)
             if answering_src == dst_id and (

@@ -543,8 +543,11 @@ ClientAppend(l, v) ==
     /\ log' = [log EXCEPT ![l] = Append(@, [epoch |-> currentEpoch[l], value |-> v])]
     /\ UNCHANGED <<serverVars, highWatermark, leaderVars, messages, ghostVars>>
 
-\* A voter fetches from its leader; an observer from its leader if known, else from any voter
-\* (bootstrap).  One fetch in flight per replica, as Kafka keeps one request per connection.
+\* A voter fetches from its leader.  An observer fetches from its leader if it knows one, and
+\* from any voter to find one (bootstrap) or when its leader went silent: Kafka's observer
+\* whose fetch timeout expired stays the Follower of its epoch's leader and asks the bootstrap
+\* voters, never forgetting the leader within the epoch (this untimed model lets it ask them
+\* any time).  One fetch in flight per replica, as Kafka keeps one request per connection.
 \* Fetch pauses while a snapshot is fetched.
 SendFetchRequest(s) ==
     /\ alive[s]
@@ -554,7 +557,8 @@ SendFetchRequest(s) ==
           \/ m.type = "FetchRequest" /\ m.src = s
           \/ m.type = "FetchResponse" /\ m.dst = s
     /\ Room(1)
-    /\ \E d \in (IF leader[s] # Nil THEN {leader[s]} ELSE VotersOf(s)) \ {s} :
+    /\ \E d \in (IF s \in VotersOf(s) THEN {leader[s]}
+                 ELSE VotersOf(s) \cup (IF leader[s] # Nil THEN {leader[s]} ELSE {})) \ {s} :
           messages' = Add(messages,
              [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
               fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])])

@@ -165,20 +165,26 @@ LearnLeader(s, ldr, e) ==
 \* The implementation starts a new fetch while an old one may still be in the network (after
 \* a fetch timeout, or at once on learning a new leader); KRaft's one-fetch-in-flight guard is
 \* an abstraction of its connection handling, so it is left out here.  An observer that knows
-\* no leader asks the voters in turn; the trace does not say which one, and its discovery
-\* fetches are all alike (same epoch, offset and last epoch), so a choice of one voter per
-\* send would multiply the behaviours by the voters each time.  It sends to every voter
-\* instead (KRaft's SendFetchRequest once per voter): the extra copies are never delivered
-\* unless the trace shows that voter handling such a fetch, which the observer did send it.
+\* no leader asks the voters in turn; so does an observer whose leader went silent (its fetch
+\* timeout expired: Kafka's pollFollowerAsObserver), which stays that leader's Follower and
+\* asks the leader and the voters in turn.  The trace does not say which one, and these
+\* fetches are all alike (same epoch, offset and last epoch), so a choice of one destination
+\* per send would multiply the behaviours by the voters each time.  An observer sends to every
+\* voter (and its leader) instead (KRaft's SendFetchRequest once per destination): the extra
+\* copies are never delivered unless the trace shows that node handling such a fetch, which
+\* the observer did send it.  An observer asking the voters sends Fetch even while it fetches
+\* a snapshot from the silent leader.
 TraceSendFetchRequest(s) ==
     LET req(d) == [type |-> "FetchRequest", src |-> s, dst |-> d, epoch |-> currentEpoch[s],
                    fetchOffset |-> Len(log[s]), lastFetchedEpoch |-> LastEpoch(log[s])]
+        observer == s \notin VotersOf(s)
+        known == IF leader[s] # Nil THEN {leader[s]} ELSE {}
     IN
     /\ alive[s]
     /\ FetchesNow(s)
-    /\ ~Fetching(s)
-    /\ messages' = IF leader[s] # Nil THEN Add(messages, req(leader[s]))
-                   ELSE AddAll(messages, {req(d) : d \in VotersOf(s) \ {s}})
+    /\ ~Fetching(s) \/ observer
+    /\ messages' = IF ~observer THEN Add(messages, req(leader[s]))
+                   ELSE AddAll(messages, {req(d) : d \in (VotersOf(s) \cup known) \ {s}})
     /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
 NewIn(r) == messages'[r] > (IF r \in DOMAIN messages THEN messages[r] ELSE 0)
@@ -198,16 +204,6 @@ BootstrapFetch(m) ==
          /\ m.lastFetchedEpoch = LastEpoch(log[s])
          /\ messages' = Add(messages, m)
          /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
-
-\* A follower that is no voter (an observer) and whose leader stopped answering forgets it and
-\* finds the leader again from the voters, in its epoch (Kafka's observers; the implementation
-\* takes this step with its next SendFetchRequest).  Only a replica outside its voter set: a
-\* voter's fetch timeout is its ElectionTimeout.
-ForgetLeader(s) ==
-    /\ alive[s] /\ state[s] = "Follower" /\ s \notin VotersOf(s)
-    /\ state' = [state EXCEPT ![s] = "Unattached"]
-    /\ leader' = [leader EXCEPT ![s] = Nil]
-    /\ UNCHANGED <<currentEpoch, votedFor, alive, logVars, leaderVars, messages, ghostVars>>
 
 \* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
 \* timeout, while the old one may still be in the network.
@@ -334,7 +330,6 @@ DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
       [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
-      [] op.a = "ForgetLeader" -> ForgetLeader(op.n)
       [] op.a = "Drop" -> Drop(op)
       [] op.a = "HandleVoteRequest" ->
             IF moved THEN RejectVoterKey(cur) ELSE HandleVoteRequest(cur)

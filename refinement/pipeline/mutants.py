@@ -24,7 +24,13 @@ KIP-853/856, under the `+reconfig` profiles (a dynamic quorum and an operator ch
 - removed-leader-counts-itself: a leader that removed itself still counts its own log end
   toward the HWM (MajorityReachedHighWatermark);
 - voters-not-reverted: a Voters record truncated away leaves its voter set in force
-  (VoterSetMatchesLog: the replica's voter set is not the one its log states).
+  (VoterSetMatchesLog: the replica's voter set is not the one its log states);
+- observer-forgets-leader: an observer (a removed voter) whose leader went silent forgets it
+  in the same epoch (Follower -> Unattached, the core's behaviour before Kafka's was adopted),
+  so a late Vote request of that epoch may get a second vote (OneVotePerEpoch, in that
+  situation driven step by step: random sweeps of four +reconfig profiles, 50 seeds each,
+  never delivered such a late request; TLC rejects the mixed+reconfig seed 5 trace at the
+  forgetting step).
 
 Mutants are looked up by name on the executors, so only the name crosses the wire.
 """
@@ -34,8 +40,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from kraft.core.effects import Effect, ValidateSnapshot
+from kraft.core.effects import Effect, StateChanged, ValidateSnapshot
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.follower import FollowerRole
 from kraft.core.leader import LeaderState
 from kraft.core.log_metadata import LogMetadata
 from kraft.core.messages import (
@@ -270,6 +277,31 @@ def voters_not_reverted(setup: NodeSetup) -> SimReplica:
     return replica
 
 
+class _ForgetsSilentLeader(FollowerRole):
+    """An observer whose fetch timeout expired forgets its leader in the same epoch and looks
+    for one again as Unattached (Kafka: an observer stays the Follower of its epoch's leader
+    and asks the voters; it never goes Follower -> Unattached in one epoch). The replica keeps
+    no vote once it knows a leader, so it may grant a second one in that epoch."""
+
+    __slots__ = ()
+
+    def leader_silent(self) -> None:
+        r = self._r
+        old = r._state
+        if r._fetcher is not None:
+            r._fetcher.abandon()
+        r._enter(ReplicaState.UNATTACHED, r._epoch)  # past the transition table's check
+        r._persist()
+        r._out.append(StateChanged(old, ReplicaState.UNATTACHED, r._epoch))
+
+
+def observer_forgets_leader(setup: NodeSetup) -> SimReplica:
+    replica = core_replica_factory(setup)
+    assert isinstance(replica, Replica)
+    replica._follow = _ForgetsSilentLeader(replica)
+    return replica
+
+
 def _with_roles(
     setup: NodeSetup,
     *,
@@ -316,6 +348,7 @@ MUTANTS: dict[str, ReplicaFactory] = {
     "two-uncommitted-changes": two_uncommitted_changes,
     "removed-leader-counts-itself": removed_leader_counts_itself,
     "voters-not-reverted": voters_not_reverted,
+    "observer-forgets-leader": observer_forgets_leader,
 }
 # The fault profile a campaign or a test runs each mutant under, where one is needed: the
 # KIP-630 mutants need snapshots (and install-unvalidated corrupted chunks) to show, the

@@ -269,9 +269,8 @@ class _Mapper:
     # Discovery fetches (max wait 0) handled, per fetching node: the voters that answered,
     # in order; an answer from a bootstrap server's id (-2, -3, ...) is the first one's.
     discovery: dict[int, list[int]] = field(default_factory=dict)
-    # Whether a node's last logged state named no leader; the last logged state itself.
+    # Whether a node's last logged state named no leader.
     leaderless: dict[int, bool] = field(default_factory=dict)
-    last: dict[int, JsonObject] = field(default_factory=dict)
 
     def ops(self, ev: TraceEvent) -> list[dict[str, TlaValue]]:
         node = self.inc.server(ev.node if ev.node is not None else 0)
@@ -355,8 +354,6 @@ class _Mapper:
                 snap = _pair(msg, "snapshotId")
                 ops.append(_op("CreateSnapshot", node, x=snap[0] if snap else -1))
             elif a in _NODE_ACTIONS:
-                if a == "SendFetchRequest" and self._forgot_leader(ev):
-                    ops.append(_op("ForgetLeader", node))
                 ops.append(_op(a, node))
             elif a not in _SILENT_ACTIONS:
                 ops.append(_op(f"Unmapped:{a}", node))
@@ -368,7 +365,6 @@ class _Mapper:
             if "BecomeLeader" in acts:
                 self.inc.elected(_int(ev.state, "epoch", 0), ev.node)
             self.leaderless[ev.node] = ev.state.get("leader") is None
-            self.last[ev.node] = ev.state
         return ops or [_op("Skip")]
 
     def _fetch_counts(self, request: TlaValue, at: int) -> tuple[int, ...]:
@@ -452,21 +448,6 @@ class _Mapper:
                 deadline = ev.time + _int(msg, "maxWaitMs", 0)
                 self.parked.setdefault(node, []).append(_Parked(m, deadline))
         return 0
-
-    def _forgot_leader(self, ev: TraceEvent) -> bool:
-        """A follower that is no voter and whose leader stopped answering forgets it and asks
-        the voters again, in its epoch (TraceKRaft's ForgetLeader): Follower before, Unattached
-        with no leader after, the same epoch."""
-        before = self.last.get(ev.node if ev.node is not None else 0)
-        after = ev.state
-        return (
-            before is not None
-            and after is not None
-            and before.get("state") == "Follower"
-            and after.get("state") == "Unattached"
-            and after.get("leader") is None
-            and before.get("epoch") == after.get("epoch")
-        )
 
     def _finds_leader(self, ev: TraceEvent, msg: JsonObject) -> bool:
         """A Fetch answer from the leader to a node that knew none (it asked the voters, e.g.

@@ -246,3 +246,31 @@ def test_check_all_reports_every_broken_invariant() -> None:
     b = node(2, state=L, epoch=2, epochs=cache((1, 0), (2, 6)))
     names = {v.name for v in inv.check_all(None, cluster(a, b, leaders={2: {1, 2}}))}
     assert names == {"ElectionSafety", "LogMatching", "LogMirror", "MajorityReachedHighWatermark"}
+
+
+# --------------------------------------------------------------------------- OneVotePerEpoch
+
+
+def granted(voter: int, candidate: int, epoch: int, disk: int = 0) -> inv.GrantedVote:
+    return inv.GrantedVote(NodeId(voter), disk, NodeId(candidate), Epoch(epoch))
+
+
+def test_one_vote_per_epoch_fires_on_a_second_candidate_in_the_same_epoch() -> None:
+    """KIP-595 "Vote": a replica grants at most one candidate its vote in an epoch."""
+    cast: inv.VotesCast = {}
+    assert inv.one_vote_per_epoch(cast, granted(1, 3, epoch=1)) is None
+    v = inv.one_vote_per_epoch(cast, granted(1, 2, epoch=1))
+    assert v is not None and v.name == "OneVotePerEpoch"
+    assert "epoch 1" in v.detail and "3" in v.detail and "2" in v.detail
+
+
+def test_one_vote_per_epoch_passes_retries_other_epochs_and_other_replicas() -> None:
+    cast: inv.VotesCast = {}
+    for vote in (
+        granted(1, 3, epoch=1),
+        granted(1, 3, epoch=1),  # the same candidate again: a retried request
+        granted(1, 2, epoch=2),  # another epoch
+        granted(2, 3, epoch=1),  # another voter
+        granted(1, 2, epoch=1, disk=1),  # node 1 after a disk loss: another replica (KIP-853)
+    ):
+        assert inv.one_vote_per_epoch(cast, vote) is None, vote

@@ -161,13 +161,55 @@ def test_followers_of_a_dead_leader_stand_at_different_times() -> None:
     assert len(timeouts) >= 4
 
 
-def test_observer_fetch_timeout_goes_unattached_and_rediscovers() -> None:
-    h = follower(node=4, fetch_timeout_ms=2000)
+def test_observer_fetch_timeout_keeps_the_leader_and_asks_the_voters() -> None:
+    """Kafka's pollFollowerAsObserver: an observer whose fetch timeout expired stays the
+    Follower of its epoch's leader (no Follower -> Unattached in one epoch) and sends its
+    Fetch to the leader and the voters in turn, without long polling."""
+    h = follower(node=4, fetch_timeout_ms=2000, retry_backoff_ms=20)
     effects = h.step(Tick(2000))
-    assert (h.view.state, h.view.epoch) == (S.UNATTACHED, 2)
-    assert StateChanged(S.FOLLOWER, S.UNATTACHED, Epoch(2)) in effects
-    [(dst, req)] = sent(effects, FetchRequest)
-    assert dst in (1, 2, 3) and req.max_wait_ms == 0
+    assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.FOLLOWER, 2, 2)
+    assert not of(effects, StateChanged)
+    asked = []
+    for _ in range(3):
+        [(dst, req)] = sent(effects, FetchRequest)
+        assert req.max_wait_ms == 0 and req.replica_epoch == 2
+        asked.append(dst)
+        # A voter that follows the same leader knows no more: the next one is asked.
+        effects = h.recv(
+            dst,
+            FetchResponse(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER, NodeId(2), Epoch(2), Offset(-1), Offset(0)
+            ),
+        )
+        assert not sent(effects, FetchRequest)
+        effects = h.tick()
+        assert h.view.state is S.FOLLOWER and h.view.leader_id == 2
+    assert sorted(asked) == [1, 2, 3]
+
+
+def test_a_silent_leader_that_answers_again_is_followed_with_long_polls() -> None:
+    h = follower(node=4, fetch_timeout_ms=2000, fetch_max_wait_ms=500)
+    effects = h.step(Tick(2000))
+    while True:
+        [(dst, req)] = sent(effects, FetchRequest)
+        if dst == 2:
+            break
+        not_leader = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        effects = h.recv(dst, FetchResponse(not_leader, NodeId(2), Epoch(2), Offset(-1), Offset(0)))
+        effects = h.tick()
+    effects = h.recv(2, ok(2, 0), req)
+    [(dst, again)] = sent(effects, FetchRequest)
+    assert (dst, again.max_wait_ms) == (2, 500)
+
+
+def test_observer_asking_the_voters_moves_to_the_epoch_an_answer_names() -> None:
+    h = follower(node=4, fetch_timeout_ms=2000)
+    [(dst, _)] = sent(h.step(Tick(2000)), FetchRequest)
+    resp = FetchResponse(ErrorCode.FENCED_LEADER_EPOCH, NodeId(3), Epoch(5), Offset(-1), Offset(0))
+    effects = h.recv(dst, resp)
+    assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.FOLLOWER, 5, 3)
+    [(dst2, req)] = sent(effects, FetchRequest)
+    assert dst2 == 3 and req.max_wait_ms > 0
 
 
 def test_observer_discovers_leader_from_any_voter() -> None:

@@ -167,10 +167,10 @@ def test_a_single_voter_elects_itself_in_one_step() -> None:
 def test_observers_never_pre_vote() -> None:
     h = Harness(node=4, election=ElectionState(Epoch(2), leader_id=NodeId(2)))
     effects = h.step(Tick(100_000))
-    assert (h.view.state, h.view.epoch) == (S.UNATTACHED, 2)
+    assert (h.view.state, h.view.epoch) == (S.FOLLOWER, 2)
     assert not sent(effects, VoteRequest)
     effects = h.step(Tick(200_000))
-    assert h.view.state is S.UNATTACHED
+    assert h.view.state is S.FOLLOWER
     assert not sent(effects, VoteRequest)
     assert not any(c.new is S.PROSPECTIVE for c in of(effects, StateChanged))
 

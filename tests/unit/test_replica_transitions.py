@@ -7,6 +7,8 @@ import itertools
 import pytest
 from replica_harness import Harness
 
+from kraft.core.effects import ElectionState
+from kraft.core.events import Tick
 from kraft.core.transitions import (
     OBSERVER_TRANSITIONS,
     TRANSITIONS,
@@ -15,7 +17,7 @@ from kraft.core.transitions import (
     check_transition,
 )
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import Epoch
+from kraft.ids import Epoch, NodeId
 
 S = ReplicaState
 STATES = list(S)
@@ -107,10 +109,26 @@ def test_resigned_leaves_only_for_a_larger_epoch() -> None:
     check_transition(S.RESIGNED, Epoch(5), S.UNATTACHED, Epoch(6), is_voter=True)
 
 
-def test_voter_cannot_forget_a_leader_in_the_same_epoch() -> None:
-    with pytest.raises(IllegalTransitionError):
-        check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=True)
-    check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=False)
+def test_no_replica_forgets_a_leader_in_the_same_epoch() -> None:
+    """Kafka's QuorumState.transitionToUnattached: the same epoch only from Prospective. A
+    Follower keeps no vote (the stored state holds the leader), so back in Unattached of that
+    epoch it could grant a second one; voters and observers alike never go there."""
+    for is_voter in (True, False):
+        with pytest.raises(IllegalTransitionError):
+            check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(5), is_voter=is_voter)
+        check_transition(S.FOLLOWER, Epoch(5), S.UNATTACHED, Epoch(6), is_voter=is_voter)
+
+
+def test_a_prospective_that_knows_its_leader_never_goes_back_to_a_voting_state() -> None:
+    """The replica's own guard beside the table: within an epoch whose leader it knows, no
+    move to Unattached or Voted (a Prospective that came from following goes back to
+    following)."""
+    h = Harness(election=ElectionState(Epoch(2), leader_id=NodeId(2)))
+    h.step(Tick(10_000))  # the fetch timeout: Prospective, leader still known
+    assert h.view.state is S.PROSPECTIVE and h.view.leader_id == 2
+    for new in (S.UNATTACHED, S.VOTED):
+        with pytest.raises(IllegalTransitionError):
+            h.replica._transition(new, Epoch(2))
 
 
 def test_replica_refuses_an_illegal_transition() -> None:

@@ -2,9 +2,10 @@
 
 `FollowerRole` takes these steps over the replica's state (kraft.core.replica owns the state,
 the fetch timers among it, and the transition table; kraft.core.dispatch routes messages
-here): SendFetchRequest (to the leader, or to a voter to discover it), HandleFetchResponse
-(divergence truncation, appending fetched batches, the HWM the leader reports, handing over
-to kraft.core.snapshot_transfer when the leader names a snapshot, or the snapshot-required
+here): SendFetchRequest (to the leader, or to a voter to discover it, or to the leader and
+the voters in turn for an observer whose leader went silent), HandleFetchResponse (divergence
+truncation, appending fetched batches, the HWM the leader reports, handing over to
+kraft.core.snapshot_transfer when the leader names a snapshot, or the snapshot-required
 backoff of a replica that fetches none), and the follower's answers to BeginQuorumEpoch and
 EndQuorumEpoch.
 """
@@ -68,13 +69,21 @@ class FollowerRole:
         return qm.randomized_fetch_timeout(PY, r._timing.fetch_timeout_ms, draw)
 
     def send_fetch(self) -> None:
-        """SendFetchRequest: ask the leader (or, to discover it, a voter) for what follows;
-        while a snapshot is being fetched, ask for its next chunk instead."""
+        """SendFetchRequest: ask the leader (or, to discover it, a voter; or, an observer
+        whose leader went silent, the leader and the voters in turn) for what follows; while
+        a snapshot is being fetched from a leader that answers, ask for its next chunk."""
         r = self._r
-        if r._fetcher is not None and r._fetcher.active and r._state is F:
+        silent = r._state is F and r._leader_silent
+        if r._fetcher is not None and r._fetcher.active and r._state is F and not silent:
             r._fetcher.send()
             return
-        if r._state is F and r._leader_id is not None:
+        if silent and r._leader_id is not None:
+            # Kafka's maybeSendAnyVoterFetch: the leader and the voters in turn, no long poll.
+            ids = tuple(sorted({*r._voters.ids, r._leader_id} - {r._me.id}))
+            dst = ids[r._discovery_next % len(ids)]
+            r._discovery_next += 1
+            wait = 0
+        elif r._state is F and r._leader_id is not None:
             dst = r._leader_id
             wait = r._timing.fetch_max_wait_ms
         elif r._state is U and not r._is_voter and len(r._voters) > 0:
@@ -109,13 +118,20 @@ class FollowerRole:
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_FETCH_RESPONSE))
         r._learn(resp.leader_id, resp.leader_epoch)
+        asking = (r._state is U and not r._is_voter) or (r._state is F and r._leader_silent)
         if r._state is not F or src != r._leader_id or resp.leader_epoch != r._epoch:
-            if r._state is U and not r._is_voter and r._fetch_send_at is None:
-                # Discovery answer without a leader: ask another voter after a backoff.
+            if asking and r._fetch_send_at is None:
+                # A discovery answer that names no leader (or only the one we know): ask
+                # another voter after a backoff.
                 r._fetch_in_flight_until = None
                 r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
         if r._fetcher is not None and r._fetcher.active:
+            if asking and resp.error is ErrorCode.NONE:
+                # The silent leader answered: the snapshot transfer goes on from it.
+                self.leader_answered()
+                r._fetch_in_flight_until = None
+                r._fetch_send_at = r._now
             return  # Fetch is paused while a snapshot is fetched: a late answer
         if isinstance(in_reply_to, FetchRequest) and (
             in_reply_to.fetch_offset != r._log.end_offset
@@ -137,14 +153,33 @@ class FollowerRole:
         elif len(resp.records) > 0 and not self._append_fetched(resp.records):
             return  # stale or corrupt: wait for the in-flight fetch or its timeout
         # A successful answer from the leader: it is alive.
-        r._fetch_deadline = r._now + self.random_fetch_timeout()
-        r._has_fetched = True
+        self.leader_answered()
         if resp.high_watermark >= 0:
             r._raise_hwm(Offset(min(resp.high_watermark, r._log.end_offset)))
         if resp.log_start_offset >= 0:
             r._snaps.maybe_advance_log_start(resp.log_start_offset)
         r._fetch_in_flight_until = None
         r._fetch_send_at = r._now
+
+    def leader_answered(self) -> None:
+        """The leader answered a Fetch (or FetchSnapshot) of this epoch: it is alive."""
+        r = self._r
+        r._fetch_deadline = r._now + self.random_fetch_timeout()
+        r._has_fetched = True
+        r._leader_silent = False
+
+    def leader_silent(self) -> None:
+        """An observer's fetch timeout expired (Kafka's pollFollowerAsObserver): it stays the
+        Follower of its epoch's leader, with no vote to grant in that epoch, and sends its
+        next Fetches to the leader and the voters in turn (SendFetchRequest), until the leader
+        answers or an answer names a newer epoch. (Forgetting the leader in the same epoch,
+        Follower -> Unattached, would let it grant a vote in an epoch where it may already have
+        voted for and followed another candidate: Kafka never does that.) One Fetch at a time,
+        as before: a Fetch in flight is answered or times out first, so the retry rules of one
+        Fetch stream hold (Kafka may ask a bootstrap server while the leader's is in flight)."""
+        r = self._r
+        r._fetch_deadline = None
+        r._leader_silent = True
 
     def fetch_failed(self, ev: SendFailed) -> None:
         r = self._r
@@ -189,8 +224,7 @@ class FollowerRole:
         from this answer. Say so once per snapshot id and fetch again only after a long
         backoff, instead of at once."""
         r = self._r
-        r._fetch_deadline = r._now + self.random_fetch_timeout()
-        r._has_fetched = True
+        self.leader_answered()
         if r._snapshot_reported != snapshot_id:
             r._snapshot_reported = snapshot_id
             r._out.append(SnapshotRequired(leader, snapshot_id))

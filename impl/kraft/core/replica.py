@@ -173,6 +173,10 @@ class Replica:
         # Follower: a successful Fetch answer from the leader came in this epoch (Kafka's
         # FollowerState.hasFetchedFromLeader); until then the follower may grant pre-votes.
         self._has_fetched = False
+        # Observer follower: its fetch timeout expired with no answer from the leader, so it
+        # asks its leader and the voters in turn until the leader answers or another epoch is
+        # heard of (Kafka's pollFollowerAsObserver); it stays the leader's Follower meanwhile.
+        self._leader_silent = False
         # The last snapshot id a leader asked us to fetch (reported once per id).
         self._snapshot_reported: OffsetAndEpoch | None = None
 
@@ -314,6 +318,14 @@ class Replica:
         Entering Prospective persists nothing (Kafka: nothing stored changes)."""
         old, old_epoch = self._state, self._epoch
         check_transition(old, old_epoch, new, epoch, is_voter=self.is_voter)
+        if epoch == old_epoch and self._leader_id is not None and new in (U, V):
+            # One vote per epoch: a replica that knew its epoch's leader keeps no vote (as
+            # Kafka stores none once it knows the leader), so it must never be back in a
+            # state that may grant one in that epoch (Kafka: Unattached in the same epoch
+            # only from Prospective, which keeps the leader).
+            raise IllegalTransitionError(
+                f"{old.value}@{old_epoch} -> {new.value}: the epoch's leader is known"
+            )
         if new in (F, L, R):
             voted = None  # as Kafka: a known leader replaces the vote in the stored state
         elif epoch == old_epoch and voted is None and new is not C:
@@ -354,6 +366,7 @@ class Replica:
         self._granted, self._rejected = set(), set()
         self._leader = None
         self._has_fetched = False
+        self._leader_silent = False
         others = [v.id for v in self._voters if v.id != self._me.id]
         if new in (U, V):
             if self.is_voter:
@@ -415,8 +428,10 @@ class Replica:
                 else:
                     self._elect.election_timeout()
             else:
-                # An observer forgets the silent leader and rediscovers (KIP-595 observers).
-                self._transition(U, self._epoch)
+                # An observer stays the Follower of its epoch's leader and asks the voters
+                # (Kafka's pollFollowerAsObserver): forgetting the leader in the same epoch
+                # could let it grant a second vote in that epoch.
+                self._follow.leader_silent()
         if self._shutdown_deadline is not None and self._shutdown_deadline <= now:
             self._end_pending.clear()
 

@@ -119,9 +119,7 @@ class SnapshotFetcher:
         r._fetch_send_at = r._now + (r._timing.retry_backoff_ms if backoff else 0)
 
     def _leader_alive(self) -> None:
-        r = self._r
-        r._fetch_deadline = r._now + r._follow.random_fetch_timeout()
-        r._has_fetched = True
+        self._r._follow.leader_answered()
 
     # ------------------------------------------------------------------ sending
 

@@ -68,8 +68,9 @@ _VOTER_SAME_EPOCH: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
 
 SAME_EPOCH_ALLOWED: dict[bool, frozenset[tuple[ReplicaState, ReplicaState]]] = {
     True: _VOTER_SAME_EPOCH,
-    # An observer whose leader stopped answering forgets it and rediscovers (same epoch).
-    False: frozenset({(U, F), (F, U), (U, V), (V, F), (L, R)}),
+    # No Follower -> Unattached in one epoch (Kafka's transitionToUnattached refuses it): an
+    # observer whose leader stopped answering stays its Follower and asks the voters.
+    False: frozenset({(U, F), (U, V), (V, F), (L, R)}),
 }
 
 
