@@ -243,6 +243,12 @@ def _reconfig_figures() -> list[Figure]:
     return bench_reconfig.figures()
 
 
+def _mutation_figures() -> list[Figure]:
+    from benchmarks import bench_mutation
+
+    return bench_mutation.figures()
+
+
 PEERS_SUITE = (
     "3-node clusters side by side: kraft, Apache Kafka's TestRaftServer, etcd (peers, issue #17)"
 )
@@ -274,6 +280,9 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
         _reconfig_figures
     ),
     PEERS_SUITE: _peers_figures,
+    "mutation campaign: score without the unit tests, time, 1 -> 2 cores (issue #16)": (
+        _mutation_figures
+    ),
 }
 
 
