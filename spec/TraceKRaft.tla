@@ -162,6 +162,27 @@ LearnLeader(s, ldr, e) ==
                         messages, ghostVars>>
     ELSE UNCHANGED vars
 
+\* An EndQuorumEpoch answer is no message of KRaft's, but it names the answerer's epoch and
+\* leader, and the implementation adopts a newer epoch from it as from any response (Kafka's
+\* maybeHandleCommonResponse): a resigned leader whose successor was elected meanwhile
+\* follows it (or, with no leader named, is Unattached in that epoch).  Only a real leader
+\* of that epoch can be followed.
+LearnNewerLeader(s, ldr, e) ==
+    IF alive[s] /\ e > currentEpoch[s]
+    THEN /\ IF ldr \notin {Nil, s}
+            THEN /\ <<e, ldr>> \in elected
+                 /\ state' = [state EXCEPT ![s] = "Follower"]
+                 /\ leader' = [leader EXCEPT ![s] = ldr]
+            ELSE /\ state' = [state EXCEPT ![s] = "Unattached"]
+                 /\ leader' = [leader EXCEPT ![s] = Nil]
+         /\ currentEpoch' = [currentEpoch EXCEPT ![s] = e]
+         /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
+         /\ endOffset' = [endOffset EXCEPT ![s] = NoOffsets]
+         /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
+         /\ endorsed' = [endorsed EXCEPT ![s] = {}]
+         /\ UNCHANGED <<alive, votesRejected, logVars, messages, ghostVars>>
+    ELSE UNCHANGED vars
+
 \* The implementation starts a new fetch while an old one may still be in the network (after
 \* a fetch timeout, or at once on learning a new leader); KRaft's one-fetch-in-flight guard is
 \* an abstraction of its connection handling, so it is left out here.  An observer that knows
@@ -342,6 +363,7 @@ DoOp(op) ==
       [] op.a = "RefreshHwm" -> RefreshHwm(cur)
       [] op.a = "RaiseHwm" -> RaiseHwm(op.n, op.x)
       [] op.a = "LearnLeader" -> LearnLeader(op.n, op.x, op.e)
+      [] op.a = "LearnNewerLeader" -> LearnNewerLeader(op.n, N(op.x), op.e)
       [] op.a = "ElectionTimeout" -> ElectionTimeout(op.n)
       [] op.a = "BecomeCandidate" -> BecomeCandidate(op.n)
       [] op.a = "BecomeLeader" -> BecomeLeader(op.n)

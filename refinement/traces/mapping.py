@@ -389,6 +389,9 @@ class _Mapper:
     ) -> int:
         """Ops of the received message's handler; returns how many more actions it used."""
         t = str(msg.get("type"))
+        if t == "EndQuorumEpochResponse":
+            self._learn_from_end_response(ev, node, msg, ops)
+            return 0
         if t not in _MODELLED:
             return 0
         m, exact = spec_message(msg)
@@ -448,6 +451,21 @@ class _Mapper:
                 deadline = ev.time + _int(msg, "maxWaitMs", 0)
                 self.parked.setdefault(node, []).append(_Parked(m, deadline))
         return 0
+
+    def _learn_from_end_response(
+        self, ev: TraceEvent, node: int, msg: JsonObject, ops: list[dict[str, TlaValue]]
+    ) -> None:
+        """An EndQuorumEpoch answer is no spec message, but the replica adopts the epoch and
+        leader it names, as from any response: TraceKRaft's LearnNewerLeader (a newer epoch)
+        or LearnLeader (its own epoch's leader, newly learned). Only when the logged state
+        shows it did (a replica shutting down ignores the news)."""
+        ldr, epoch = _int(msg, "leaderId"), _int(msg, "leaderEpoch")
+        if ev.state is None or _int(ev.state, "epoch") != epoch:
+            return
+        ldr = self.inc.leader(ldr, epoch) if ldr >= 0 else NIL
+        ops.append(_op("LearnNewerLeader", node, x=ldr, e=epoch))
+        if ldr >= 0:
+            ops.append(_op("LearnLeader", node, x=ldr, e=epoch))
 
     def _finds_leader(self, ev: TraceEvent, msg: JsonObject) -> bool:
         """A Fetch answer from the leader to a node that knew none (it asked the voters, e.g.

@@ -270,6 +270,37 @@ def test_a_voter_that_refused_the_pre_vote_may_grant_the_vote():
 
 
 @pytest.mark.tlc
+def test_a_resigned_leader_follows_the_successor_its_end_quorum_epoch_answer_names():
+    """From a chaos run of real nodes (`kraft chaos --seed 5`): leader 2 of epoch 10, cut off
+    while 1 was elected in epoch 11, resigns and sends EndQuorumEpoch to 1, whose answer
+    (FENCED_LEADER_EPOCH, leader 1, epoch 11) makes 2 a Follower of 1 in epoch 11 (Kafka's
+    maybeHandleCommonResponse). KRaft has no EndQuorumEpoch answers; TraceKRaft's
+    LearnNewerLeader adopts what it names. Without it TLC rejected that event."""
+    trace = read_trace(FIXTURES / "trace-node-resigned-leader-learns-successor.ndjson")
+    last: dict[int, dict[str, object]] = {}  # each node's logged state so far
+    adopted = []
+    for ev in trace:
+        msg, st, node = ev.message, ev.state, ev.node
+        if st is None or node is None:
+            continue
+        prev = last.get(node)
+        if (
+            msg is not None
+            and msg.get("type") == "EndQuorumEpochResponse"
+            and prev is not None
+            and prev["state"] == "Resigned"
+            and st["state"] == "Follower"
+            and st["leader"] == msg.get("leaderId")
+            and st["epoch"] == msg.get("leaderEpoch")
+        ):
+            adopted.append(ev.index)
+        last[node] = dict(st)
+    assert adopted, "the fixture no longer shows a resigned leader adopting its successor"
+    res = validate_trace(trace, voters=[1, 2, 3])
+    assert res.accepted, res.summary()
+
+
+@pytest.mark.tlc
 def test_pre_vote_that_changed_the_epoch_is_rejected_at_that_event(base_trace: list[TraceEvent]):
     # KIP-996: becoming Prospective persists nothing and keeps the epoch.
     i = _first(
