@@ -273,6 +273,12 @@ def _fetch_snapshot_response(_t: Target, v: Values) -> Message:
     )
 
 
+# The leader and epoch every answer names, with the same bounds in each.
+_ANSWER_LEADER: tuple[_Field, ...] = (
+    _node_field("leader_id", none=True),
+    _epoch_field("leader_epoch", unknown=True, high=False),
+)
+
 _BOUNDED: tuple[tuple[str, Builder, bool, tuple[_Field, ...]], ...] = (
     (
         "VoteRequest",
@@ -332,36 +338,26 @@ _BOUNDED: tuple[tuple[str, Builder, bool, tuple[_Field, ...]], ...] = (
         "VoteResponse",
         _vote_response,
         False,
-        (
-            _node_field("leader_id", none=True),
-            _epoch_field("leader_epoch", unknown=True, high=False),
-        ),
+        _ANSWER_LEADER,
     ),
     (
         "BeginQuorumEpochResponse",
         _begin_response,
         False,
-        (
-            _node_field("leader_id", none=True),
-            _epoch_field("leader_epoch", unknown=True, high=False),
-        ),
+        _ANSWER_LEADER,
     ),
     (
         "EndQuorumEpochResponse",
         _end_response,
         False,
-        (
-            _node_field("leader_id", none=True),
-            _epoch_field("leader_epoch", unknown=True, high=False),
-        ),
+        _ANSWER_LEADER,
     ),
     (
         "FetchResponse",
         _fetch_response,
         False,
         (
-            _node_field("leader_id", none=True),
-            _epoch_field("leader_epoch", unknown=True, high=False),
+            *_ANSWER_LEADER,
             _offset_field("high_watermark", unknown=True),
             _offset_field("log_start_offset", unknown=True),
             _epoch_field("diverging_epoch.epoch", unknown=True),
@@ -375,8 +371,7 @@ _BOUNDED: tuple[tuple[str, Builder, bool, tuple[_Field, ...]], ...] = (
         _fetch_snapshot_response,
         False,
         (
-            _node_field("leader_id", none=True),
-            _epoch_field("leader_epoch", unknown=True, high=False),
+            *_ANSWER_LEADER,
             _epoch_field("snapshot_id.epoch", unknown=True),
             _offset_field("snapshot_id.end_offset", unknown=True),
             _size_field("size"),

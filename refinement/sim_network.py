@@ -121,6 +121,7 @@ class SimNetwork(SimBase):
         # The timing checkers (refinement.invariants_timing), made at the first start, and
         # the records of each client append a replica was given and has not answered.
         self._timing_monitor: timing_inv.TimingMonitor | None = None
+        self._timing_defaults_checked = False
         self._append_records: dict[int, tuple[KeyValue, ...]] = {}
 
     # ------------------------------------------------------------------ events
@@ -228,9 +229,11 @@ class SimNetwork(SimBase):
             return
         monitor = self._timing_monitor
         if monitor is None:
-            found = timing_inv.quorum_defaults_as_documented(QuorumTiming())
-            if found is not None:
-                self._violation(found.name, found.detail)
+            if not self._timing_defaults_checked:
+                self._timing_defaults_checked = True
+                found = timing_inv.quorum_defaults_as_documented(QuorumTiming())
+                if found is not None:
+                    self._violation(found.name, found.detail)
             if self._profile.adversary_rate > 0 or self._profile.corrupt_fetch > 0:
                 # The timing contract is one of an honest network: a forged message a replica
                 # cannot tell from the real one (a Fetch answer in the leader's name) moves its
