@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import Endpoint, VotersRecord
 from kraft.core.effects import CheckVoterVersions
-from kraft.core.events import Receive, VoterVersionsChecked
+from kraft.core.events import CreateSnapshot, Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -155,6 +155,8 @@ class SimReconfig(SimClients):
         self._next_one_shot = _ONE_SHOT
         self._answered_in_step: set[int] = set()
         self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
+        # The one-shots (and snapshots at a change) draw from a generator of their own.
+        self._one_rng = random.Random(f"{config.seed}/one-shot")
         if not self._dynamic:
             return
         voters = [self._nodes[i] for i in self._voter_ids]
@@ -168,8 +170,6 @@ class SimReconfig(SimClients):
             node.voter_hist = history
         p = self._profile
         self._push(self._exp_ms(p.reconfig_rate), _FAULT, _RECONFIG)
-        # The one-shots draw from a generator of their own.
-        self._one_rng = random.Random(f"{config.seed}/one-shot")
         if p.update_voter_rate > 0:
             self._push(self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
         if p.voter_disk_loss_rate > 0:
@@ -190,6 +190,10 @@ class SimReconfig(SimClients):
         found = voter_sets_in(appended)
         if found:
             node.voter_hist = hist + tuple(found)
+            if node.snaps is not None and not self._liveness and self._one_rng.random() < 0.5:
+                # A snapshot at the HWM right as a voter change is appended: its end is then
+                # at or just below the new Voters record (SnapshotVotersMatchLog).
+                self._push(self.now, _ADMIN, node, ("snapshot-at-change", 0, node.inc))
 
     def _current_voters(self) -> frozenset[ReplicaKey]:
         """The voter set of the most advanced log (by last epoch, then end offset)."""
@@ -386,6 +390,10 @@ class SimReconfig(SimClients):
             if not self._liveness:
                 self._send_one_shot()
                 self._push(self.now + self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
+            return
+        if what == "snapshot-at-change":
+            assert isinstance(target, _Node)
+            self._snapshot_at_change(target, payload[2])
             return
         if what == "one-shot":
             assert isinstance(target, _Node)
@@ -637,6 +645,16 @@ class SimReconfig(SimClients):
                 self._violation(v.name, v.detail)
 
     # ------------------------------------------------------------------ snapshots (KIP-853)
+
+    def _snapshot_at_change(self, node: _Node, inc: object) -> None:
+        replica = node.replica
+        if replica is None or node.inc != inc or node.shutting_down or self._liveness:
+            return
+        hwm = replica.view().high_watermark
+        snaps = node.snaps
+        newest = max((s.offset for s in snaps.complete), default=0) if snaps else 0
+        if hwm and hwm > newest:
+            self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
 
     def _snapshot_voters(self, node: _Node, snapshot_id: OffsetAndEpoch) -> VotersRecord | None:
         """The Voters record the node's snapshotter writes into a snapshot ending at
