@@ -11,6 +11,20 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   in its voter set, VOTER_NOT_FOUND only when the voter is not (or is the last one), and
   REQUEST_TIMED_OUT to a change it accepted only while the change is not committed (a
   committed change is answered NONE, kraft.core.commits' rule).
+  The operator's own changes carry this cluster's id or none (Kafka accepts a null one), so
+  INCONSISTENT_CLUSTER_ID is never right for them. The one-shot requests (UpdateRaftVoter,
+  malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
+  once, in the step that receives them, with the error Kafka's checks give in their order
+  from what the operator sees of the replica (`Receiver`): another cluster's id, then (Update)
+  the epoch, then not a running leader, then a malformed request (no endpoint on the default
+  listener, max < min kraft.version) is INVALID_REQUEST even while a change is pending.
+- UpdateVoterApplied: an UpdateRaftVoter answered NONE appended one Voters record that gives
+  exactly that voter its new endpoints and kraft.version range, the other voters unchanged; a
+  refused one changed nothing.
+- ControlRecordsInKafkaFormat: every control record a leader writes carries the key version
+  and the record version Apache Kafka writes (0 for LeaderChange, KRaftVersion and Voters).
+- SnapshotVotersMatchLog: a snapshot ending at E carries the Voters record of the voter set
+  the replica's log states in force at E - 1, not a later one (KIP-853).
 - VoterChangeEventuallyAcknowledged (a liveness property, checked by the simulator's
   liveness phase): in a healed cluster whose settled leader committed its latest change, a
   change the operator then asks (adding a caught-up observer, else removing a follower) is

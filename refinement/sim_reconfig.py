@@ -29,6 +29,17 @@ other profile draws nothing here and runs as before.
   settled leader committed its latest change, the operator asks one more (adding a caught-up
   observer, else removing a follower), which must be acknowledged
   (VoterChangeEventuallyAcknowledged).
+- One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig): UpdateRaftVoter (valid,
+  with or without the cluster id; without the default listener; with max < min kraft.version;
+  a range without kraft.version 1; an unknown directory id; a stale epoch; another cluster's
+  id) and malformed AddRaftVoter / RemoveRaftVoter, each answered as
+  refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own.
+  Every other change of the operator carries no cluster id (Kafka accepts a null one).
+- Snapshots (a profile with both): a snapshot carries the Voters record the node's snapshotter
+  writes (kraft.core.voter_records.voters_record_at, SnapshotVotersMatchLog), a replica that
+  validates one is told its voter set as the node's driver tells it, and installing it makes
+  that set the node's voter history. Half the time a node that appends a Voters record also
+  snapshots at its HWM at once: the snapshot ends at or just below the new record.
 - The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
   replica's kraft.version range if that exact replica (id and directory id) runs, else
   REQUEST_TIMED_OUT. Odd ids support 0..1, as Kafka 4 does; even ids 0..2, as a newer
