@@ -97,6 +97,11 @@ class FaultProfile:
     # Fetch answer carrying records, one byte its batch CRC covers is flipped on the wire.
     adversary_rate: float = 0.0
     corrupt_fetch: float = 0.0
+    # KIP-853 (dynamic only): at this rate the operator also sends a one-shot request whose
+    # answer it knows in advance: UpdateRaftVoter (valid, or without the default listener,
+    # with max < min kraft.version, an unknown voter, a stale epoch, another cluster's id)
+    # and malformed AddRaftVoter / RemoveRaftVoter (refinement.sim_reconfig). 0: none.
+    update_voter_rate: float = 0.0
 
     @property
     def snapshots(self) -> bool:
@@ -211,6 +216,11 @@ PROFILES: dict[str, FaultProfile] = {
         with_adversary(MIXED),
     )
 }
+# Snapshots and voter changes together, with UpdateRaftVoter and malformed voter changes: a
+# snapshot must carry the voter set in force at its end (KIP-853), and a replica that installs
+# one takes its voter set from it. Not trace-validated (KRaft.tla has no UpdateRaftVoter).
+MIXED_SNAPSHOTS_RECONFIG = replace(with_reconfig(with_snapshots(MIXED)), update_voter_rate=2.0)
+PROFILES[MIXED_SNAPSHOTS_RECONFIG.name] = MIXED_SNAPSHOTS_RECONFIG
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
 # The profiles with an adversary on the network.

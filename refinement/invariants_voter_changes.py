@@ -11,6 +11,20 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   in its voter set, VOTER_NOT_FOUND only when the voter is not (or is the last one), and
   REQUEST_TIMED_OUT to a change it accepted only while the change is not committed (a
   committed change is answered NONE, kraft.core.commits' rule).
+  The operator's own changes carry this cluster's id or none (Kafka accepts a null one), so
+  INCONSISTENT_CLUSTER_ID is never right for them. The one-shot requests (UpdateRaftVoter,
+  malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
+  once, in the step that receives them, with the error Kafka's checks give in their order
+  from what the operator sees of the replica (`Receiver`): another cluster's id, then (Update)
+  the epoch, then not a running leader, then a malformed request (no endpoint on the default
+  listener, max < min kraft.version) is INVALID_REQUEST even while a change is pending.
+- UpdateVoterApplied: an UpdateRaftVoter answered NONE appended one Voters record that gives
+  exactly that voter its new endpoints and kraft.version range, the other voters unchanged; a
+  refused one changed nothing.
+- ControlRecordsInKafkaFormat: every control record a leader writes carries the key version
+  and the record version Apache Kafka writes (0 for LeaderChange, KRaftVersion and Voters).
+- SnapshotVotersMatchLog: a snapshot ending at E carries the Voters record of the voter set
+  the replica's log states in force at E - 1, not a later one (KIP-853).
 - VoterChangeEventuallyAcknowledged (a liveness property, checked by the simulator's
   liveness phase): in a healed cluster whose settled leader committed its latest change, a
   change the operator then asks (adding a caught-up observer, else removing a follower) is
@@ -20,10 +34,16 @@ voter sets its log states, by offset: `NodeState.voter_history`).
 from __future__ import annotations
 
 import itertools
+import struct
+from dataclasses import dataclass
 
+from kraft.control_records import ControlRecordType, VoterEntry, VotersRecord
+from kraft.core.messages import AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest
+from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import NodeId, Offset, ReplicaKey
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.records import decode_records, iter_batches
 from refinement.invariants import Violation
 
 VOTER_CHANGE_ANSWERED = "VoterChangeAnswered"
@@ -87,6 +107,9 @@ def voter_change_answered(
     elif error is ErrorCode.VOTER_NOT_FOUND:
         if not add and latest is not None and voter in latest.voters and len(latest) > 1:
             problem = f"the voter is in its voter set {sorted(latest.ids)}"
+    elif error is ErrorCode.INCONSISTENT_CLUSTER_ID:
+        # The operator sends this cluster's id, or none (Kafka accepts a null cluster id).
+        problem = "the request carried this cluster's id or none"
     elif error is ErrorCode.REQUEST_TIMED_OUT and accepted and hwm is not None:
         stated = [v for o, v in history if o < hwm]
         if stated and (voter in stated[-1].voters) is add:
@@ -107,4 +130,206 @@ def eventually_acknowledged(
         VOTER_CHANGE_EVENTUALLY_ACKNOWLEDGED,
         f"within {bound_ms}ms of healing, the settled leader did not acknowledge"
         f" {_verb(add)} of {voter} (answers: {', '.join(answers) or 'none'})",
+    )
+
+
+# --------------------------------------------------------------------------- one-shot requests
+
+UPDATE_VOTER_APPLIED = "UpdateVoterApplied"
+CONTROL_RECORDS_IN_KAFKA_FORMAT = "ControlRecordsInKafkaFormat"
+SNAPSHOT_VOTERS_MATCH_LOG = "SnapshotVotersMatchLog"
+
+# The version Kafka writes of each control record the core writes (ControlRecordUtils'
+# LEADER_CHANGE_CURRENT_VERSION, KRAFT_VERSION_CURRENT_VERSION, KRAFT_VOTERS_CURRENT_VERSION),
+# and of every control record key (ControlRecordType.CURRENT_CONTROL_RECORD_KEY_VERSION).
+KAFKA_CONTROL_VERSIONS: dict[ControlRecordType, int] = {
+    ControlRecordType.LEADER_CHANGE: 0,
+    ControlRecordType.KRAFT_VERSION: 0,
+    ControlRecordType.VOTERS: 0,
+}
+_KEY = struct.Struct(">hh")
+_VERSION = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class Receiver:
+    """What the operator can see of the replica a one-shot request reaches, as it arrives
+    (before the replica steps it)."""
+
+    node: NodeId
+    state: ReplicaState
+    epoch: Epoch
+    shutting_down: bool
+    cluster_id: ClusterId
+    listener: str
+    # The voter sets its log states (refinement.invariants_reconfig), and its HWM.
+    history: VoterHistory
+    hwm: Offset | None
+    # The offset where its current epoch starts in its log (None: no record of it).
+    epoch_start: Offset | None
+    # A voter change this leader accepted in this epoch is still unanswered (certain), or
+    # may still be pending (answered when appended, KIP-1186, and not known to be decided).
+    pending: bool
+    maybe_pending: bool
+
+
+OneShot = AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest
+
+
+def _foreign(req: OneShot, r: Receiver) -> bool:
+    return req.cluster_id is not None and req.cluster_id != r.cluster_id
+
+
+def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
+    """The answers Kafka's checks allow (KafkaRaftClient's request checks, then the voter
+    change handlers, in their order), and why."""
+    leading = r.state is ReplicaState.LEADER and not r.shutting_down
+    nlf = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if _foreign(req, r):
+        return frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID}), "another cluster's id"
+    if isinstance(req, UpdateVoterRequest):
+        if req.leader_epoch < r.epoch:
+            return frozenset({ErrorCode.FENCED_LEADER_EPOCH}), f"epoch {req.leader_epoch} stale"
+        if req.leader_epoch > r.epoch:
+            return frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH}), f"epoch {req.leader_epoch} ahead"
+    if not leading:
+        return frozenset({nlf}), "not a running leader"
+    if isinstance(req, RemoveVoterRequest):
+        raise ValueError("RemoveRaftVoter one-shots carry another cluster's id")
+    default = any(e.name == r.listener for e in req.endpoints)
+    if isinstance(req, AddVoterRequest):
+        if not default:
+            return frozenset({ErrorCode.INVALID_REQUEST}), f"no endpoint on {r.listener}"
+        raise ValueError("only malformed AddRaftVoter requests are one-shots")
+    lo, hi = req.min_kraft_version, req.max_kraft_version
+    if not default or lo < 0 or hi < 0 or hi < lo:
+        return frozenset({ErrorCode.INVALID_REQUEST}), f"malformed (range {lo}..{hi})"
+    timeout = frozenset({ErrorCode.REQUEST_TIMED_OUT})
+    hwm_known = r.hwm is not None and r.epoch_start is not None and r.hwm > r.epoch_start
+    if r.pending or not hwm_known:
+        return timeout, "a change pending, or the leader's HWM not known"
+    voters_at = r.history[-1][0] if r.history else Offset(-1)
+    if r.hwm is not None and voters_at >= r.hwm:
+        return timeout, f"its latest Voters record at {voters_at} is not committed"
+    allowed = timeout if r.maybe_pending else frozenset()
+    latest = r.history[-1][1] if r.history else None
+    if not lo <= 1 <= hi:
+        return allowed | {ErrorCode.INVALID_REQUEST}, f"kraft.version 1 outside {lo}..{hi}"
+    if latest is None or req.voter not in latest.voters:
+        return allowed | {ErrorCode.VOTER_NOT_FOUND}, "the voter is not in its voter set"
+    return allowed | {ErrorCode.NONE}, "a valid update of one of its voters"
+
+
+def _describe(req: OneShot) -> str:
+    name = type(req).__name__.removesuffix("Request")
+    return f"{name}(cluster {req.cluster_id!r}, voter {req.voter})"
+
+
+def one_shot_answered(
+    req: OneShot,
+    r: Receiver,
+    answers: list[ErrorCode],
+    after: VoterHistory,
+) -> Violation | None:
+    """A one-shot request the operator knows the answer to (VoterChangeAnswered): answered
+    exactly once, in the step that receives it, with the error Kafka's checks give; and an
+    UpdateRaftVoter answered NONE appended, in that step, one Voters record that changes
+    exactly that voter's endpoints and kraft.version range (UpdateVoterApplied)."""
+    allowed, why = _expected(req, r)
+    if len(answers) != 1 or answers[0] not in allowed:
+        got = ", ".join(a.name for a in answers) or "no answer"
+        return Violation(
+            VOTER_CHANGE_ANSWERED,
+            f"node {r.node} ({r.state.value}, epoch {r.epoch}) answered {_describe(req)}"
+            f" with {got}; expected {' or '.join(sorted(a.name for a in allowed))} ({why})",
+        )
+    if answers[0] is ErrorCode.NONE and isinstance(req, UpdateVoterRequest):
+        return update_voter_applied(req, r, after)
+    if after != r.history and answers[0] is not ErrorCode.NONE:
+        return Violation(
+            UPDATE_VOTER_APPLIED,
+            f"node {r.node} refused {_describe(req)} with {answers[0].name} but its voter sets"
+            f" changed: {_history_text(r.history)} -> {_history_text(after)}",
+        )
+    return None
+
+
+def update_voter_applied(
+    req: UpdateVoterRequest, r: Receiver, after: VoterHistory
+) -> Violation | None:
+    before = r.history[-1][1].record if r.history else None
+    added = after[len(r.history) :]
+    problem: str | None = None
+    if after[: len(r.history)] != r.history or len(added) != 1 or before is None:
+        problem = f"its voter sets went {_history_text(r.history)} -> {_history_text(after)}"
+    else:
+        want = tuple(
+            VoterEntry(
+                v.voter_id,
+                v.voter_directory_id,
+                req.endpoints,
+                req.min_kraft_version,
+                req.max_kraft_version,
+            )
+            if v.voter_id == req.voter.id
+            else v
+            for v in before.voters
+        )
+        got = added[0][1].record
+        if got is None or tuple(sorted(got.voters, key=lambda v: v.voter_id)) != tuple(
+            sorted(want, key=lambda v: v.voter_id)
+        ):
+            problem = f"its new Voters record holds {got} instead of {want}"
+    if problem is None:
+        return None
+    return Violation(
+        UPDATE_VOTER_APPLIED,
+        f"node {r.node} answered NONE to {_describe(req)} ({req.endpoints},"
+        f" {req.min_kraft_version}..{req.max_kraft_version}), but {problem}",
+    )
+
+
+def control_records_in_kafka_format(node: NodeId, data: bytes | memoryview) -> Violation | None:
+    """Every control record a leader writes (LeaderChange, KRaftVersion, Voters) carries the
+    key version and the record version Apache Kafka writes: what it does not know it cannot
+    read (a VotersRecord of version 1 is outside Kafka 4's schema, versions 0-0)."""
+    for position, header in iter_batches(data, verify=False):
+        if not header.is_control:
+            continue
+        for record in decode_records(data, position, header):
+            key = record.key
+            if key is None or len(key) < _KEY.size:
+                continue
+            key_version, kind_code = _KEY.unpack_from(key)
+            try:
+                kind = ControlRecordType(kind_code)
+            except ValueError:
+                kind = None
+            want = KAFKA_CONTROL_VERSIONS.get(kind) if kind is not None else None
+            value = record.value
+            version = None if value is None or len(value) < 2 else _VERSION.unpack_from(value)[0]
+            if key_version != 0 or (want is not None and version != want):
+                return Violation(
+                    CONTROL_RECORDS_IN_KAFKA_FORMAT,
+                    f"node {node} wrote a control record of type {kind_code} at offset"
+                    f" {record.offset} with key version {key_version} and version {version}"
+                    f" (Kafka writes 0 and {want})",
+                )
+    return None
+
+
+def snapshot_voters_match_log(
+    node: NodeId, end_offset: Offset, written: VotersRecord | None, history: VoterHistory
+) -> Violation | None:
+    """A snapshot ending at `end_offset` carries the Voters record of the voter set in force
+    at end_offset - 1 by the replica's log (KIP-853), never a later one."""
+    stated = [v for o, v in history if o <= end_offset - 1]
+    want = stated[-1].record if stated else None
+    if written == want:
+        return None
+    return Violation(
+        SNAPSHOT_VOTERS_MATCH_LOG,
+        f"node {node}'s snapshot ending at {end_offset} carries voters"
+        f" {None if written is None else [v.voter_id for v in written.voters]} ({written}),"
+        f" but its log states {want} before {end_offset} (voter sets {_history_text(history)})",
     )

@@ -45,6 +45,7 @@ from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
 from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
+from refinement import invariants_voter_changes as vc
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.sim_base import (
     _DELIVER,
@@ -367,6 +368,10 @@ class SimNetwork(SimBase):
                 node.log_dirty = True
                 if self._dynamic:
                     self._log_voters_changed(node, e.data)
+                if e.leader_encoded and self._check:
+                    bad = vc.control_records_in_kafka_format(node.id, e.data)
+                    if bad is not None:
+                        self._violation(bad.name, bad.detail)
             elif t is FlushLog:
                 log.flush()
             elif t is HighWatermarkMoved:

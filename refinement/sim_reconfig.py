@@ -29,6 +29,17 @@ other profile draws nothing here and runs as before.
   settled leader committed its latest change, the operator asks one more (adding a caught-up
   observer, else removing a follower), which must be acknowledged
   (VoterChangeEventuallyAcknowledged).
+- One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig): UpdateRaftVoter (valid,
+  with or without the cluster id; without the default listener; with max < min kraft.version;
+  a range without kraft.version 1; an unknown directory id; a stale epoch; another cluster's
+  id) and malformed AddRaftVoter / RemoveRaftVoter, each answered as
+  refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own.
+  Every other change of the operator carries no cluster id (Kafka accepts a null one).
+- Snapshots (a profile with both): a snapshot carries the Voters record the node's snapshotter
+  writes (kraft.core.voter_records.voters_record_at, SnapshotVotersMatchLog), a replica that
+  validates one is told its voter set as the node's driver tells it, and installing it makes
+  that set the node's voter history. Half the time a node that appends a Voters record also
+  snapshots at its HWM at once: the snapshot ends at or just below the new record.
 - The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
   replica's kraft.version range if that exact replica (id and directory id) runs, else
   REQUEST_TIMED_OUT. Odd ids support 0..1, as Kafka 4 does; even ids 0..2, as a newer
@@ -44,24 +55,27 @@ other profile draws nothing here and runs as before.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
-from kraft.control_records import Endpoint
+from kraft.control_records import Endpoint, VotersRecord
 from kraft.core.effects import CheckVoterVersions
-from kraft.core.events import Receive, VoterVersionsChecked
+from kraft.core.events import CreateSnapshot, Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
     Message,
     RemoveVoterRequest,
     RemoveVoterResponse,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
 )
 from kraft.core.vocabulary import ReplicaState
-from kraft.core.voter_records import voter_set_of, voter_sets_in
+from kraft.core.voter_records import voter_set_of, voter_sets_in, voters_record_at
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, NodeId, Offset, ReplicaKey
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
@@ -75,8 +89,10 @@ from refinement.sim_base import (
     _VOTER_DISK_LOSS,
     ADMIN,
     _Node,
+    directory_of,
 )
 from refinement.sim_clients import SimClients
+from refinement.sim_snapshots import snapshot_voters
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
@@ -90,6 +106,8 @@ _MAX_VOTERS = 5
 _RACE = 0.15
 # A whole reassignment instead of one change, this often.
 _REASSIGN = 0.08
+# The one-shot requests' reply tokens (the operator's changes use rid * 100 + attempt).
+_ONE_SHOT = 10**9
 
 
 def endpoint_of(node: NodeId) -> Endpoint:
@@ -139,6 +157,17 @@ class SimReconfig(SimClients):
         # The liveness phase's change: asked (None: not yet), and acknowledged.
         self._change_probe: _Op | None = None
         self._change_probed = False
+        # Voter changes each node accepted and has not answered (VoterChangeAnswered of the
+        # one-shots): token -> (incarnation, epoch, accepted at, answered once appended).
+        self._changes_accepted: dict[NodeId, dict[int, tuple[int, Epoch, int, bool]]] = {}
+        # The one-shot request being stepped and the answers it got.
+        self._one_shot: int | None = None
+        self._one_shot_answers: list[ErrorCode] = []
+        self._next_one_shot = _ONE_SHOT
+        self._answered_in_step: set[int] = set()
+        self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
+        # The one-shots (and snapshots at a change) draw from a generator of their own.
+        self._one_rng = random.Random(f"{config.seed}/one-shot")
         if not self._dynamic:
             return
         voters = [self._nodes[i] for i in self._voter_ids]
@@ -147,10 +176,13 @@ class SimReconfig(SimClients):
             LISTENER,
         )
         history = ((Offset(-1), voter_set_of(record)),)
+        self._bootstrap_hist = history
         for node in self._nodes.values():
             node.voter_hist = history
         p = self._profile
         self._push(self._exp_ms(p.reconfig_rate), _FAULT, _RECONFIG)
+        if p.update_voter_rate > 0:
+            self._push(self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
         if p.voter_disk_loss_rate > 0:
             self._push(self._exp_ms(p.voter_disk_loss_rate), _FAULT, _VOTER_DISK_LOSS)
 
@@ -161,13 +193,18 @@ class SimReconfig(SimClients):
         if appended is None:
             end = node.log.end_offset
             if hist[-1][0] >= end:
-                node.voter_hist = tuple((o, v) for o, v in hist if o < end)
+                # An emptied log (a lost disk) keeps what the bootstrap checkpoint states.
+                node.voter_hist = tuple((o, v) for o, v in hist if o < end) or self._bootstrap_hist
                 if node.replica is not None:
                     self.result.voters_truncated += 1
             return
         found = voter_sets_in(appended)
         if found:
             node.voter_hist = hist + tuple(found)
+            if node.snaps is not None and not self._liveness and self._one_rng.random() < 0.5:
+                # A snapshot at the HWM right as a voter change is appended: its end is then
+                # at or just below the new Voters record (SnapshotVotersMatchLog).
+                self._push(self.now, _ADMIN, node, ("snapshot-at-change", 0, node.inc))
 
     def _current_voters(self) -> frozenset[ReplicaKey]:
         """The voter set of the most advanced log (by last epoch, then end offset)."""
@@ -309,7 +346,8 @@ class SimReconfig(SimClients):
                 self._admin_retry(op)
                 return
             target = up[int(self._rng.random() * len(up))]
-        cid = ClusterId(self.config.cluster_id)
+        # Every other change carries no cluster id (Kafka accepts a null one).
+        cid = None if op.rid % 2 == 0 else ClusterId(self.config.cluster_id)
         msg: Message
         if op.add:
             msg = AddVoterRequest(
@@ -359,6 +397,19 @@ class SimReconfig(SimClients):
         assert isinstance(payload, tuple)
         what, token = payload[0], payload[1]
         assert isinstance(token, int)
+        if what == "one-shot-next":
+            if not self._liveness:
+                self._send_one_shot()
+                self._push(self.now + self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
+            return
+        if what == "snapshot-at-change":
+            assert isinstance(target, _Node)
+            self._snapshot_at_change(target, payload[2])
+            return
+        if what == "one-shot":
+            assert isinstance(target, _Node)
+            self._deliver_one_shot(target, payload)
+            return
         op = self._ops.get(token // 100)
         if op is None or op.attempts != token % 100:
             return  # answered, or asked again since
@@ -372,6 +423,7 @@ class SimReconfig(SimClients):
                 return
             event = Receive(self.now, ADMIN, msg, None, reply_to=token)
             hist = target.voter_hist
+            self._answered_in_step = set()
             self._asked, self._asked_answered, self._asked_probed = token, False, False
             try:
                 self._step(target, event, None, int(ADMIN), msg)
@@ -379,6 +431,10 @@ class SimReconfig(SimClients):
                 self._asked = None
             if self._asked_probed or target.voter_hist is not hist:
                 op.accepted.add(token)
+                if target.replica is not None and token not in self._answered_in_step:
+                    epoch = target.replica.view().epoch
+                    entry = (target.inc, epoch, self.now, False)
+                    self._changes_accepted.setdefault(target.id, {})[token] = entry
             elif self._check and not self._asked_answered and target.replica is not None:
                 v = vc.unanswered(target.id, op.voter, op.add)
                 self._violation(v.name, v.detail)
@@ -394,8 +450,20 @@ class SimReconfig(SimClients):
         self._side("OperatorAnswered", None, lambda: message_json(msg, int(src.id), int(ADMIN)))
         if reply_to is None:
             return
+        if reply_to == self._one_shot:
+            assert isinstance(msg, AddVoterResponse | RemoveVoterResponse | UpdateVoterResponse)
+            self._one_shot_answers.append(msg.error)
+            return
         if reply_to == self._asked:
             self._asked_answered = True
+        self._answered_in_step.add(reply_to)
+        pending = self._changes_accepted.get(src.id, {})
+        entry = pending.pop(reply_to, None)
+        if entry is not None and isinstance(msg, AddVoterResponse) and msg.error is ErrorCode.NONE:
+            op_ = self._ops.get(reply_to // 100)
+            if op_ is None or not op_.ack_when_committed:
+                # Answered once appended (KIP-1186): pending until its commit is decided.
+                pending[reply_to] = (entry[0], entry[1], entry[2], True)
         op = self._ops.get(reply_to // 100)
         if op is None or op.attempts != reply_to % 100:
             return
@@ -477,3 +545,148 @@ class SimReconfig(SimClients):
     def _already_done(self, op: _Op) -> bool:
         keys = self._current_voters()
         return (op.voter in keys) is op.add
+
+    # ------------------------------------------------------------------ one-shot requests
+
+    def _one_shot_ms(self) -> int:
+        return 1 + int(self._one_rng.expovariate(self._profile.update_voter_rate) * 1000.0)
+
+    def _send_one_shot(self) -> None:
+        """A request whose answer the operator knows from what it sees of the replica:
+        UpdateRaftVoter (valid, or malformed, or of an unknown voter, a stale epoch, another
+        cluster), AddRaftVoter without the default listener, Add/RemoveRaftVoter of another
+        cluster. Sent to the leader it finds (now and then to any running node)."""
+        rng = self._one_rng
+        up = [n for n in self._nodes.values() if n.replica is not None]
+        if not up:
+            return
+        target = self._leader_node()
+        if target is None or rng.random() < 0.15:
+            target = up[int(rng.random() * len(up))]
+        assert target.replica is not None
+        voters = target.voter_hist[-1][1] if target.voter_hist else None
+        if voters is None or not len(voters):
+            return
+        keys = sorted(voters.voters, key=lambda k: k.id)
+        key = keys[int(rng.random() * len(keys))]
+        ours = ClusterId(self.config.cluster_id)
+        epoch = target.replica.view().epoch
+        port = 9093 + int(rng.random() * 4)
+        good = (Endpoint(LISTENER, f"node-{key.id}", port), Endpoint("REPLICATION", "r", 9))
+        bad = (Endpoint("REPLICATION", f"node-{key.id}", port),)
+        lo, hi = ((0, 1), (1, 1), (0, 2))[int(rng.random() * 3)]
+        kind = rng.random()
+        msg: AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest
+        if kind < 0.4:  # valid, with or without the cluster id
+            cid = None if rng.random() < 0.3 else ours
+            msg = UpdateVoterRequest(cid, epoch, key, good, lo, hi)
+        elif kind < 0.5:  # without the default listener
+            msg = UpdateVoterRequest(ours, epoch, key, bad, lo, hi)
+        elif kind < 0.6:  # max < min kraft.version
+            msg = UpdateVoterRequest(ours, epoch, key, good, 1, 0)
+        elif kind < 0.65:  # a range without the finalized kraft.version 1
+            msg = UpdateVoterRequest(ours, epoch, key, good, 2, 3)
+        elif kind < 0.7:  # a voter id with another directory
+            other = ReplicaKey(key.id, directory_of(key.id, 77))
+            msg = UpdateVoterRequest(ours, epoch, other, good, lo, hi)
+        elif kind < 0.75:  # a stale epoch
+            if epoch < 1:
+                return
+            msg = UpdateVoterRequest(ours, Epoch(epoch - 1), key, good, lo, hi)
+        elif kind < 0.8:
+            msg = UpdateVoterRequest(ClusterId("elsewhere"), epoch, key, good, lo, hi)
+        elif kind < 0.9:  # AddRaftVoter without the default listener
+            spare = max(self._nodes)
+            msg = AddVoterRequest(ours, self._nodes[spare].key, bad)
+        elif kind < 0.95:
+            msg = AddVoterRequest(ClusterId("elsewhere"), key, good)
+        else:
+            msg = RemoveVoterRequest(ClusterId("elsewhere"), key)
+        self._next_one_shot += 1
+        token = self._next_one_shot
+        if self._loss and rng.random() < self._loss:
+            self._side("DropMessage", target.id, lambda: message_json(msg, int(ADMIN), target.id))
+            return
+        self._push(self.now + self._delay(), _ADMIN, target, ("one-shot", token, msg, target.inc))
+
+    def _receiver(self, node: _Node) -> vc.Receiver:
+        """What the operator sees of `node` as a request reaches it (vc.Receiver)."""
+        assert node.replica is not None
+        v = node.replica.view()
+        start = next((o for e, o in node.snap.epochs if e == v.epoch), None)  # whole history
+        timeout = self.config.timing.request_timeout_ms
+        pending = maybe = False
+        for inc, epoch, at, early in self._changes_accepted.get(node.id, {}).values():
+            if inc != node.inc or epoch != v.epoch:
+                continue
+            if not early:
+                pending = True
+            elif self.now <= at + timeout + self.config.timing.request_timeout_ms:
+                maybe = True
+        return vc.Receiver(
+            node=node.id,
+            state=v.state,
+            epoch=v.epoch,
+            shutting_down=node.shutting_down,
+            cluster_id=ClusterId(self.config.cluster_id),
+            listener=LISTENER,
+            history=node.voter_hist,
+            hwm=v.high_watermark,
+            epoch_start=None if start is None else Offset(start),
+            pending=pending,
+            maybe_pending=maybe or pending,
+        )
+
+    def _deliver_one_shot(self, target: _Node, payload: tuple[object, ...]) -> None:
+        _, token, msg, inc = payload
+        assert isinstance(token, int)
+        assert isinstance(msg, AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest)
+        if target.replica is None or target.inc != inc:
+            return  # connection refused: nothing to check
+        before = self._receiver(target)
+        self._one_shot, self._one_shot_answers = token, []
+        try:
+            self._step(target, Receive(self.now, ADMIN, msg, None, reply_to=token), None,
+                       int(ADMIN), msg)  # fmt: skip
+        finally:
+            self._one_shot = None
+        if self._check and target.replica is not None and target.inc == inc:
+            v = vc.one_shot_answered(msg, before, self._one_shot_answers, target.voter_hist)
+            if v is not None:
+                self._violation(v.name, v.detail)
+
+    # ------------------------------------------------------------------ snapshots (KIP-853)
+
+    def _snapshot_at_change(self, node: _Node, inc: object) -> None:
+        replica = node.replica
+        if replica is None or node.inc != inc or node.shutting_down or self._liveness:
+            return
+        hwm = replica.view().high_watermark
+        snaps = node.snaps
+        newest = max((s.offset for s in snaps.complete), default=0) if snaps else 0
+        if hwm and hwm > newest:
+            self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
+
+    def _snapshot_voters(self, node: _Node, snapshot_id: OffsetAndEpoch) -> VotersRecord | None:
+        """The Voters record the node's snapshotter writes into a snapshot ending at
+        `snapshot_id` (kraft.server.node: voters_record_at of the replica), checked against
+        the voter set the node's log states there (SnapshotVotersMatchLog)."""
+        replica = node.replica
+        if replica is None:
+            return None
+        from kraft.core.replica import Replica
+
+        assert isinstance(replica, Replica)
+        record = voters_record_at(replica, snapshot_id.offset)
+        if self._check:
+            v = vc.snapshot_voters_match_log(node.id, snapshot_id.offset, record, node.voter_hist)
+            if v is not None:
+                self._violation(v.name, v.detail)
+        return record
+
+    def _snapshot_installed(self, node: _Node, data: bytes, snapshot_id: OffsetAndEpoch) -> None:
+        """The node's storage now states the snapshot's voter set at its end (as the node's
+        stated_voters reads it on restart), then its log's."""
+        record = snapshot_voters(data)
+        if record is not None:
+            node.voter_hist = ((Offset(snapshot_id.offset - 1), voter_set_of(record)),)

@@ -26,6 +26,16 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING
 
+from kraft.control_records import (
+    ControlRecord,
+    KRaftVersionRecord,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    VotersRecord,
+    decode_control_batch,
+    encode_control_batch,
+    encode_control_records,
+)
 from kraft.core.effects import (
     AdvanceLogStartOffset,
     DiscardSnapshotFetch,
@@ -37,8 +47,9 @@ from kraft.core.effects import (
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_records import voter_keys_of
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
-from kraft.records import iter_batches, iter_values
+from kraft.records import encode_records, iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
 from refinement import invariants as inv
@@ -53,16 +64,45 @@ if TYPE_CHECKING:
 _FILL = b"fill:"
 
 
-def encode_history(snapshot_id: OffsetAndEpoch, epochs: EpochCache, padding: int = 0) -> bytes:
+def encode_history(
+    snapshot_id: OffsetAndEpoch,
+    epochs: EpochCache,
+    padding: int = 0,
+    voters: VotersRecord | None = None,
+) -> bytes:
     """A snapshot whose records are the epoch cache of the history below its end offset (and,
     with `padding`, one filler record of that many bytes: the rest of a state machine's
-    state, so that the snapshot moves in several chunks)."""
+    state, so that the snapshot moves in several chunks). With `voters` (a dynamic quorum),
+    its first batch is SnapshotHeader, KRaftVersion 1 and that Voters record, as the node's
+    CheckpointWriter writes it (KIP-853)."""
     records: list[tuple[bytes | None, bytes | None]] = [
         (b"epoch", f"{e}:{o}".encode()) for e, o in epochs
     ]
     if padding:
         records.append((b"fill", _FILL + bytes(padding)))
-    return encode_snapshot(snapshot_id, records)
+    if voters is None:
+        return encode_snapshot(snapshot_id, records)
+    epoch = snapshot_id.epoch
+    header: list[ControlRecord] = [SnapshotHeaderRecord(0, 0), KRaftVersionRecord(0, 1), voters]
+    out = [encode_control_records(0, epoch, header, timestamp_ms=0)]
+    n = len(header)
+    if records:
+        out.append(encode_records(n, epoch, records, timestamp_ms=0))
+    out.append(
+        encode_control_batch(n + len(records), epoch, SnapshotFooterRecord(0), timestamp_ms=0)
+    )
+    return b"".join(out)
+
+
+def snapshot_voters(data: bytes) -> VotersRecord | None:
+    """The Voters record of a snapshot's first batch (None: it states no voter set), as the
+    node's driver reads it when it validates a fetched snapshot."""
+    for pos, h in iter_batches(data, verify=False):
+        if not h.is_control:
+            return None
+        _, records = decode_control_batch(data, pos, verify=False)
+        return next((r for r in records if isinstance(r, VotersRecord)), None)
+    return None
 
 
 def decode_history(data: bytes) -> EpochCache:
@@ -184,7 +224,8 @@ class SimSnapshots(SimNetwork):
             sid = e.snapshot_id
             epochs, _ = self._node_histories(node)
             upto = tuple((ep, o) for ep, o in epochs if o < sid.offset)
-            data = encode_history(sid, upto, self._profile.snapshot_padding)
+            voters = self._snapshot_voters(node, sid) if self._dynamic else None
+            data = encode_history(sid, upto, self._profile.snapshot_padding, voters)
             snaps.put(sid, data)
             self.result.snapshots_written += 1
             self._push(self.now, _LOCAL, node, (SnapshotWritten(self.now, sid), node.inc))
@@ -206,12 +247,33 @@ class SimSnapshots(SimNetwork):
             self._maybe_crash_mid_transfer(node, type(e).__name__)
         if isinstance(e, ValidateSnapshot):
             problem = snaps.validate(e.snapshot_id, e.size)
-            ev = SnapshotValidated(self.now, e.snapshot_id, problem is None, reason=problem or "")
+            # The voter set the snapshot states, as the node's driver reads it (KIP-853).
+            record = None
+            if problem is None and self._dynamic:
+                record = snapshot_voters(bytes(snaps.parts[e.snapshot_id]))
+            ev = SnapshotValidated(
+                self.now,
+                e.snapshot_id,
+                problem is None,
+                reason=problem or "",
+                voters=None if record is None else voter_keys_of(record),
+                voters_record=record,
+            )
             self._push(self.now, _LOCAL, node, (ev, node.inc))
         elif isinstance(e, InstallSnapshot):
             self.result.snapshots_installed += 1
             if node.wiped:
                 self.result.installed_after_disk_loss += 1
+            if self._dynamic:
+                self._snapshot_installed(node, snaps.complete[e.snapshot_id], e.snapshot_id)
+
+    def _snapshot_voters(self, node: _Node, snapshot_id: OffsetAndEpoch) -> VotersRecord | None:
+        """The Voters record a dynamic quorum's snapshot carries: refinement.sim_reconfig."""
+        raise NotImplementedError
+
+    def _snapshot_installed(self, node: _Node, data: bytes, snapshot_id: OffsetAndEpoch) -> None:
+        """A dynamic quorum's replica installed a snapshot: refinement.sim_reconfig."""
+        raise NotImplementedError
 
     def _maybe_crash_mid_transfer(self, node: _Node, step: str) -> None:
         """A crash aimed at this incarnation right after a step of a transfer (a chunk

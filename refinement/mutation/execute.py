@@ -87,6 +87,8 @@ SIM_PROFILES: tuple[str, ...] = (
     "lossy+reconfig",
     "mixed+linger",
     "mixed+adversary",
+    # Snapshots with voter changes, UpdateRaftVoter and malformed voter changes (mut-reconfig).
+    "mixed+snapshots+reconfig",
 )
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 

@@ -55,6 +55,7 @@ def reconfig_conformance_profiles(*, voter_disk_loss: bool = True) -> tuple[str,
         for name, p in PROFILES.items()
         if getattr(p, "dynamic", False)
         and (voter_disk_loss or not getattr(p, "voter_disk_loss_rate", 0.0))
+        and not getattr(p, "update_voter_rate", 0.0)  # KRaft.tla has no UpdateRaftVoter
     )
 
 

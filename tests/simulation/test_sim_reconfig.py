@@ -36,7 +36,9 @@ def _campaign_choices() -> list[str]:
 
 
 def test_every_base_profile_has_a_reconfig_variant_and_only_those_are_dynamic() -> None:
-    assert set(RECONFIG_PROFILES) == {f"{b.name}+reconfig" for b in BASE_PROFILES}
+    # ... and mixed+snapshots+reconfig (tests/simulation/test_sim_reconfig_snapshots.py).
+    extra = {"mixed+snapshots+reconfig"}
+    assert set(RECONFIG_PROFILES) == {f"{b.name}+reconfig" for b in BASE_PROFILES} | extra
     assert not any(PROFILES[b.name].dynamic for b in BASE_PROFILES)
     assert PROFILES["crashes+reconfig"].voter_disk_loss_rate > 0
     assert PROFILES["lossy+reconfig"].voter_disk_loss_rate == 0  # no node faults there

@@ -15,7 +15,13 @@ from kraft.core.effects import (
     StateChanged,
 )
 from kraft.core.events import Tick
-from kraft.core.messages import BeginQuorumEpochRequest, VoteRequest, VoteResponse
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    VoteRequest,
+    VoteResponse,
+)
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
@@ -110,6 +116,21 @@ def test_an_observer_grants_votes_too() -> None:
     again = Harness(node=4, voters=(1, 2, 3), election=h.stored, log=h.log)
     assert again.view.state is S.VOTED and again.view.voted_for == key(2)
     assert not answer(again.recv(3, vote(3, 1))).vote_granted
+
+
+def test_an_observer_that_voted_asks_the_voters_for_the_leader() -> None:
+    """KIP-853: an observer that granted a vote has no election timer of its own, and no
+    leader sends it BeginQuorumEpoch (only voters get one): it asks the voters who leads, as
+    Kafka's observer does in Unattached with a vote (pollUnattachedAsObserver). Found by the
+    simulator (mixed+snapshots+reconfig seed 38): a removed voter that voted for the next
+    leader stayed Voted, leaderless, for good."""
+    h = Harness(node=4, voters=(1, 2, 3))
+    effects = h.recv(2, vote(2, 1))
+    assert answer(effects).vote_granted and h.view.state is S.VOTED
+    [(dst, _)] = sent(effects, FetchRequest)
+    resp = FetchResponse(ErrorCode.NONE, NodeId(2), Epoch(1), Offset(-1), Offset(0))
+    effects = h.recv(dst, resp)
+    assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.FOLLOWER, 1, 2)
 
 
 def test_log_up_to_date_by_last_epoch_then_offset() -> None:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from kraft.core.replica import Replica
 
 U = ReplicaState.UNATTACHED
+V = ReplicaState.VOTED
 F = ReplicaState.FOLLOWER
 
 # A follower told to fetch a snapshot it cannot fetch (no SnapshotSource) fetches again only
@@ -86,7 +87,9 @@ class FollowerRole:
         elif r._state is F and r._leader_id is not None:
             dst = r._leader_id
             wait = r._timing.fetch_max_wait_ms
-        elif r._state is U and not r._is_voter and len(r._voters) > 0:
+        elif r._state in (U, V) and not r._is_voter and len(r._voters) > 0:
+            # An observer with no leader asks the voters, one that granted a vote too
+            # (Kafka's pollUnattachedAsObserver: Kafka's Unattached holds the vote).
             ids = r._voters.ids
             dst = ids[r._discovery_next % len(ids)]
             r._discovery_next += 1
@@ -118,7 +121,7 @@ class FollowerRole:
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_FETCH_RESPONSE))
         r._learn(resp.leader_id, resp.leader_epoch)
-        asking = (r._state is U and not r._is_voter) or (r._state is F and r._leader_silent)
+        asking = (r._state in (U, V) and not r._is_voter) or (r._state is F and r._leader_silent)
         if r._state is not F or src != r._leader_id or resp.leader_epoch != r._epoch:
             if asking and r._fetch_send_at is None:
                 # A discovery answer that names no leader (or only the one we know): ask
