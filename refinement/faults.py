@@ -97,6 +97,12 @@ class FaultProfile:
     # Fetch answer carrying records, one byte its batch CRC covers is flipped on the wire.
     adversary_rate: float = 0.0
     corrupt_fetch: float = 0.0
+    # Delayed answers (the `+delays` profiles): per answer to a request, the probability that
+    # the network holds it until near a timer boundary of the requester, counted from when
+    # the request left: its request timeout (quorum.request.timeout.ms), an election timeout
+    # or a fetch timeout, give or take a retry backoff. The requester may already have sent
+    # the request again, given up on it or stood for election when the answer comes.
+    hold_answer: float = 0.0
 
     @property
     def snapshots(self) -> bool:
@@ -199,6 +205,18 @@ def with_adversary(base: FaultProfile) -> FaultProfile:
     return replace(base, name=f"{base.name}+adversary", adversary_rate=10.0, corrupt_fetch=0.02)
 
 
+def with_delays(base: FaultProfile) -> FaultProfile:
+    """`base` with answers held until about when their request times out, or past an
+    election or fetch timeout (`hold_answer`): `NAME+delays`. Two observers run, so that
+    the answers to Fetches looking for the leader are held too."""
+    return replace(
+        base,
+        name=f"{base.name}+delays",
+        hold_answer=0.15,
+        observers=max(base.observers, 2),
+    )
+
+
 BASE_PROFILES = (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
 PROFILES: dict[str, FaultProfile] = {
     p.name: p
@@ -209,6 +227,8 @@ PROFILES: dict[str, FaultProfile] = {
         DISK_LOSS,
         *(with_reconfig(b) for b in BASE_PROFILES),
         with_adversary(MIXED),
+        with_delays(MIXED),
+        with_delays(CRASHES),
     )
 }
 # The profiles that take snapshots (each run by the snapshot sweeps).

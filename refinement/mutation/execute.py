@@ -87,6 +87,9 @@ SIM_PROFILES: tuple[str, ...] = (
     "lossy+reconfig",
     "mixed+linger",
     "mixed+adversary",
+    # Answers held until about their request's timeout, or past an election timeout
+    # (refinement.faults.with_delays): the retry timing after late answers.
+    "crashes+delays",
 )
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 
