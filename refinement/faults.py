@@ -103,6 +103,10 @@ class FaultProfile:
     # or a fetch timeout, give or take a retry backoff. The requester may already have sent
     # the request again, given up on it or stood for election when the answer comes.
     hold_answer: float = 0.0
+    # A request sent over a link a partition cuts fails back to its sender after a round trip
+    # (SendFailed, not broken: a connection that cannot be set up) instead of vanishing, so
+    # that the failed-send paths run while the peer is alive. False: it is dropped, as before.
+    refuse_cut: bool = False
 
     @property
     def snapshots(self) -> bool:
@@ -206,13 +210,16 @@ def with_adversary(base: FaultProfile) -> FaultProfile:
 
 
 def with_delays(base: FaultProfile) -> FaultProfile:
-    """`base` with answers held until about when their request times out, or past an
-    election or fetch timeout (`hold_answer`): `NAME+delays`. Two observers run, so that
-    the answers to Fetches looking for the leader are held too."""
+    """`base` with late and failed answers: `NAME+delays`. Answers are held until about
+    when their request times out, or past an election or fetch timeout (`hold_answer`), and
+    where `base` partitions, a request over a cut link fails back to its sender
+    (`refuse_cut`). Two observers run, so that the answers to Fetches looking for the leader
+    are held too."""
     return replace(
         base,
         name=f"{base.name}+delays",
         hold_answer=0.15,
+        refuse_cut=True,
         observers=max(base.observers, 2),
     )
 
@@ -229,6 +236,7 @@ PROFILES: dict[str, FaultProfile] = {
         with_adversary(MIXED),
         with_delays(MIXED),
         with_delays(CRASHES),
+        with_delays(with_snapshots(MIXED)),
     )
 }
 # The profiles that take snapshots (each run by the snapshot sweeps).

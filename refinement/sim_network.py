@@ -143,6 +143,9 @@ class SimNetwork(SimBase):
             return
         if self._blocked and (src_id, dst.id) in self._blocked:
             self._drop(src_id, dst.id, msg, "partition")
+            if self._profile.refuse_cut and type(msg) in _REQUEST_TYPES:
+                src = self._nodes[NodeId(src_id)]
+                self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
             return
         mtype = type(msg)
         if mtype in _REQUEST_TYPES:

@@ -87,9 +87,10 @@ SIM_PROFILES: tuple[str, ...] = (
     "lossy+reconfig",
     "mixed+linger",
     "mixed+adversary",
-    # Answers held until about their request's timeout, or past an election timeout
-    # (refinement.faults.with_delays): the retry timing after late answers.
-    "crashes+delays",
+    # Answers held until about their request's timeout, or past an election timeout, and
+    # requests over a cut link failing (refinement.faults.with_delays): the retry timing
+    # after late and failed answers, snapshot chunks among them.
+    "mixed+snapshots+delays",
 )
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 

@@ -21,12 +21,12 @@ SEEDS = range(4)
 def test_the_delays_variant_holds_answers_and_runs_observers() -> None:
     p = with_delays(PROFILES["crashes"])
     assert p.name == "crashes+delays" and PROFILES[p.name] == p
-    assert p.hold_answer > 0 and p.observers >= 2
+    assert p.hold_answer > 0 and p.refuse_cut and p.observers >= 2
     r = simulate(SimConfig(seed=0, profile=p))
     assert r.answers_held > 0, r.summary()
 
 
-@pytest.mark.parametrize("profile", ["mixed+delays", "crashes+delays"])
+@pytest.mark.parametrize("profile", ["mixed+delays", "crashes+delays", "mixed+snapshots+delays"])
 def test_the_core_keeps_its_timing_under_delayed_answers(profile: str) -> None:
     for seed in SEEDS:
         r = simulate(SimConfig(seed=seed, profile=PROFILES[profile]))
