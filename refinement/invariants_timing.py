@@ -453,13 +453,19 @@ class TimingMonitor:
         until = now + self.timing.retry_backoff_ms
         fetch = g.requests.get(("Fetch", None))
         if fetch is not None and not fetch.answered and kind == "Fetch":
+            # Any failed Fetch ends the one in flight; a failed FetchSnapshot ends the
+            # transfer's request in flight, and may be a late one of a transfer that is over.
             fetch.answered = True
-            g.settled = True
+            g.settled = type(ev.request) is FetchRequest or type(fetch.message) is (
+                FetchSnapshotRequest
+            )
         current = _request_epoch(ev.request) in (None, g.epoch)
         for (k, dst), req in g.requests.items():
             if dst == ev.dst or (k == "Fetch" and kind == "Fetch"):
                 req.allowed = min(req.allowed, until)
-                if k == kind and current and req.due is not None and self.static:
+                # The Fetch stream's resend is pinned by FetchRetryExact once the step is
+                # seen (a late failure of another kind of request fails nothing in flight).
+                if k == kind and k != "Fetch" and current and req.due is not None and self.static:
                     req.due = until
                 else:
                     req.due = None
@@ -699,6 +705,12 @@ class TimingMonitor:
             return None
         if not g.settled or req is None:
             return None
+        if type(event) is Receive and not (
+            _took(effects, Action.HANDLE_FETCH_RESPONSE)
+            or _took(effects, Action.HANDLE_FETCH_SNAPSHOT_RESPONSE)
+        ):
+            req.answered = False  # not handled (a stub replica): as if it never came
+            return None
         if type(event) is SendFailed:
             backoff = True
         elif type(event) is Receive:
@@ -721,8 +733,11 @@ class TimingMonitor:
         src = event.src
         if type(msg) is FetchSnapshotResponse:
             assert isinstance(msg, FetchSnapshotResponse)
+            # Only while the transfer certainly runs (its request is the one in flight): a
+            # chunk answered after the transfer ended is put aside.
             return (
-                g.state is F
+                type(req.message) is FetchSnapshotRequest
+                and g.state is F
                 and src == g.leader
                 and msg.leader_epoch == g.epoch
                 and msg.error not in _ANSWERED
