@@ -18,6 +18,11 @@ voters (the leader too) under the base profile's faults; where the base profile 
 faults, a leader may crash right after appending a change, and a voter may lose its disk and
 come back with a new directory id. Its clients include two idempotent producers
 (`producers`), whose resends must be answered with the offsets of the original batch.
+
+Late and failed answers: `NAME+delays` (`with_delays`) holds answers until about when their
+request times out (just before or just after), or past an election or fetch timeout, fails
+requests sent over a cut link back to their sender, and runs two observers, so that the
+timing checkers (refinement.invariants_timing) see the retry rules around every timer edge.
 """
 
 from __future__ import annotations
