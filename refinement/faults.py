@@ -18,6 +18,11 @@ voters (the leader too) under the base profile's faults; where the base profile 
 faults, a leader may crash right after appending a change, and a voter may lose its disk and
 come back with a new directory id. Its clients include two idempotent producers
 (`producers`), whose resends must be answered with the offsets of the original batch.
+
+Late and failed answers: `NAME+delays` (`with_delays`) holds answers until about when their
+request times out (just before or just after), or past an election or fetch timeout, fails
+requests sent over a cut link back to their sender, and runs two observers, so that the
+timing checkers (refinement.invariants_timing) see the retry rules around every timer edge.
 """
 
 from __future__ import annotations
@@ -102,6 +107,16 @@ class FaultProfile:
     # with max < min kraft.version, an unknown voter, a stale epoch, another cluster's id)
     # and malformed AddRaftVoter / RemoveRaftVoter (refinement.sim_reconfig). 0: none.
     update_voter_rate: float = 0.0
+    # Delayed answers (the `+delays` profiles): per answer to a request, the probability that
+    # the network holds it until near a timer boundary of the requester, counted from when
+    # the request left: its request timeout (quorum.request.timeout.ms), an election timeout
+    # or a fetch timeout, give or take a retry backoff. The requester may already have sent
+    # the request again, given up on it or stood for election when the answer comes.
+    hold_answer: float = 0.0
+    # A request sent over a link a partition cuts fails back to its sender after a round trip
+    # (SendFailed, not broken: a connection that cannot be set up) instead of vanishing, so
+    # that the failed-send paths run while the peer is alive. False: it is dropped, as before.
+    refuse_cut: bool = False
 
     @property
     def snapshots(self) -> bool:
@@ -204,6 +219,21 @@ def with_adversary(base: FaultProfile) -> FaultProfile:
     return replace(base, name=f"{base.name}+adversary", adversary_rate=10.0, corrupt_fetch=0.02)
 
 
+def with_delays(base: FaultProfile) -> FaultProfile:
+    """`base` with late and failed answers: `NAME+delays`. Answers are held until about
+    when their request times out, or past an election or fetch timeout (`hold_answer`), and
+    where `base` partitions, a request over a cut link fails back to its sender
+    (`refuse_cut`). Two observers run, so that the answers to Fetches looking for the leader
+    are held too."""
+    return replace(
+        base,
+        name=f"{base.name}+delays",
+        hold_answer=0.15,
+        refuse_cut=True,
+        observers=max(base.observers, 2),
+    )
+
+
 BASE_PROFILES = (NONE, LOSSY, PARTITIONS, CRASHES, SHUTDOWNS, MIXED)
 PROFILES: dict[str, FaultProfile] = {
     p.name: p
@@ -214,6 +244,9 @@ PROFILES: dict[str, FaultProfile] = {
         DISK_LOSS,
         *(with_reconfig(b) for b in BASE_PROFILES),
         with_adversary(MIXED),
+        with_delays(MIXED),
+        with_delays(CRASHES),
+        with_delays(with_snapshots(MIXED)),
     )
 }
 # Snapshots and voter changes together, with UpdateRaftVoter and malformed voter changes: a

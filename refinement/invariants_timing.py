@@ -25,6 +25,19 @@ Kafka's semantics written down here, not taken from the core:
   quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
   (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
   sent again when the request timeout runs out.
+- FetchRetryExact (within FetchRetryNotEarly / FetchRetryNotLate): the first answer to the
+  Fetch (or FetchSnapshot) in flight ends its request timeout (Kafka's RequestManager
+  completes the request whose correlation id the answer carries). A failed one (an error
+  from the leader of the epoch, a discovery answer that names no new leader, a failed send)
+  is followed by the next Fetch exactly quorum.retry.backoff.ms later, never at the expired
+  deadline of the answered request. After SnapshotRequired (a replica built without
+  snapshots told to fetch one; this project's rule, kraft.core.follower) the next Fetch comes
+  exactly MIN(SNAPSHOT_REFETCH_RETRIES x retry backoff, fetch timeout / 2) later, in the same
+  step when that is 0.
+- DiscoveryFetchDoesNotWait: a Fetch to a replica that is not the sender's known leader (an
+  observer looking for the leader, a Follower whose leader went silent) asks no long poll,
+  max_wait_ms 0 (README's deviations: Kafka sends fetchMaxWaitMs there, which a non-leader
+  ignores); a Fetch to the leader asks quorum.fetch.max.wait.ms, or 0 while it is silent.
 - FetchAnsweredWithinMaxWait: a leader holds a Fetch it has nothing new for at most the
   max wait the Fetch asks (quorum.fetch.max.wait.ms for a follower), then answers it.
 - AppendLingerNotEarly / AppendLingerNotLate: with quorum.append.linger.ms L, a leader writes
@@ -56,6 +69,7 @@ from kraft.core.effects import (
     AppendToLog,
     Effect,
     Send,
+    SnapshotRequired,
     StateChanged,
     ValidateSnapshot,
 )
@@ -101,6 +115,7 @@ BEGIN_RETRY_NOT_LATE = "BeginQuorumEpochRetryNotLate"
 FETCH_RETRY_NOT_EARLY = "FetchRetryNotEarly"
 FETCH_RETRY_NOT_LATE = "FetchRetryNotLate"
 FETCH_ANSWERED_WITHIN_MAX_WAIT = "FetchAnsweredWithinMaxWait"
+DISCOVERY_FETCH_DOES_NOT_WAIT = "DiscoveryFetchDoesNotWait"
 APPEND_AT_REPORTED_OFFSETS = "AppendAtReportedOffsets"
 APPEND_LINGER_NOT_EARLY = "AppendLingerNotEarly"
 APPEND_LINGER_NOT_LATE = "AppendLingerNotLate"
@@ -124,10 +139,15 @@ TIMING_CHECKERS: tuple[str, ...] = (
     APPEND_LINGER_NOT_EARLY,
     APPEND_LINGER_NOT_LATE,
     QUORUM_DEFAULTS_AS_DOCUMENTED,
+    DISCOVERY_FETCH_DOES_NOT_WAIT,
 )
 
 # Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR.
 CHECK_QUORUM_FACTOR = 1.5
+# This project's rule for a replica built without snapshots that is told to fetch one
+# (SnapshotRequired): it fetches again only after this many retry backoffs, at most half a
+# fetch timeout later.
+SNAPSHOT_REFETCH_RETRIES = 50
 # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the accumulator's batch limit.
 BATCH_LIMIT_BYTES = 8 * 1024 * 1024
 # A generous bound on a record's framing in a batch (varint lengths, deltas, attributes): an
@@ -203,6 +223,10 @@ class _Request:
     sent: int
     allowed: int
     due: int | None
+    # The request itself and where it went; whether an answer to it came back yet.
+    message: Message | None = None
+    dst: NodeId | None = None
+    answered: bool = False
 
 
 @dataclass(slots=True)
@@ -218,6 +242,11 @@ class _Ghost:
     timer: tuple[int, int] | None = None
     # Requests of the current state: (kind, destination) -> _Request.
     requests: dict[tuple[str, NodeId | None], _Request] = field(default_factory=dict)
+    # A FetchSnapshot was sent in this state (a snapshot transfer may be running, during
+    # which a Fetch answer from the leader is put aside).
+    transferring: bool = False
+    # The step being checked answers the Fetch in flight for the first time, or fails it.
+    settled: bool = False
     # Leader: when it became leader, each voter's last Fetch it certainly accepted, and the
     # last Fetch (or FetchSnapshot) from any voter it may have accepted.
     became: int = 0
@@ -335,6 +364,7 @@ class TimingMonitor:
             return None
         if type(event) is Shutdown:
             g.shutting_down = True
+        g.settled = False
         if g.lingering:
             g.oldest = min(a for a, _ in g.lingering.values())
             g.waiting_bytes = sum(b for _, b in g.lingering.values())
@@ -347,7 +377,14 @@ class TimingMonitor:
         found = self._effects(node, g, now, event, effects, starting=False)
         g.leader = leader
         if found is None:
-            self._after(node, g, now, event, effects)
+            # The step's Fetches went out in the state and to the leader it ended with.
+            for e in effects:
+                if type(e) is Send and type(e.message) is FetchRequest:
+                    assert isinstance(e, Send) and isinstance(e.message, FetchRequest)
+                    found = self._fetch_wait(node, g, now, e.dst, e.message)
+                    if found is not None:
+                        return found
+            found = self._after(node, g, now, event, effects)
         return found
 
     def _received(self, node: NodeId, g: _Ghost, now: int, ev: Receive) -> None:
@@ -393,6 +430,10 @@ class TimingMonitor:
                 ok = msg.error in _ANSWERED
                 req.allowed = min(req.allowed, now if ok else now + rb)
                 req.due = None
+                if not req.answered:
+                    # The first answer since the Fetch went out, to it or to an earlier one.
+                    req.answered = True
+                    g.settled = True
         elif t is FetchRequest and g.state is L:
             assert isinstance(msg, FetchRequest)
             g.held.setdefault(src, []).append(now + max(msg.max_wait_ms, 0))
@@ -410,11 +451,21 @@ class TimingMonitor:
         this state that failed unanswered is sent again once the backoff ran out."""
         kind = _KIND.get(type(ev.request))
         until = now + self.timing.retry_backoff_ms
+        fetch = g.requests.get(("Fetch", None))
+        if fetch is not None and not fetch.answered and kind == "Fetch":
+            # Any failed Fetch ends the one in flight; a failed FetchSnapshot ends the
+            # transfer's request in flight, and may be a late one of a transfer that is over.
+            fetch.answered = True
+            g.settled = type(ev.request) is FetchRequest or type(fetch.message) is (
+                FetchSnapshotRequest
+            )
         current = _request_epoch(ev.request) in (None, g.epoch)
         for (k, dst), req in g.requests.items():
             if dst == ev.dst or (k == "Fetch" and kind == "Fetch"):
                 req.allowed = min(req.allowed, until)
-                if k == kind and current and req.due is not None and self.static:
+                # The Fetch stream's resend is pinned by FetchRetryExact once the step is
+                # seen (a late failure of another kind of request fails nothing in flight).
+                if k == kind and k != "Fetch" and current and req.due is not None and self.static:
                     req.due = until
                 else:
                     req.due = None
@@ -492,6 +543,7 @@ class TimingMonitor:
             g.lingering = {}
         g.state, g.epoch = new, e.epoch
         g.requests = {}
+        g.transferring = False
 
     def _action(
         self,
@@ -585,14 +637,140 @@ class TimingMonitor:
         rt = self.timing.request_timeout_ms
         # A dynamic quorum's leader stops asking a voter it removed (KIP-853): no resend due.
         due = None if kind == "BeginQuorumEpoch" and not self.static else now + rt
-        g.requests[key] = _Request(now, now + rt, due)
+        g.requests[key] = _Request(now, now + rt, due, msg, dst)
+        if t is FetchSnapshotRequest:
+            g.transferring = True
         return None
+
+    def _fetch_wait(
+        self, node: NodeId, g: _Ghost, now: int, dst: NodeId, msg: FetchRequest
+    ) -> Violation | None:
+        """DiscoveryFetchDoesNotWait: a Fetch to anyone but the known leader asks no long poll
+        (README: Kafka's maybeSendAnyVoterFetch builds the leader's Fetch, with
+        fetchMaxWaitMs, which only a leader would honour; this project asks 0 there); one
+        to the leader asks quorum.fetch.max.wait.ms, or 0 while the leader is silent."""
+        wait = msg.max_wait_ms
+        to_leader = g.state is F and dst == g.leader
+        if wait == 0 or (to_leader and wait == self.timing.fetch_max_wait_ms):
+            return None
+        state = "?" if g.state is None else g.state.value
+        return Violation(
+            DISCOVERY_FETCH_DOES_NOT_WAIT,
+            f"node {node} ({state}, epoch {g.epoch}, leader {g.leader}) sent a Fetch to {dst}"
+            f" at t={now}ms asking a long poll of {wait}ms (discovery: 0; to the leader: 0 or"
+            f" {self.timing.fetch_max_wait_ms})",
+        )
 
     def _after(
         self, node: NodeId, g: _Ghost, now: int, event: Event, effects: Sequence[Effect]
-    ) -> None:
+    ) -> Violation | None:
         """What the step says about the fetch timer and the accepted fetches, once its
         effects are known."""
+        found = self._fetch_retry_exact(node, g, now, event, effects)
+        self._timers_after(node, g, now, event, effects)
+        return found
+
+    def _fetch_retry_exact(
+        self, node: NodeId, g: _Ghost, now: int, event: Event, effects: Sequence[Effect]
+    ) -> Violation | None:
+        """FetchRetryExact: when the next Fetch is due after this step, exactly.
+
+        Kafka's RequestManager keeps one request in flight per destination and completes it
+        with the first answer carrying its correlation id: a good answer makes the
+        destination ready at once, a failed one (an error code, or a failed send) backs it
+        off for quorum.retry.backoff.ms; the request timeout of a completed request no
+        longer counts. A step that changed the replica's state, or fetched again, is judged
+        by the rules of what it did; only an answer whose handling Kafka fixes is pinned."""
+        rb = self.timing.retry_backoff_ms
+        req = g.requests.get(("Fetch", None))
+        changed = any(type(e) is StateChanged for e in effects)
+        if not changed and g.state is F and any(type(e) is SnapshotRequired for e in effects):
+            # This project's rule (kraft.core.follower): a replica that cannot fetch the
+            # snapshot its leader names asks again only after a long backoff.
+            backoff = max(min(SNAPSHOT_REFETCH_RETRIES * rb, self.timing.fetch_timeout_ms // 2), 0)
+            fetched = _fetches(effects)
+            if fetched != (backoff == 0):
+                return Violation(
+                    FETCH_RETRY_NOT_LATE if backoff == 0 else FETCH_RETRY_NOT_EARLY,
+                    f"node {node} (Follower, epoch {g.epoch}) was told at t={now}ms to fetch a"
+                    f" snapshot it cannot fetch and {'did' if fetched else 'did not'} fetch"
+                    f" again in that step (backoff {backoff}ms)",
+                )
+            if req is not None and backoff > 0:
+                req.allowed = now + backoff
+                if self.static:
+                    req.due = now + backoff
+            return None
+        if changed or _fetches(effects):
+            return None
+        if not g.settled or req is None:
+            return None
+        if type(event) is Receive and not (
+            _took(effects, Action.HANDLE_FETCH_RESPONSE)
+            or _took(effects, Action.HANDLE_FETCH_SNAPSHOT_RESPONSE)
+        ):
+            req.answered = False  # not handled (a stub replica): as if it never came
+            return None
+        if type(event) is SendFailed:
+            backoff = True
+        elif type(event) is Receive:
+            assert isinstance(event, Receive)
+            backoff = self._failed_answer(g, event, req)
+        else:
+            backoff = False
+        if backoff:
+            req.allowed = now + rb
+            if self.static:
+                req.due = now + rb
+        return None
+
+    def _failed_answer(self, g: _Ghost, event: Receive, req: _Request) -> bool:
+        """The first answer to the Fetch in flight, handled without a state change, is one
+        after which the next Fetch waits the retry backoff: an error from the leader of the
+        epoch, or the answer of another replica to a Fetch looking for the leader (it named
+        no newer leader, or the state would have changed)."""
+        msg = event.message
+        src = event.src
+        if type(msg) is FetchSnapshotResponse:
+            assert isinstance(msg, FetchSnapshotResponse)
+            # Only while the transfer certainly runs (its request is the one in flight): a
+            # chunk answered after the transfer ended is put aside.
+            return (
+                type(req.message) is FetchSnapshotRequest
+                and g.state is F
+                and src == g.leader
+                and msg.leader_epoch == g.epoch
+                and msg.error not in _ANSWERED
+            )
+        if type(msg) is not FetchResponse:
+            return False
+        assert isinstance(msg, FetchResponse)
+        if g.state is U:
+            return True  # an observer looking for the leader
+        if g.state is not F:
+            return False
+        if req.dst != g.leader:
+            return src == req.dst  # a Follower of a silent leader asking the voters
+        # An answer to a Fetch from another log position is put aside (stale).
+        asked = req.message
+        of = event.in_reply_to
+        stale = (
+            isinstance(of, FetchRequest)
+            and isinstance(asked, FetchRequest)
+            and (of.fetch_offset, of.last_fetched_epoch)
+            != (asked.fetch_offset, asked.last_fetched_epoch)
+        )
+        return (
+            src == g.leader
+            and msg.leader_epoch == g.epoch
+            and msg.error is not ErrorCode.NONE
+            and not g.transferring
+            and not stale
+        )
+
+    def _timers_after(
+        self, node: NodeId, g: _Ghost, now: int, event: Event, effects: Sequence[Effect]
+    ) -> None:
         t = type(event)
         if t is Receive:
             assert isinstance(event, Receive)

@@ -208,6 +208,8 @@ class SimResult:
     # Fetch answers corrupted on the wire.
     forged: int = 0
     fetches_corrupted: int = 0
+    # A profile with delayed answers (FaultProfile.hold_answer): answers held.
+    answers_held: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -262,6 +264,8 @@ class SimResult:
             line += f" idempotent_acked={self.idempotent_acked}"
         if c.profile.adversary_rate or c.profile.corrupt_fetch:
             line += f" forged={self.forged} fetches_corrupted={self.fetches_corrupted}"
+        if c.profile.hold_answer:
+            line += f" answers_held={self.answers_held}"
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -124,6 +124,10 @@ class SimNetwork(SimBase):
         self._timing_monitor: timing_inv.TimingMonitor | None = None
         self._timing_defaults_checked = False
         self._append_records: dict[int, tuple[KeyValue, ...]] = {}
+        # Delayed answers (FaultProfile.hold_answer): when each (requester, destination,
+        # kind) pair's latest request left, to hold its answer until about its timeout.
+        self._hold = self._profile.hold_answer
+        self._request_sent: dict[tuple[NodeId, NodeId, type], tuple[Request, int]] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -140,6 +144,9 @@ class SimNetwork(SimBase):
             return
         if self._blocked and (src_id, dst.id) in self._blocked:
             self._drop(src_id, dst.id, msg, "partition")
+            if self._profile.refuse_cut and type(msg) in _REQUEST_TYPES:
+                src = self._nodes[NodeId(src_id)]
+                self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
             return
         mtype = type(msg)
         if mtype in _REQUEST_TYPES:
@@ -419,6 +426,9 @@ class SimNetwork(SimBase):
             self._drop(src.id, dst_id, msg, "unknown node")
             return
         mtype = type(msg)
+        if self._hold and mtype in _REQUEST_TYPES:
+            assert isinstance(msg, _REQUEST_MESSAGES)
+            self._request_sent[(src.id, dst_id, mtype)] = (msg, self.now)
         if mtype is FetchRequest:
             assert isinstance(msg, FetchRequest)
             self._fetch_awaited[(src.id, dst_id)] = msg
@@ -460,12 +470,36 @@ class SimNetwork(SimBase):
             assert isinstance(msg, FetchSnapshotResponse)
             msg = self._corrupted(src, msg)
         payload = (src.id, msg, in_reply_to, dst.inc)
-        self._push(self.now + self._delay(), _DELIVER, dst, payload)
+        at = self.now + self._delay()
+        if self._hold and in_reply_to is not None and rng.random() < self._hold:
+            at = max(at, self._held_until(dst_id, src.id, in_reply_to))
+        self._push(at, _DELIVER, dst, payload)
         if self._duplicate and rng.random() < self._duplicate:
             self._push(self.now + self._delay(), _DELIVER, dst, payload)
             self._side(
                 "DuplicateMessage", dst_id, lambda: message_json(msg, int(src.id), int(dst_id))
             )
+
+    def _held_until(self, requester: NodeId, responder: NodeId, request: Request) -> int:
+        """When a held answer arrives: about when the requester's timer runs out, counted
+        from when its request left (the latest of its kind to the responder; now, if that
+        one is not the request answered): the request timeout (just before or
+        just after it, within a retry backoff) seven times in ten, else an election or a fetch
+        timeout."""
+        entry = self._request_sent.get((requester, responder, type(request)))
+        sent = entry[1] if entry is not None and entry[0] is request else self.now
+        t = self._timing_of()
+        rng = self._rng
+        pick = rng.random()
+        if pick < 0.7:
+            boundary = t.request_timeout_ms
+        elif pick < 0.85:
+            boundary = t.election_timeout_ms
+        else:
+            boundary = t.fetch_timeout_ms
+        rb = max(t.retry_backoff_ms, 1)
+        self.result.answers_held += 1
+        return sent + boundary + int(rng.random() * (2 * rb + 1)) - rb
 
     def _corrupted(self, src: _Node, msg: FetchSnapshotResponse) -> FetchSnapshotResponse:
         """The chunk with one byte flipped where validation must notice: inside a batch of

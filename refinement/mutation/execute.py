@@ -89,6 +89,10 @@ SIM_PROFILES: tuple[str, ...] = (
     "mixed+adversary",
     # Snapshots with voter changes, UpdateRaftVoter and malformed voter changes (mut-reconfig).
     "mixed+snapshots+reconfig",
+    # Answers held until about their request's timeout, or past an election timeout, and
+    # requests over a cut link failing (refinement.faults.with_delays): the retry timing
+    # after late and failed answers, snapshot chunks among them.
+    "mixed+snapshots+delays",
 )
 TLC_PROFILES: tuple[str, ...] = ("mixed", "lossy+snapshots")
 
