@@ -64,7 +64,7 @@ from kraft.ids import (
     OffsetAndEpoch,
     ReplicaKey,
 )
-from kraft.records import iter_batches
+from kraft.records import encode_records, iter_batches
 from refinement import invariants_input as inp
 from refinement.invariants_input import Forgery, KeptState
 from refinement.sim_base import _FAULT, _REQUEST_MESSAGES, _REQUEST_OF, _Node
@@ -76,6 +76,9 @@ if TYPE_CHECKING:
 # The fault kind of refinement.sim_faults' dispatch.
 ADVERSARY = "adversary"
 ADVERSARY_AIMED = "adversary-aimed"  # a forgery aimed at a replica in a passing state
+
+# How often a leader that just held a Fetch gets a stranger's vote request of the next epoch.
+_HOLDING_LEADER_AIM = 0.02
 
 # A node id no replica has: the forger that is nobody's peer.
 STRANGER = NodeId(97)
@@ -438,8 +441,9 @@ def _forgery(
     *,
     rejected: bool = True,
     diverging: bool = False,
+    quiet: bool = False,
 ) -> Forgery:
-    return Forgery(kind, src, msg, expect, False, rejected, diverging)
+    return Forgery(kind, src, msg, expect, False, rejected, diverging, quiet)
 
 
 def _vote_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
@@ -495,6 +499,26 @@ def _vote_from_stranger(t: Target, _rng: random.Random) -> Forgery | None:
     msg = VoteRequest(t.cluster_id, _STRANGER_KEY, t.epoch, t.last_epoch, t.end_offset, t.key)
     return _forgery(
         "VoteRequest from an unknown node",
+        STRANGER,
+        msg,
+        frozenset({ErrorCode.NONE}),
+        rejected=False,
+    )
+
+
+def _vote_to_holding_leader(t: Target, _rng: random.Random) -> Forgery | None:
+    """A well-formed vote request in the next epoch from a node nobody knows, aimed at a
+    leader that holds a Fetch (KIP-595's long poll): the leader steps down, answers what it
+    holds with the new epoch, and answers the vote request, each answer to its own request
+    (refinement.invariants_effects: ResponseAnswersItsRequest, RequestAnswered). Any replica
+    may grant such a vote (KIP-853); whether this one does is not prescribed."""
+    if t.state is not L or t.epoch + 1 > _TOP_EPOCH:
+        return None
+    msg = VoteRequest(
+        t.cluster_id, _STRANGER_KEY, Epoch(t.epoch + 1), t.last_epoch, t.end_offset, t.key
+    )
+    return _forgery(
+        "VoteRequest of the next epoch to a leader holding a Fetch",
         STRANGER,
         msg,
         frozenset({ErrorCode.NONE}),
@@ -741,8 +765,62 @@ def _fetch_answer_from_non_leader(t: Target, rng: random.Random) -> Forgery | No
     return _forgery("FetchResponse from a replica that is not the leader", src, msg, None)
 
 
+def _batch(base: int, epoch: int, count: int) -> bytes:
+    """A well-formed data batch (its CRC right) of `count` records at `base` in `epoch`."""
+    values = [(None, b"forged-%d" % k) for k in range(count)]
+    return encode_records(base, epoch, values, timestamp_ms=0)
+
+
+def _fetch_answer_bad_batches(t: Target, rng: random.Random) -> Forgery | None:
+    """A Fetch answer from our leader in our epoch whose batches are each well formed (their
+    CRCs right) but cannot extend our log: a batch of an epoch after ours or before our log's
+    last, a first batch that does not start at our log end (past it, or back inside our log),
+    or a gap or an overlap between two batches. Kafka's follower refuses such records
+    (appendAsFollower: offsets out of order, an epoch past the leader's); the whole answer is
+    refused: nothing appended, its HWM not taken, no timer moved (the follower waits for the
+    answer to its own Fetch or its timeout), as a corrupt one."""
+    if t.state is not F or t.leader_id is None or t.leader_id == t.key.id:
+        return None
+    end = int(t.end_offset)
+    variants = ["epoch-ahead", "gap-first", "gap-between", "overlap-between"]
+    if t.last_epoch >= 1:
+        variants.append("epoch-back")
+    if end > t.log_start:
+        variants.append("overlap-first")
+    kind = variants[int(rng.random() * len(variants))]
+    epoch = int(t.epoch)
+    if kind == "epoch-ahead":
+        data = _batch(end, epoch + 1, 1 + int(rng.random() * 2))
+    elif kind == "epoch-back":
+        data = _batch(end, int(t.last_epoch) - 1, 1)
+    elif kind == "gap-first":
+        data = _batch(end + 1 + int(rng.random() * 3), epoch, 1)
+    elif kind == "overlap-first":
+        data = _batch(end - 1, epoch, 2)
+    elif kind == "gap-between":
+        data = _batch(end, epoch, 2) + _batch(end + 3, epoch, 1)
+    else:
+        data = _batch(end, epoch, 2) + _batch(end + 1, epoch, 2)
+    msg = FetchResponse(
+        ErrorCode.NONE,
+        t.leader_id,
+        t.epoch,
+        high_watermark=t.end_offset,
+        log_start_offset=Offset(-1),
+        records=data,
+    )
+    return _forgery(
+        f"FetchResponse with batches that cannot extend the log ({kind})",
+        t.leader_id,
+        msg,
+        None,
+        quiet=True,
+    )
+
+
 _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("fetch-answer-from-non-leader", _fetch_answer_from_non_leader),
+    ("fetch-answer-bad-batches", _fetch_answer_bad_batches),
     ("vote-wrong-cluster", _vote_wrong_cluster),
     ("vote-log-epoch-not-below", _vote_log_epoch_not_below),
     ("vote-stale", _vote_stale),
@@ -775,6 +853,7 @@ CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *_bounds_forgers(),
     *_SEMANTIC,
     *(("fetch-unknown-epoch", _fetch_unknown_epoch),) * 3,
+    *(("fetch-answer-bad-batches", _fetch_answer_bad_batches),) * 3,
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -787,6 +866,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
+    "fetch-answer-bad-batches": frozenset({F}),
 }
 
 
@@ -812,8 +892,8 @@ class SimAdversary(SimLiveness):
         self._forged_refused = False
         # The answer a replica gave to the VoteRequest being handled (VoteRecordedOnlyWhenGranted).
         self._vote_answer: VoteResponse | None = None
-        # Replicas (and their incarnation) a forgery is aimed at, in order.
-        self._adv_aimed: list[tuple[_Node, int]] = []
+        # Replicas (and their incarnation) a forgery is aimed at, with the forger, in order.
+        self._adv_aimed: list[tuple[_Node, int, Forger]] = []
 
     # ------------------------------------------------------------------ injection
 
@@ -871,14 +951,27 @@ class SimAdversary(SimLiveness):
             and was is not P
             and self._adv_rng.random() < 0.5
         ):
-            self._adv_aimed.append((node, node.inc))
+            self._adv_aimed.append((node, node.inc, _vote_from_stranger))
+            self._push(self.now, _FAULT, ADVERSARY_AIMED)
+        # A leader just held a Fetch: now and then a stranger's vote request of the next epoch
+        # makes it step down at once, with the Fetch held (a leader rarely steps down then
+        # otherwise: a higher epoch reaches it when it is cut off from its followers).
+        elif (
+            self._profile.adversary_rate > 0
+            and not self._liveness
+            and isinstance(msg, FetchRequest)
+            and node.snap.state is L
+            and self._ledger.holds_request(node.id)
+            and self._adv_rng.random() < _HOLDING_LEADER_AIM
+        ):
+            self._adv_aimed.append((node, node.inc, _vote_to_holding_leader))
             self._push(self.now, _FAULT, ADVERSARY_AIMED)
 
     def _forge_aimed(self) -> None:
-        node, inc = self._adv_aimed.pop(0)
+        node, inc, forger = self._adv_aimed.pop(0)
         if node.replica is None or node.inc != inc or node.shutting_down:
             return
-        forgery = _vote_from_stranger(self._target(node), self._adv_rng)
+        forgery = forger(self._target(node), self._adv_rng)
         if forgery is not None:
             self._inject(node, forgery)
 
@@ -920,6 +1013,7 @@ class SimAdversary(SimLiveness):
             epochs=log.epoch_entries(),
             log_start_offset=v.log_start_offset,
             high_watermark=v.high_watermark,
+            next_deadline_ms=node.replica.next_deadline_ms(),
         )
 
     def _inject(self, victim: _Node, f: Forgery) -> None:
@@ -932,7 +1026,10 @@ class SimAdversary(SimLiveness):
         self._forged_reply = None
         self._forged_refused = False
         try:
-            event = Receive(self.now, f.src, msg, None)
+            token = None
+            if answering is not None and self._check:
+                token = self._request_token(victim, f.src, answering)
+            event = Receive(self.now, f.src, msg, None, token)
             self._step(victim, event, answering, int(f.src), msg)
         finally:
             self._forging = None
@@ -941,7 +1038,9 @@ class SimAdversary(SimLiveness):
         found = (
             inp.out_of_bounds_refused(victim.id, f, self._forged_refused)
             or inp.rejection_error_code(victim.id, f, self._forged_reply)
-            or inp.rejected_message_changes_nothing(victim.id, f, before, self._kept(victim))
+            or inp.rejected_message_changes_nothing(
+                victim.id, f, before, self._kept(victim), self.now
+            )
         )
         if found is not None:
             self._violation(found.name, found.detail)
