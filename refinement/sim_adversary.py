@@ -507,11 +507,12 @@ def _vote_from_stranger(t: Target, _rng: random.Random) -> Forgery | None:
 
 
 def _vote_to_holding_leader(t: Target, _rng: random.Random) -> Forgery | None:
-    """A well-formed vote request in the next epoch from a node nobody knows, aimed at a
-    leader that holds a Fetch (KIP-595's long poll): the leader steps down, answers what it
-    holds with the new epoch, and answers the vote request, each answer to its own request
-    (refinement.invariants_effects: ResponseAnswersItsRequest, RequestAnswered). Any replica
-    may grant such a vote (KIP-853); whether this one does is not prescribed."""
+    """A well-formed vote request in the next epoch from a node nobody knows, to a leader (and
+    now and then aimed at one that just held a Fetch, KIP-595's long poll): the leader steps
+    down, answers what it holds with the new epoch, and answers the vote request, each answer
+    to its own request (refinement.invariants_effects: ResponseAnswersItsRequest,
+    RequestAnswered). Any replica may grant such a vote (KIP-853); whether this one does is
+    not prescribed."""
     if t.state is not L or t.epoch + 1 > _TOP_EPOCH:
         return None
     msg = VoteRequest(
@@ -810,7 +811,7 @@ def _fetch_answer_bad_batches(t: Target, rng: random.Random) -> Forgery | None:
         records=data,
     )
     return _forgery(
-        f"FetchResponse with batches that cannot extend the log ({kind})",
+        "FetchResponse with batches that cannot extend the log",
         t.leader_id,
         msg,
         None,
@@ -826,6 +827,7 @@ _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("vote-stale", _vote_stale),
     ("vote-other-voter", _vote_other_voter),
     ("vote-from-stranger", _vote_from_stranger),
+    ("vote-to-holding-leader", _vote_to_holding_leader),
     ("begin-wrong-cluster", _begin_wrong_cluster),
     ("begin-from-myself", _begin_from_myself),
     ("begin-stale", _begin_stale),
@@ -867,6 +869,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-impostor": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
     "fetch-answer-bad-batches": frozenset({F}),
+    "vote-to-holding-leader": frozenset({L}),
 }
 
 
