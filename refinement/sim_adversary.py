@@ -78,7 +78,7 @@ ADVERSARY = "adversary"
 ADVERSARY_AIMED = "adversary-aimed"  # a forgery aimed at a replica in a passing state
 
 # How often a leader that just held a Fetch gets a stranger's vote request of the next epoch.
-_HOLDING_LEADER_AIM = 0.02
+_HOLDING_LEADER_AIM = 0.15
 
 # A node id no replica has: the forger that is nobody's peer.
 STRANGER = NodeId(97)
@@ -772,56 +772,72 @@ def _batch(base: int, epoch: int, count: int) -> bytes:
     return encode_records(base, epoch, values, timestamp_ms=0)
 
 
-def _fetch_answer_bad_batches(t: Target, rng: random.Random) -> Forgery | None:
-    """A Fetch answer from our leader in our epoch whose batches are each well formed (their
-    CRCs right) but cannot extend our log: a batch of an epoch after ours or before our log's
-    last, a first batch that does not start at our log end (past it, or back inside our log),
-    or a gap or an overlap between two batches. Kafka's follower refuses such records
+# Fetch answers whose batches cannot extend the follower's log, each well formed (its CRC
+# right): a batch of an epoch after ours (Kafka: an epoch past the leader's) or before our
+# log's last (epochs never decrease along a log); a first batch past our log end, or back
+# inside our log; a gap or an overlap between two batches.
+_BAD_BATCHES = (
+    "epoch-ahead",
+    "epoch-back",
+    "gap-first",
+    "overlap-first",
+    "gap-between",
+    "overlap-between",
+)
+
+
+def _bad_batches(variant: str, t: Target, rng: random.Random) -> bytes | None:
+    """The records of a variant of `_BAD_BATCHES` against `t` (None: it does not apply)."""
+    end, ep = int(t.end_offset), int(t.epoch)
+    if variant == "epoch-ahead":
+        return _batch(end, ep + 1, 1 + int(rng.random() * 2))
+    if variant == "epoch-back":
+        return _batch(end, t.last_epoch - 1, 1) if t.last_epoch >= 1 else None
+    if variant == "gap-first":
+        return _batch(end + 1 + int(rng.random() * 3), ep, 1)
+    if variant == "overlap-first":
+        return _batch(end - 1, ep, 2) if end > t.log_start else None
+    if variant == "gap-between":
+        return _batch(end, ep, 2) + _batch(end + 3, ep, 1)
+    return _batch(end, ep, 2) + _batch(end + 1, ep, 2)
+
+
+def _fetch_answer_bad_batches(variant: str) -> Forger:
+    """A Fetch answer from our leader in our epoch, naming our log end as its HWM, whose
+    batches cannot extend our log (`_BAD_BATCHES`). Kafka's follower refuses such records
     (appendAsFollower: offsets out of order, an epoch past the leader's); the whole answer is
-    refused: nothing appended, its HWM not taken, no timer moved (the follower waits for the
-    answer to its own Fetch or its timeout), as a corrupt one."""
-    if t.state is not F or t.leader_id is None or t.leader_id == t.key.id:
-        return None
-    end = int(t.end_offset)
-    variants = ["epoch-ahead", "gap-first", "gap-between", "overlap-between"]
-    if t.last_epoch >= 1:
-        variants.append("epoch-back")
-    if end > t.log_start:
-        variants.append("overlap-first")
-    kind = variants[int(rng.random() * len(variants))]
-    epoch = int(t.epoch)
-    if kind == "epoch-ahead":
-        data = _batch(end, epoch + 1, 1 + int(rng.random() * 2))
-    elif kind == "epoch-back":
-        data = _batch(end, int(t.last_epoch) - 1, 1)
-    elif kind == "gap-first":
-        data = _batch(end + 1 + int(rng.random() * 3), epoch, 1)
-    elif kind == "overlap-first":
-        data = _batch(end - 1, epoch, 2)
-    elif kind == "gap-between":
-        data = _batch(end, epoch, 2) + _batch(end + 3, epoch, 1)
-    else:
-        data = _batch(end, epoch, 2) + _batch(end + 1, epoch, 2)
-    msg = FetchResponse(
-        ErrorCode.NONE,
-        t.leader_id,
-        t.epoch,
-        high_watermark=t.end_offset,
-        log_start_offset=Offset(-1),
-        records=data,
-    )
-    return _forgery(
-        "FetchResponse with batches that cannot extend the log",
-        t.leader_id,
-        msg,
-        None,
-        quiet=True,
-    )
+    refused, as a corrupt one: nothing appended, its HWM not taken, and no timer moved (no
+    fetch timer restarted, no Fetch sent early: the follower waits for the answer to its own
+    Fetch, or its timeout)."""
+
+    def forge(t: Target, rng: random.Random) -> Forgery | None:
+        if t.state is not F or t.leader_id is None or t.leader_id == t.key.id:
+            return None
+        data = _bad_batches(variant, t, rng)
+        if data is None:
+            return None
+        msg = FetchResponse(
+            ErrorCode.NONE,
+            t.leader_id,
+            t.epoch,
+            high_watermark=t.end_offset,
+            log_start_offset=Offset(-1),
+            records=data,
+        )
+        return _forgery(
+            f"FetchResponse with batches that cannot extend the log ({variant})",
+            t.leader_id,
+            msg,
+            None,
+            quiet=True,
+        )
+
+    return forge
 
 
 _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("fetch-answer-from-non-leader", _fetch_answer_from_non_leader),
-    ("fetch-answer-bad-batches", _fetch_answer_bad_batches),
+    *((f"fetch-answer-{v}", _fetch_answer_bad_batches(v)) for v in _BAD_BATCHES),
     ("vote-wrong-cluster", _vote_wrong_cluster),
     ("vote-log-epoch-not-below", _vote_log_epoch_not_below),
     ("vote-stale", _vote_stale),
@@ -855,7 +871,8 @@ CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *_bounds_forgers(),
     *_SEMANTIC,
     *(("fetch-unknown-epoch", _fetch_unknown_epoch),) * 3,
-    *(("fetch-answer-bad-batches", _fetch_answer_bad_batches),) * 3,
+    *(("fetch-answer-epoch-ahead", _fetch_answer_bad_batches("epoch-ahead")),) * 2,
+    *(("fetch-answer-gap-first", _fetch_answer_bad_batches("gap-first")),) * 2,
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -868,7 +885,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
-    "fetch-answer-bad-batches": frozenset({F}),
+    **{f"fetch-answer-{v}": frozenset({F}) for v in _BAD_BATCHES},
     "vote-to-holding-leader": frozenset({L}),
 }
 
