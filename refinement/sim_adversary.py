@@ -21,6 +21,11 @@ is checked after the event as after any other.
 
 `corrupt_fetch` flips one byte that a batch's CRC covers in a Fetch answer carrying records: the
 follower must not append it (the simulated log refuses a batch whose CRC fails: EffectRejected).
+Forged answers in the leader's name carry batches each well formed that cannot extend the
+follower's log (an epoch past its own or back before its log's last, a base offset other than
+its log end, gaps and overlaps between batches): refused whole, quietly (no timer moves either).
+A stranger's vote request of the next epoch reaches leaders, now and then one that just held a
+Fetch, so that the answers of a step-down are checked (refinement.invariants_effects).
 GrantedVoteIsDurable is checked on every granted vote under every profile (it draws nothing,
 so traces are unchanged).
 """
@@ -519,7 +524,7 @@ def _vote_to_holding_leader(t: Target, _rng: random.Random) -> Forgery | None:
         t.cluster_id, _STRANGER_KEY, Epoch(t.epoch + 1), t.last_epoch, t.end_offset, t.key
     )
     return _forgery(
-        "VoteRequest of the next epoch to a leader holding a Fetch",
+        "VoteRequest of the next epoch to a leader",
         STRANGER,
         msg,
         frozenset({ErrorCode.NONE}),
