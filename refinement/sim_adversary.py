@@ -1062,7 +1062,7 @@ class SimAdversary(SimLiveness):
             return  # it stopped (a graceful shutdown completed meanwhile)
         found = (
             inp.out_of_bounds_refused(victim.id, f, self._forged_refused)
-            or inp.rejection_error_code(victim.id, f, self._forged_reply)
+            or inp.rejection_error_code(victim.id, f, self._last_forged_reply())
             or inp.rejected_message_changes_nothing(
                 victim.id, f, before, self._kept(victim), self.now
             )
@@ -1093,6 +1093,10 @@ class SimAdversary(SimLiveness):
         )
         if found is not None:
             self._violation(found.name, found.detail)
+
+    def _last_forged_reply(self) -> Message | None:
+        # Through a call, as _last_vote_answer: reset to None before the step that sets it.
+        return self._forged_reply
 
     def _last_vote_answer(self) -> VoteResponse | None:
         # Read through a call: mypy keeps `self._vote_answer` narrowed to None across the step
