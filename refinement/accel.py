@@ -49,6 +49,7 @@ HOT_MODULES = (
     "kraft/storage/log_adapter.py",
     "kraft/storage/memory_log.py",
     "refinement/invariants.py",
+    "refinement/invariants_effects.py",
     "refinement/invariants_input.py",
     "refinement/invariants_producers.py",
     "refinement/invariants_reconfig.py",

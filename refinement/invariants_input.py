@@ -12,7 +12,9 @@ Each checker is a pure function returning a `Violation` or None:
   and the quorum-state can hold is refused before any handler sees it (the core says so with
   MessageRefused), and a message at the very edge of those bounds is not.
 - `RejectedMessageChangesNothing`: a message that must be rejected moves nothing the replica
-  keeps: its quorum-state (epoch, leader, vote), its role, its log, its log start and its HWM.
+  keeps: its quorum-state (epoch, leader, vote), its role, its log, its log start and its HWM;
+  one rejected quietly (a Fetch answer from the leader whose batches cannot extend the log) no
+  timer either: the replica's next deadline stays where it was (when nothing was due).
 - `GrantedVoteIsDurable`: a replica that grants a (real, not pre-) vote has persisted that
   vote, for that candidate in that epoch, before the answer leaves (KIP-595: "the voter
   persists its vote before granting it"); a Prospective, Unattached or Voted replica alike.
@@ -22,7 +24,7 @@ Each checker is a pure function returning a `Violation` or None:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from kraft.core.effects import ElectionState
 from kraft.core.messages import FetchResponse, Message, VoteRequest, VoteResponse
@@ -56,11 +58,14 @@ class Forgery:
     out_of_bounds: bool
     rejected: bool
     diverging: bool = False
+    # Rejected without touching a timer (not even the fetch timer a real answer restarts).
+    quiet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class KeptState:
-    """What a replica keeps across a message: quorum-state, role, log, log start and HWM."""
+    """What a replica keeps across a message: quorum-state, role, log, log start and HWM;
+    and when its next timer fires (compared only for a quiet rejection)."""
 
     persisted: ElectionState | None
     state: ReplicaState | None
@@ -71,6 +76,7 @@ class KeptState:
     epochs: EpochCache
     log_start_offset: Offset
     high_watermark: Offset | None
+    next_deadline_ms: int = -1
 
 
 def rejection_error_code(node: NodeId, f: Forgery, reply: Message | None) -> Violation | None:
@@ -113,10 +119,16 @@ def out_of_bounds_refused(node: NodeId, f: Forgery, refused: bool) -> Violation 
 
 
 def rejected_message_changes_nothing(
-    node: NodeId, f: Forgery, before: KeptState, after: KeptState
+    node: NodeId, f: Forgery, before: KeptState, after: KeptState, now: int
 ) -> Violation | None:
-    """RejectedMessageChangesNothing: a message that must be rejected moved nothing kept."""
-    if not f.rejected or before == after:
+    """RejectedMessageChangesNothing: a message that must be rejected moved nothing kept (a
+    quiet rejection no timer either, unless one was due at once: that one may fire in the
+    step)."""
+    if not f.rejected:
+        return None
+    if not f.quiet or before.next_deadline_ms <= now:
+        after = replace(after, next_deadline_ms=before.next_deadline_ms)
+    if before == after:
         return None
     changed = [
         f.name for f in fields(KeptState) if getattr(before, f.name) != getattr(after, f.name)

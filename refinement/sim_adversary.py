@@ -21,6 +21,11 @@ is checked after the event as after any other.
 
 `corrupt_fetch` flips one byte that a batch's CRC covers in a Fetch answer carrying records: the
 follower must not append it (the simulated log refuses a batch whose CRC fails: EffectRejected).
+Forged answers in the leader's name carry batches each well formed that cannot extend the
+follower's log (an epoch past its own or back before its log's last, a base offset other than
+its log end, gaps and overlaps between batches): refused whole, quietly (no timer moves either).
+A stranger's vote request of the next epoch reaches leaders, now and then one that just held a
+Fetch, so that the answers of a step-down are checked (refinement.invariants_effects).
 GrantedVoteIsDurable is checked on every granted vote under every profile (it draws nothing,
 so traces are unchanged).
 """
@@ -64,7 +69,7 @@ from kraft.ids import (
     OffsetAndEpoch,
     ReplicaKey,
 )
-from kraft.records import iter_batches
+from kraft.records import encode_records, iter_batches
 from refinement import invariants_input as inp
 from refinement.invariants_input import Forgery, KeptState
 from refinement.sim_base import _FAULT, _REQUEST_MESSAGES, _REQUEST_OF, _Node
@@ -76,6 +81,9 @@ if TYPE_CHECKING:
 # The fault kind of refinement.sim_faults' dispatch.
 ADVERSARY = "adversary"
 ADVERSARY_AIMED = "adversary-aimed"  # a forgery aimed at a replica in a passing state
+
+# How often a leader that just held a Fetch gets a stranger's vote request of the next epoch.
+_HOLDING_LEADER_AIM = 0.15
 
 # A node id no replica has: the forger that is nobody's peer.
 STRANGER = NodeId(97)
@@ -438,8 +446,9 @@ def _forgery(
     *,
     rejected: bool = True,
     diverging: bool = False,
+    quiet: bool = False,
 ) -> Forgery:
-    return Forgery(kind, src, msg, expect, False, rejected, diverging)
+    return Forgery(kind, src, msg, expect, False, rejected, diverging, quiet)
 
 
 def _vote_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
@@ -495,6 +504,27 @@ def _vote_from_stranger(t: Target, _rng: random.Random) -> Forgery | None:
     msg = VoteRequest(t.cluster_id, _STRANGER_KEY, t.epoch, t.last_epoch, t.end_offset, t.key)
     return _forgery(
         "VoteRequest from an unknown node",
+        STRANGER,
+        msg,
+        frozenset({ErrorCode.NONE}),
+        rejected=False,
+    )
+
+
+def _vote_to_holding_leader(t: Target, _rng: random.Random) -> Forgery | None:
+    """A well-formed vote request in the next epoch from a node nobody knows, to a leader (and
+    now and then aimed at one that just held a Fetch, KIP-595's long poll): the leader steps
+    down, answers what it holds with the new epoch, and answers the vote request, each answer
+    to its own request (refinement.invariants_effects: ResponseAnswersItsRequest,
+    RequestAnswered). Any replica may grant such a vote (KIP-853); whether this one does is
+    not prescribed."""
+    if t.state is not L or t.epoch + 1 > _TOP_EPOCH:
+        return None
+    msg = VoteRequest(
+        t.cluster_id, _STRANGER_KEY, Epoch(t.epoch + 1), t.last_epoch, t.end_offset, t.key
+    )
+    return _forgery(
+        "VoteRequest of the next epoch to a leader",
         STRANGER,
         msg,
         frozenset({ErrorCode.NONE}),
@@ -741,13 +771,84 @@ def _fetch_answer_from_non_leader(t: Target, rng: random.Random) -> Forgery | No
     return _forgery("FetchResponse from a replica that is not the leader", src, msg, None)
 
 
+def _batch(base: int, epoch: int, count: int) -> bytes:
+    """A well-formed data batch (its CRC right) of `count` records at `base` in `epoch`."""
+    values = [(None, b"forged-%d" % k) for k in range(count)]
+    return encode_records(base, epoch, values, timestamp_ms=0)
+
+
+# Fetch answers whose batches cannot extend the follower's log, each well formed (its CRC
+# right): a batch of an epoch after ours (Kafka: an epoch past the leader's) or before our
+# log's last (epochs never decrease along a log); a first batch past our log end, or back
+# inside our log; a gap or an overlap between two batches.
+_BAD_BATCHES = (
+    "epoch-ahead",
+    "epoch-back",
+    "gap-first",
+    "overlap-first",
+    "gap-between",
+    "overlap-between",
+)
+
+
+def _bad_batches(variant: str, t: Target, rng: random.Random) -> bytes | None:
+    """The records of a variant of `_BAD_BATCHES` against `t` (None: it does not apply)."""
+    end, ep = int(t.end_offset), int(t.epoch)
+    if variant == "epoch-ahead":
+        return _batch(end, ep + 1, 1 + int(rng.random() * 2))
+    if variant == "epoch-back":
+        return _batch(end, t.last_epoch - 1, 1) if t.last_epoch >= 1 else None
+    if variant == "gap-first":
+        return _batch(end + 1 + int(rng.random() * 3), ep, 1)
+    if variant == "overlap-first":
+        return _batch(end - 1, ep, 2) if end > t.log_start else None
+    if variant == "gap-between":
+        return _batch(end, ep, 2) + _batch(end + 3, ep, 1)
+    return _batch(end, ep, 2) + _batch(end + 1, ep, 2)
+
+
+def _fetch_answer_bad_batches(variant: str) -> Forger:
+    """A Fetch answer from our leader in our epoch, naming our log end as its HWM, whose
+    batches cannot extend our log (`_BAD_BATCHES`). Kafka's follower refuses such records
+    (appendAsFollower: offsets out of order, an epoch past the leader's); the whole answer is
+    refused, as a corrupt one: nothing appended, its HWM not taken, and no timer moved (no
+    fetch timer restarted, no Fetch sent early: the follower waits for the answer to its own
+    Fetch, or its timeout)."""
+
+    def forge(t: Target, rng: random.Random) -> Forgery | None:
+        if t.state is not F or t.leader_id is None or t.leader_id == t.key.id:
+            return None
+        data = _bad_batches(variant, t, rng)
+        if data is None:
+            return None
+        msg = FetchResponse(
+            ErrorCode.NONE,
+            t.leader_id,
+            t.epoch,
+            high_watermark=t.end_offset,
+            log_start_offset=Offset(-1),
+            records=data,
+        )
+        return _forgery(
+            f"FetchResponse with batches that cannot extend the log ({variant})",
+            t.leader_id,
+            msg,
+            None,
+            quiet=True,
+        )
+
+    return forge
+
+
 _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("fetch-answer-from-non-leader", _fetch_answer_from_non_leader),
+    *((f"fetch-answer-{v}", _fetch_answer_bad_batches(v)) for v in _BAD_BATCHES),
     ("vote-wrong-cluster", _vote_wrong_cluster),
     ("vote-log-epoch-not-below", _vote_log_epoch_not_below),
     ("vote-stale", _vote_stale),
     ("vote-other-voter", _vote_other_voter),
     ("vote-from-stranger", _vote_from_stranger),
+    ("vote-to-holding-leader", _vote_to_holding_leader),
     ("begin-wrong-cluster", _begin_wrong_cluster),
     ("begin-from-myself", _begin_from_myself),
     ("begin-stale", _begin_stale),
@@ -775,6 +876,8 @@ CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *_bounds_forgers(),
     *_SEMANTIC,
     *(("fetch-unknown-epoch", _fetch_unknown_epoch),) * 3,
+    *(("fetch-answer-epoch-ahead", _fetch_answer_bad_batches("epoch-ahead")),) * 2,
+    *(("fetch-answer-gap-first", _fetch_answer_bad_batches("gap-first")),) * 2,
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -787,6 +890,8 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
+    **{f"fetch-answer-{v}": frozenset({F}) for v in _BAD_BATCHES},
+    "vote-to-holding-leader": frozenset({L}),
 }
 
 
@@ -812,8 +917,8 @@ class SimAdversary(SimLiveness):
         self._forged_refused = False
         # The answer a replica gave to the VoteRequest being handled (VoteRecordedOnlyWhenGranted).
         self._vote_answer: VoteResponse | None = None
-        # Replicas (and their incarnation) a forgery is aimed at, in order.
-        self._adv_aimed: list[tuple[_Node, int]] = []
+        # Replicas (and their incarnation) a forgery is aimed at, with the forger, in order.
+        self._adv_aimed: list[tuple[_Node, int, Forger]] = []
 
     # ------------------------------------------------------------------ injection
 
@@ -871,14 +976,27 @@ class SimAdversary(SimLiveness):
             and was is not P
             and self._adv_rng.random() < 0.5
         ):
-            self._adv_aimed.append((node, node.inc))
+            self._adv_aimed.append((node, node.inc, _vote_from_stranger))
+            self._push(self.now, _FAULT, ADVERSARY_AIMED)
+        # A leader just held a Fetch: now and then a stranger's vote request of the next epoch
+        # makes it step down at once, with the Fetch held (a leader rarely steps down then
+        # otherwise: a higher epoch reaches it when it is cut off from its followers).
+        elif (
+            self._profile.adversary_rate > 0
+            and not self._liveness
+            and isinstance(msg, FetchRequest)
+            and node.snap.state is L
+            and self._ledger.holds_request(node.id)
+            and self._adv_rng.random() < _HOLDING_LEADER_AIM
+        ):
+            self._adv_aimed.append((node, node.inc, _vote_to_holding_leader))
             self._push(self.now, _FAULT, ADVERSARY_AIMED)
 
     def _forge_aimed(self) -> None:
-        node, inc = self._adv_aimed.pop(0)
+        node, inc, forger = self._adv_aimed.pop(0)
         if node.replica is None or node.inc != inc or node.shutting_down:
             return
-        forgery = _vote_from_stranger(self._target(node), self._adv_rng)
+        forgery = forger(self._target(node), self._adv_rng)
         if forgery is not None:
             self._inject(node, forgery)
 
@@ -920,6 +1038,7 @@ class SimAdversary(SimLiveness):
             epochs=log.epoch_entries(),
             log_start_offset=v.log_start_offset,
             high_watermark=v.high_watermark,
+            next_deadline_ms=node.replica.next_deadline_ms(),
         )
 
     def _inject(self, victim: _Node, f: Forgery) -> None:
@@ -932,7 +1051,10 @@ class SimAdversary(SimLiveness):
         self._forged_reply = None
         self._forged_refused = False
         try:
-            event = Receive(self.now, f.src, msg, None)
+            token = None
+            if answering is not None and self._check:
+                token = self._request_token(victim, f.src, answering)
+            event = Receive(self.now, f.src, msg, None, token)
             self._step(victim, event, answering, int(f.src), msg)
         finally:
             self._forging = None
@@ -940,8 +1062,10 @@ class SimAdversary(SimLiveness):
             return  # it stopped (a graceful shutdown completed meanwhile)
         found = (
             inp.out_of_bounds_refused(victim.id, f, self._forged_refused)
-            or inp.rejection_error_code(victim.id, f, self._forged_reply)
-            or inp.rejected_message_changes_nothing(victim.id, f, before, self._kept(victim))
+            or inp.rejection_error_code(victim.id, f, self._last_forged_reply())
+            or inp.rejected_message_changes_nothing(
+                victim.id, f, before, self._kept(victim), self.now
+            )
         )
         if found is not None:
             self._violation(found.name, found.detail)
@@ -969,6 +1093,10 @@ class SimAdversary(SimLiveness):
         )
         if found is not None:
             self._violation(found.name, found.detail)
+
+    def _last_forged_reply(self) -> Message | None:
+        # Through a call, as _last_vote_answer: reset to None before the step that sets it.
+        return self._forged_reply
 
     def _last_vote_answer(self) -> VoteResponse | None:
         # Read through a call: mypy keeps `self._vote_answer` narrowed to None across the step

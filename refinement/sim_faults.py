@@ -149,6 +149,7 @@ class SimFaults(SimSnapshots):
         # connections closed), and the next start derives a fresh generator from it.
         node.inc += 1
         self._timing_stopped(node)
+        self._ledger.stopped(node.id)
         node.shutting_down = False
         node.stop_requested = False
         node.tick_at = -1

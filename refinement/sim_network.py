@@ -43,6 +43,7 @@ from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import KeyValue, decode_records, iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
+from refinement import invariants_effects as eff
 from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
@@ -60,7 +61,12 @@ from refinement.sim_base import (
 )
 
 if TYPE_CHECKING:
-    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
+    from refinement.sim_config import ReplicaFactory, SimConfig, SimReplica, SimResult
+
+# Reply tokens of delivered requests (refinement.invariants_effects), apart from the
+# operator's (refinement.sim_reconfig numbers its voter changes from 1).
+_FIRST_TOKEN = 1 << 40
+_RESPONSE_TYPES = frozenset(eff.ANSWERS)
 
 
 class SimNetwork(SimBase):
@@ -128,6 +134,10 @@ class SimNetwork(SimBase):
         # kind) pair's latest request left, to hold its answer until about its timeout.
         self._hold = self._profile.hold_answer
         self._request_sent: dict[tuple[NodeId, NodeId, type], tuple[Request, int]] = {}
+        # The effect contract (refinement.invariants_effects): the reply token each delivered
+        # request carries, and what each running incarnation was given and has not answered.
+        self._ledger = eff.EffectLedger(linger=config.timing.append_linger_ms > 0)
+        self._next_token = _FIRST_TOKEN
 
     # ------------------------------------------------------------------ events
 
@@ -177,7 +187,10 @@ class SimNetwork(SimBase):
             )
             if found is not None:
                 self._violation(found.name, found.detail)
-        event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to))
+        token = None
+        if answering is not None and self._check:
+            token = self._request_token(dst, NodeId(src_id), answering)
+        event = Receive(self.now, NodeId(src_id), message, cast(Request | None, in_reply_to), token)
         if mtype is FetchSnapshotResponse:
             key = (dst.id, NodeId(src_id))
             if in_reply_to is not None and self._chunk_awaited.get(key) is in_reply_to:
@@ -189,6 +202,13 @@ class SimNetwork(SimBase):
             self._step_fetch(dst, event, msg, NodeId(src_id))
             return
         self._step(dst, event, answering, src_id, message)
+
+    def _request_token(self, dst: _Node, src: NodeId, request: Request) -> int:
+        """A fresh reply token for a request delivered to `dst`, entered in the ledger."""
+        token = self._next_token
+        self._next_token += 1
+        self._ledger.request_received(dst.id, token, src, request)
+        return token
 
     def _step_fetch(self, dst: _Node, event: Receive, req: FetchRequest, src: NodeId) -> None:
         """A Fetch stepped, remembered as accepted by a leader if its answer did not refuse it
@@ -303,6 +323,9 @@ class SimNetwork(SimBase):
             late = monitor.overdue(self.now)
             if late is not None:
                 self._violation(late.name, late.detail)
+        if self._check and type(event) is ClientAppend:
+            assert isinstance(event, ClientAppend)
+            self._ledger.append_received(node.id, event.request_id)
         try:
             effects = replica.step(event)
         except Exception as exc:  # the core must not raise on any event
@@ -311,6 +334,12 @@ class SimNetwork(SimBase):
                 f"node {node.id} raised {type(exc).__name__}: {exc} on {type(event).__name__}",
             )
         self._apply(node, effects, answering, src_id)
+        if self._check:
+            held = self._ledger.after_step(
+                node.id, None if node.replica is None else node.replica.view().state
+            )
+            if held is not None:
+                self._violation(held.name, held.detail)
         if monitor is not None and node.replica is not None:
             found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
             if found is None:
@@ -323,11 +352,31 @@ class SimNetwork(SimBase):
         self._schedule_tick(node, deadline)
         self._after_step(node, event, src_id, msg)
         if node.stop_requested:
+            if self._check:
+                self._after_shutdown(node, replica)
             # A clean stop closes the log, which flushes it.
             node.log.flush()
             node.log_dirty = True
             node.replica = None
             self._node_stopped(node, "Stop")
+
+    def _after_shutdown(self, node: _Node, replica: SimReplica) -> None:
+        """ShutdownCompleteOnce: one more event, as a driver may have queued after the one
+        that completed the shutdown, brings no second ShutdownComplete. Its other effects are
+        not performed: the replica stops here."""
+        try:
+            effects = replica.step(Tick(self.now))
+        except Exception as exc:
+            self._violation(
+                "ReplicaRaised",
+                f"node {node.id} raised {type(exc).__name__}: {exc} on a Tick after"
+                " ShutdownComplete",
+            )
+        for e in effects:
+            if type(e) is ShutdownComplete:
+                found = self._ledger.shutdown_completed(node.id)
+                if found is not None:
+                    self._violation(found.name, found.detail + " (the second on a later Tick)")
 
     def _apply(
         self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
@@ -335,6 +384,7 @@ class SimNetwork(SimBase):
         actions = self._actions
         tracing = self._trace is not None
         log = node.log
+        check = self._check
         for e in effects:
             t = type(e)
             if t is Send:
@@ -342,6 +392,10 @@ class SimNetwork(SimBase):
                 if e.dst == ADMIN and self._dynamic:
                     self._admin_answer(node, e.message, e.reply_to)
                     continue
+                if check and type(e.message) in _RESPONSE_TYPES:
+                    found = self._ledger.response_sent(node.id, e.dst, e.message, e.reply_to)
+                    if found is not None:
+                        self._violation(found.name, found.detail)
                 self._send(node, e.dst, e.message, answering, src_id)
             elif t is ActionTaken:
                 assert isinstance(e, ActionTaken)
@@ -399,11 +453,19 @@ class SimNetwork(SimBase):
                     self._log_voters_changed(node, None)
             elif t is AppendResult:
                 assert isinstance(e, AppendResult)
+                if check:
+                    found = self._ledger.append_answered(node.id, e.request_id)
+                    if found is not None:
+                        self._violation(found.name, found.detail)
                 self._append_result(node, e)
             elif t is AppendCommitted or t is AppendLost:
                 assert isinstance(e, AppendCommitted | AppendLost)
                 self._decided.append(e)
             elif t is ShutdownComplete:
+                if check:
+                    found = self._ledger.shutdown_completed(node.id)
+                    if found is not None:
+                        self._violation(found.name, found.detail)
                 node.stop_requested = True
             elif t is StateChanged:
                 pass

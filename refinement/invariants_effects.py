@@ -1,0 +1,202 @@
+"""Checkers of the effect contract: which request an answer answers, that every request and
+every client append gets its one answer, and that a shutdown completes once.
+
+A driver hands every request it delivers a reply token (Receive.reply_to), and the core hands
+that token back on the Send that answers it, however much later (a Fetch a leader holds is
+answered on a later step): the node routes an answer by its token alone (kraft.server.inbound).
+The simulator gives tokens as the node does and keeps a ledger per replica incarnation of the
+requests and client appends it was given and has not answered (`EffectLedger`):
+
+- ResponseAnswersItsRequest: a response names the token of a request this incarnation
+  received from the node the response goes to, of the request type it answers, and not yet
+  answered: no request is answered twice, and no answer is routed to a request it does not
+  answer (the requester would take it for the answer to that one).
+- RequestAnswered: a request is answered in the step that received it, except a Fetch a
+  leader holds for its max wait (KIP-595's long poll); a replica that is not a leader holds
+  no request, so a leader answers what it holds by the time it steps down (Kafka completes
+  its delayed fetches when the epoch ends). A request never answered is a requester left
+  waiting for its request timeout.
+- ClientAppendAnsweredOnce: every ClientAppend gets exactly one AppendResult from the
+  incarnation it was given to: none for an append it was not given or already answered, and
+  none left unanswered by a replica that is not leading (a leader holds only what lingers in
+  its accumulator, and only with quorum.append.linger.ms > 0).
+- ShutdownCompleteOnce: a replica says ShutdownComplete at most once per incarnation. A driver
+  may step a replica with events it had queued after the one that completed the shutdown (the
+  node's driver does, until its loop stops): those bring no second ShutdownComplete.
+
+A crash ends an incarnation with whatever it held: its ledger is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Request,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import NodeId
+from refinement.invariants import Violation
+
+RESPONSE_ANSWERS_ITS_REQUEST = "ResponseAnswersItsRequest"
+REQUEST_ANSWERED = "RequestAnswered"
+CLIENT_APPEND_ANSWERED_ONCE = "ClientAppendAnsweredOnce"
+SHUTDOWN_COMPLETE_ONCE = "ShutdownCompleteOnce"
+
+# The request each response answers (the peer RPCs a simulator delivers).
+ANSWERS: dict[type, type] = {
+    VoteResponse: VoteRequest,
+    BeginQuorumEpochResponse: BeginQuorumEpochRequest,
+    EndQuorumEpochResponse: EndQuorumEpochRequest,
+    FetchResponse: FetchRequest,
+    FetchSnapshotResponse: FetchSnapshotRequest,
+}
+
+L = ReplicaState.LEADER
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A request a replica was given and has not answered: from whom, and what."""
+
+    src: NodeId
+    request: Request
+
+    @property
+    def may_wait(self) -> bool:
+        """A Fetch with a max wait: a leader may hold it (KIP-595's long poll)."""
+        return type(self.request) is FetchRequest and self.request.max_wait_ms > 0
+
+
+@dataclass(slots=True)
+class _Incarnation:
+    requests: dict[int, Held] = field(default_factory=dict)
+    answered: set[int] = field(default_factory=set)
+    appends: set[int] = field(default_factory=set)
+    shutdowns: int = 0
+
+
+class EffectLedger:
+    """What each running replica incarnation was given and has not answered."""
+
+    __slots__ = ("_linger", "_nodes")
+
+    def __init__(self, *, linger: bool) -> None:
+        # With quorum.append.linger.ms > 0 a leader may hold client appends across steps.
+        self._linger = linger
+        self._nodes: dict[NodeId, _Incarnation] = {}
+
+    def _of(self, node: NodeId) -> _Incarnation:
+        inc = self._nodes.get(node)
+        if inc is None:
+            inc = self._nodes[node] = _Incarnation()
+        return inc
+
+    def stopped(self, node: NodeId) -> None:
+        """The incarnation ended (crash, clean stop, disk loss): what it held dies with it."""
+        self._nodes.pop(node, None)
+
+    # ------------------------------------------------------------------ requests
+
+    def holds_request(self, node: NodeId) -> bool:
+        """The incarnation holds a request it has not answered (a leader's held Fetch)."""
+        inc = self._nodes.get(node)
+        return inc is not None and bool(inc.requests)
+
+    def request_received(self, node: NodeId, token: int, src: NodeId, request: Request) -> None:
+        self._of(node).requests[token] = Held(src, request)
+
+    def response_sent(
+        self, node: NodeId, dst: NodeId, msg: Message, token: int | None
+    ) -> Violation | None:
+        """ResponseAnswersItsRequest for one response Send."""
+        inc = self._of(node)
+        what = type(msg).__name__
+        if token is None:
+            return Violation(
+                RESPONSE_ANSWERS_ITS_REQUEST,
+                f"node {node} sent a {what} to {dst} that names no request (no reply token)",
+            )
+        held = inc.requests.pop(token, None)
+        if held is None:
+            again = "already answered" if token in inc.answered else "never received"
+            return Violation(
+                RESPONSE_ANSWERS_ITS_REQUEST,
+                f"node {node} sent a {what} to {dst} as the answer to request {token}, which"
+                f" it {again}",
+            )
+        inc.answered.add(token)
+        want = ANSWERS.get(type(msg))
+        if held.src != dst or type(held.request) is not want:
+            return Violation(
+                RESPONSE_ANSWERS_ITS_REQUEST,
+                f"node {node} sent a {what} to {dst} as the answer to request {token}, the"
+                f" {type(held.request).__name__} of node {held.src}",
+            )
+        return None
+
+    # ------------------------------------------------------------------ client appends
+
+    def append_received(self, node: NodeId, request_id: int) -> None:
+        self._of(node).appends.add(request_id)
+
+    def append_answered(self, node: NodeId, request_id: int) -> Violation | None:
+        """ClientAppendAnsweredOnce for one AppendResult."""
+        inc = self._of(node)
+        if request_id in inc.appends:
+            inc.appends.discard(request_id)
+            return None
+        return Violation(
+            CLIENT_APPEND_ANSWERED_ONCE,
+            f"node {node} answered client append {request_id}, which it was not given or had"
+            " answered already",
+        )
+
+    # ------------------------------------------------------------------ shutdown
+
+    def shutdown_completed(self, node: NodeId) -> Violation | None:
+        """ShutdownCompleteOnce for one ShutdownComplete."""
+        inc = self._of(node)
+        inc.shutdowns += 1
+        if inc.shutdowns == 1:
+            return None
+        return Violation(
+            SHUTDOWN_COMPLETE_ONCE,
+            f"node {node} said ShutdownComplete {inc.shutdowns} times in one incarnation",
+        )
+
+    # ------------------------------------------------------------------ after a step
+
+    def after_step(self, node: NodeId, state: ReplicaState | None) -> Violation | None:
+        """RequestAnswered and the rest of ClientAppendAnsweredOnce, at the end of a step:
+        what the replica still holds, it may hold."""
+        inc = self._nodes.get(node)
+        if inc is None:
+            return None
+        leading = state is L
+        for token, held in inc.requests.items():
+            if not (leading and held.may_wait):
+                role = "a leader" if leading else f"{state.value if state else 'down'}"
+                return Violation(
+                    REQUEST_ANSWERED,
+                    f"node {node} ({role}) left the {type(held.request).__name__} of node"
+                    f" {held.src} (request {token}) unanswered",
+                )
+        if inc.appends and not (leading and self._linger):
+            role = "leader" if leading else f"{state.value if state else 'down'}"
+            return Violation(
+                CLIENT_APPEND_ANSWERED_ONCE,
+                f"node {node} ({role}) left client appends {sorted(inc.appends)[:10]} unanswered",
+            )
+        return None
