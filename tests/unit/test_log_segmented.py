@@ -13,6 +13,7 @@ import pytest
 from kraft.ids import Epoch, Offset
 from kraft.records import decode_batch, iter_batches
 from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segment import TAIL_READ_BYTES
 from kraft.storage.segmented_log import EPOCH_CHECKPOINT_NAME, LOG_DIR_NAME, SegmentedLog
 
 EPOCH_FIELD = range(12, 16)  # PartitionLeaderEpoch: outside the CRC, so undetectable
@@ -186,6 +187,34 @@ def test_read_region_sends_the_same_bytes_as_read(tmp_path: Path) -> None:
                 assert sent == r.length
                 assert right.recv(1 << 16) == bytes(view.data)
                 del view
+
+
+def test_a_tail_read_copied_from_a_grown_segment_is_the_mapped_read(tmp_path: Path) -> None:
+    """Reads near the end of a segment that grew since it was mapped copy the tail
+    (kraft.storage.segment.TAIL_READ_BYTES); the same reads over a fresh mapping give the
+    same offsets and bytes, for every offset and read size."""
+    with SegmentedLog.open(tmp_path, segment_bytes=1 << 20) as log:
+        fill(log, 30, seed=3)
+        log.read(Offset(0), 1)  # map the segment as it is now
+        fill(log, 600, seed=4)  # grow it past the mapping, by more than TAIL_READ_BYTES
+        (seg,) = log._segments
+        assert seg._map_len < seg.size - TAIL_READ_BYTES
+        mapped = seg._map_len
+        last = log.read(Offset(log.end_offset - 1), 1 << 20)
+        assert seg._map_len == mapped  # a short read at the end copies; nothing remapped
+        del last
+        cases = [(o, m) for o in range(0, log.end_offset, 7) for m in (0, 1, 300, 5000, 1 << 20)]
+        got = []
+        for offset, max_bytes in cases:
+            seg.drop_map()
+            log.read(Offset(0), 1)  # mapped as far as the file goes: no copy
+            mapped_read = log.read(Offset(offset), max_bytes, verify=True)
+            got.append((mapped_read.first_offset, mapped_read.next_offset, bytes(mapped_read.data)))
+            del mapped_read
+        for (offset, max_bytes), want in zip(cases, got, strict=True):
+            seg.drop_map()
+            r = log.read(Offset(offset), max_bytes, verify=True)  # copied when near the end
+            assert (r.first_offset, r.next_offset, bytes(r.data)) == want, (offset, max_bytes)
 
 
 def build_single_segment(tmp_path: Path, batches: int = 40) -> tuple[Path, bytes]:
