@@ -127,35 +127,49 @@ class PeerLink:
             self._connecting = asyncio.create_task(self._connect())
 
     async def _connect(self) -> None:
+        """Connect while requests are queued and no connection is up. The connection becomes
+        the link's in its protocol's connection_made, not when this coroutine resumes: by
+        then the peer may have closed it and its connection_lost have run (a reset
+        partition, a restarting node), and a link that adopted it afterwards would write
+        every later request into a dead transport and never reconnect."""
         try:
-            delay = self._next_connect_ms - self._clock()
-            if delay > 0:
-                await asyncio.sleep(delay / 1000)
-            try:
-                transport, _ = await asyncio.wait_for(
-                    asyncio.get_running_loop().create_connection(
-                        functools.partial(_LinkProtocol, self), self.host, self.port
-                    ),
-                    self._timeout_s,
-                )
-            except (OSError, TimeoutError) as e:
-                log.debug("cannot connect to node %d: %s", self.node_id, e)
-                self._backoff_ms = min(max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS)
-                self._next_connect_ms = self._clock() + self._backoff_ms
-                # Refused or unreachable: broken; a connect that timed out says nothing more
-                # than a request that timed out.
-                self._fail_all(broken=not isinstance(e, TimeoutError))
-                return
-            if self._closed:
-                transport.close()
-                return
-            self._backoff_ms = 0
-            self._transport = transport
-            for frame in self._queued:
-                transport.write(frame)
-            self._queued.clear()
+            while self._queued and self._transport is None and not self._closed:
+                delay = self._next_connect_ms - self._clock()
+                if delay > 0:
+                    await asyncio.sleep(delay / 1000)
+                try:
+                    await asyncio.wait_for(
+                        asyncio.get_running_loop().create_connection(
+                            functools.partial(_LinkProtocol, self), self.host, self.port
+                        ),
+                        self._timeout_s,
+                    )
+                except (OSError, TimeoutError) as e:
+                    log.debug("cannot connect to node %d: %s", self.node_id, e)
+                    self._backoff_ms = min(
+                        max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS
+                    )
+                    self._next_connect_ms = self._clock() + self._backoff_ms
+                    # Refused or unreachable: broken; a connect that timed out says nothing
+                    # more than a request that timed out.
+                    self._fail_all(broken=not isinstance(e, TimeoutError))
+                    return
+                # Up (connection_made handed it over; closed there if the link was closed
+                # meanwhile), or already lost: then connection_lost failed what was queued,
+                # and what was queued since needs another connection.
         finally:
             self._connecting = None
+
+    def _connected(self, transport: asyncio.Transport) -> None:
+        """A new connection is up (its protocol's connection_made): send what is queued."""
+        if self._closed:
+            transport.close()
+            return
+        self._backoff_ms = 0
+        self._transport = transport
+        for frame in self._queued:
+            transport.write(frame)
+        self._queued.clear()
 
     def _disconnected(self, transport: asyncio.Transport) -> None:
         """The connection ended: by the peer (EOF, reset), a bad frame, or this link's close."""
@@ -228,6 +242,7 @@ class _LinkProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not a subclass of asyncio.Transport).
         self._transport = cast(asyncio.Transport, transport)
+        self._link._connected(self._transport)
 
     def data_received(self, data: bytes) -> None:
         try:
