@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kraft.ids import Epoch, Offset
-from kraft.records import decode_batch, iter_batches
+from kraft.records import decode_batch, encode_batch, iter_batches
 from kraft.storage.replicated_log import CorruptLogError
 from kraft.storage.segment import TAIL_READ_BYTES
 from kraft.storage.segmented_log import EPOCH_CHECKPOINT_NAME, LOG_DIR_NAME, SegmentedLog
@@ -215,6 +215,46 @@ def test_a_tail_read_copied_from_a_grown_segment_is_the_mapped_read(tmp_path: Pa
             seg.drop_map()
             r = log.read(Offset(offset), max_bytes, verify=True)  # copied when near the end
             assert (r.first_offset, r.next_offset, bytes(r.data)) == want, (offset, max_bytes)
+
+
+@pytest.mark.parametrize("hold_view", [False, True])
+def test_reads_after_a_truncation_and_rewrite_return_the_new_bytes(
+    tmp_path: Path, hold_view: bool
+) -> None:
+    """A follower truncating on divergence then appending other batches at the same offsets:
+    every later read, through the mapping or through a copy of the tail, gives the new
+    batches, never the truncated ones; also while a reader still holds a view of the old
+    mapping (which then cannot be closed)."""
+    with SegmentedLog.open(tmp_path, segment_bytes=1 << 20) as log:
+        fill(log, 40, seed=5)
+        log.read(Offset(0), 1 << 20)  # mapped as far as the file goes
+        cut = log.read(Offset(25), 0).first_offset
+        held = log.read(Offset(0), 1 << 20).data if hold_view else None
+        log.truncate_to(cut)
+        rng = random.Random(6)
+        while log.end_offset < 60:
+            values = [rng.randbytes(rng.randint(1, 120)) for _ in range(rng.randint(1, 4))]
+            log.append_as_follower(
+                encode_batch(log.end_offset, 2, values, timestamp_ms=log.end_offset)
+            )
+        (seg,) = log._segments
+        want = seg.path.read_bytes()
+        position = {h.base_offset: pos for pos, h in iter_batches(want)}
+        for offset in range(0, log.end_offset):
+            for max_bytes in (0, 1 << 20):
+                for remap in (False, True):
+                    if remap:
+                        seg.drop_map()
+                        log.read(Offset(0), 1 << 20)  # a mapping that covers the file
+                    else:
+                        seg.drop_map()  # short tails are copied
+                    r = log.read(Offset(offset), max_bytes, verify=True)
+                    at = position[r.first_offset]
+                    assert bytes(r.data) == want[at : at + len(r.data)], (offset, max_bytes)
+                    epochs = {h.partition_leader_epoch for _, h in iter_batches(r.data)}
+                    assert epochs == ({2} if r.first_offset >= cut else epochs), offset
+                    del r
+        del held
 
 
 def build_single_segment(tmp_path: Path, batches: int = 40) -> tuple[Path, bytes]:
