@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from kraft.core.events import Event, SendFailed
 from kraft.core.messages import FetchRequest
@@ -170,9 +171,9 @@ def test_a_connection_lost_before_the_connect_returns_is_not_kept() -> None:
         real = loop.create_connection
         calls = 0
 
-        async def returns_after_the_loss(  # type: ignore[no-untyped-def]
-            factory, host, port
-        ):
+        async def returns_after_the_loss(
+            factory: Callable[[], asyncio.Protocol], host: str, port: int
+        ) -> tuple[asyncio.BaseTransport, asyncio.Protocol]:
             # The first connection returns to its opener only once the peer's close has been
             # delivered (connection_lost has run): the interleaving the chaos run met.
             nonlocal calls
@@ -190,7 +191,7 @@ def test_a_connection_lost_before_the_connect_returns_is_not_kept() -> None:
                     await asyncio.sleep(0)
             return transport, protocol
 
-        loop.create_connection = returns_after_the_loss  # type: ignore[method-assign]
+        loop.create_connection = returns_after_the_loss  # type: ignore[method-assign, assignment]
         events: list[Event] = []
         link = _link(port, events, timeout_ms=3000)
         link.prepare(_fetch_request())()
