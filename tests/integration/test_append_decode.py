@@ -1,5 +1,6 @@
-"""The KraftAppend fast path decodes what the generic codec decodes, and refuses what it
-refuses (kraft.protocol.client_api.decode_append_request)."""
+"""The KraftAppend fast paths: the decoder decodes what the generic codec decodes, and refuses
+what it refuses (kraft.protocol.client_api.decode_append_request); the success answer is the
+codec's answer byte for byte (AppendSuccessEncoder)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from kraft.protocol import RequestHeader
 from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_NODE_INFO_KEY,
+    AppendSuccessEncoder,
     decode_append_request,
     decode_client_request,
     encode_client_request,
+    encode_client_response,
 )
 from kraft.protocol.errors import MalformedRequestError
 from kraft.protocol.values import MessageDict, get_int, get_records, get_structs
@@ -142,3 +145,32 @@ def test_a_version_above_the_latest_is_refused() -> None:
     payload[2:4] = (2).to_bytes(2, "big")
     with pytest.raises(MalformedRequestError):
         decode_append_request(bytes(payload))
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_the_fast_success_answer_is_the_codecs_answer_byte_for_byte(version: int) -> None:
+    fields: MessageDict = {
+        "leader_id": 3,
+        "leader_epoch": 7,
+        "leader_host": "127.0.0.1",
+        "leader_port": 9093,
+    }
+    enc = AppendSuccessEncoder(version, fields)
+    for corr, first, last in [(0, 0, 0), (1, 5, 5), (2**31 - 1, 2**40, 2**40 + 199), (-1, 0, 9)]:
+        body: MessageDict = {**fields, "error_code": 0, "base_offset": first, "last_offset": last}
+        assert enc.encode(corr, first, last) == encode_client_response(
+            KRAFT_APPEND_KEY, corr, body, version
+        )
+
+
+def test_the_fast_success_answer_without_a_leader_endpoint() -> None:
+    fields: MessageDict = {
+        "leader_id": 1,
+        "leader_epoch": 2,
+        "leader_host": None,
+        "leader_port": -1,
+    }
+    body: MessageDict = {**fields, "error_code": 0, "base_offset": 3, "last_offset": 4}
+    assert AppendSuccessEncoder(0, fields).encode(9, 3, 4) == encode_client_response(
+        KRAFT_APPEND_KEY, 9, body
+    )

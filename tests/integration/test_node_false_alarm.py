@@ -99,9 +99,9 @@ def test_a_follower_whose_link_breaks_stands_but_the_leader_stays(tmp_path: Path
             async def break_link() -> None:
                 while True:
                     link = follower._transport.peers.links.get(lead_id)
-                    writer = None if link is None else link._writer
-                    if writer is not None:
-                        writer.transport.abort()  # as a reset from the leader's end
+                    transport = None if link is None else link._transport
+                    if transport is not None:
+                        transport.abort()  # as a reset from the leader's end
                     await asyncio.sleep(0.02)
 
             breaker = asyncio.create_task(break_link())

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kraft.ids import Epoch, Offset
-from kraft.records import decode_batch, iter_batches
+from kraft.records import decode_batch, encode_batch, iter_batches
 from kraft.storage.replicated_log import CorruptLogError
+from kraft.storage.segment import TAIL_READ_BYTES
 from kraft.storage.segmented_log import EPOCH_CHECKPOINT_NAME, LOG_DIR_NAME, SegmentedLog
 
 EPOCH_FIELD = range(12, 16)  # PartitionLeaderEpoch: outside the CRC, so undetectable
@@ -186,6 +187,74 @@ def test_read_region_sends_the_same_bytes_as_read(tmp_path: Path) -> None:
                 assert sent == r.length
                 assert right.recv(1 << 16) == bytes(view.data)
                 del view
+
+
+def test_a_tail_read_copied_from_a_grown_segment_is_the_mapped_read(tmp_path: Path) -> None:
+    """Reads near the end of a segment that grew since it was mapped copy the tail
+    (kraft.storage.segment.TAIL_READ_BYTES); the same reads over a fresh mapping give the
+    same offsets and bytes, for every offset and read size."""
+    with SegmentedLog.open(tmp_path, segment_bytes=1 << 20) as log:
+        fill(log, 30, seed=3)
+        log.read(Offset(0), 1)  # map the segment as it is now
+        fill(log, 600, seed=4)  # grow it past the mapping, by more than TAIL_READ_BYTES
+        (seg,) = log._segments
+        assert seg._map_len < seg.size - TAIL_READ_BYTES
+        mapped = seg._map_len
+        last = log.read(Offset(log.end_offset - 1), 1 << 20)
+        assert seg._map_len == mapped  # a short read at the end copies; nothing remapped
+        del last
+        cases = [(o, m) for o in range(0, log.end_offset, 7) for m in (0, 1, 300, 5000, 1 << 20)]
+        got = []
+        for offset, max_bytes in cases:
+            seg.drop_map()
+            log.read(Offset(0), 1)  # mapped as far as the file goes: no copy
+            mapped_read = log.read(Offset(offset), max_bytes, verify=True)
+            got.append((mapped_read.first_offset, mapped_read.next_offset, bytes(mapped_read.data)))
+            del mapped_read
+        for (offset, max_bytes), want in zip(cases, got, strict=True):
+            seg.drop_map()
+            r = log.read(Offset(offset), max_bytes, verify=True)  # copied when near the end
+            assert (r.first_offset, r.next_offset, bytes(r.data)) == want, (offset, max_bytes)
+
+
+@pytest.mark.parametrize("hold_view", [False, True])
+def test_reads_after_a_truncation_and_rewrite_return_the_new_bytes(
+    tmp_path: Path, hold_view: bool
+) -> None:
+    """A follower truncating on divergence then appending other batches at the same offsets:
+    every later read, through the mapping or through a copy of the tail, gives the new
+    batches, never the truncated ones; also while a reader still holds a view of the old
+    mapping (which then cannot be closed)."""
+    with SegmentedLog.open(tmp_path, segment_bytes=1 << 20) as log:
+        fill(log, 40, seed=5)
+        log.read(Offset(0), 1 << 20)  # mapped as far as the file goes
+        cut = log.read(Offset(25), 0).first_offset
+        held = log.read(Offset(0), 1 << 20).data if hold_view else None
+        log.truncate_to(cut)
+        rng = random.Random(6)
+        while log.end_offset < 60:
+            values = [rng.randbytes(rng.randint(1, 120)) for _ in range(rng.randint(1, 4))]
+            log.append_as_follower(
+                encode_batch(log.end_offset, 2, values, timestamp_ms=log.end_offset)
+            )
+        (seg,) = log._segments
+        want = seg.path.read_bytes()
+        position = {h.base_offset: pos for pos, h in iter_batches(want)}
+        for offset in range(0, log.end_offset):
+            for max_bytes in (0, 1 << 20):
+                for remap in (False, True):
+                    if remap:
+                        seg.drop_map()
+                        log.read(Offset(0), 1 << 20)  # a mapping that covers the file
+                    else:
+                        seg.drop_map()  # short tails are copied
+                    r = log.read(Offset(offset), max_bytes, verify=True)
+                    at = position[r.first_offset]
+                    assert bytes(r.data) == want[at : at + len(r.data)], (offset, max_bytes)
+                    epochs = {h.partition_leader_epoch for _, h in iter_batches(r.data)}
+                    assert epochs == ({2} if r.first_offset >= cut else epochs), offset
+                    del r
+        del held
 
 
 def build_single_segment(tmp_path: Path, batches: int = 40) -> tuple[Path, bytes]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from kraft.core.events import Event, SendFailed
 from kraft.core.messages import FetchRequest
@@ -136,5 +137,77 @@ def test_a_connection_the_peer_closes_or_refuses_is_broken_a_timeout_is_not() ->
         # Nothing listens there any more: connection refused.
         assert (await _failure(_link(closed_port, events), events)).broken
         await silent.wait_closed()
+
+    asyncio.run(run())
+
+
+def test_a_connection_lost_before_the_connect_returns_is_not_kept() -> None:
+    """The peer may close a new connection before the coroutine that opened it resumes (a
+    reset partition, a restarting node): its transport has already told the link it is lost,
+    so the link must not then adopt it. A link that did kept writing every later request into
+    that dead transport (asyncio drops them, logging 'socket.send() raised exception.') and
+    never reconnected: requests to that peer timed out until the process restarted, and a
+    chaos run (seed 5) left a follower that never caught up or elections that never held."""
+
+    async def run() -> None:
+        accepted = 0
+        closed = asyncio.Event()
+        frames: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def close_first(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            nonlocal accepted
+            accepted += 1
+            if accepted == 1:
+                w.close()
+                closed.set()
+                return
+            size = int.from_bytes(await r.readexactly(4), "big")
+            await frames.put(await r.readexactly(size))
+            await r.read()
+
+        server = await asyncio.start_server(close_first, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        real = loop.create_connection
+        calls = 0
+
+        async def returns_after_the_loss(
+            factory: Callable[[], asyncio.Protocol], host: str, port: int
+        ) -> tuple[asyncio.BaseTransport, asyncio.Protocol]:
+            # The first connection returns to its opener only once the peer's close has been
+            # delivered (connection_lost has run): the interleaving the chaos run met.
+            nonlocal calls
+            calls += 1
+            transport, protocol = await real(factory, host, port)
+            if calls == 1:
+                await closed.wait()
+                # A transport that closes itself on EOF has done so once the FIN is read; a
+                # stream reader's keeps its transport open and reads the EOF later (bounded).
+                for _ in range(200):
+                    if transport.is_closing():
+                        break
+                    await asyncio.sleep(0.01)
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            return transport, protocol
+
+        loop.create_connection = returns_after_the_loss  # type: ignore[method-assign, assignment]
+        events: list[Event] = []
+        link = _link(port, events, timeout_ms=3000)
+        link.prepare(_fetch_request())()
+        while not events:
+            await asyncio.sleep(0.01)
+        [first] = events
+        assert isinstance(first, SendFailed) and first.broken  # the peer closed it
+        # The next request must go out on a new connection, not into the lost one.
+        link.prepare(_fetch_request())()
+        got = asyncio.ensure_future(frames.get())
+        while not got.done() and len(events) == 1:
+            await asyncio.sleep(0.01)
+        assert got.done(), f"the request never reached the peer: {events[1:]}"
+        assert accepted == 2 and len(events) == 1
+        await link.close()
+        server.close()
+        await server.wait_closed()
 
     asyncio.run(run())

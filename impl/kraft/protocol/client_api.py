@@ -309,3 +309,44 @@ def decode_client_response(
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedResponseError(f"response header: {e}") from None
     return correlation_id, client_codec(Direction.RESPONSE, api_key, version).decode(view[pos:])
+
+
+_ANSWER_HEAD: Final = struct.Struct(">ii")  # frame size, correlation id
+_OFFSETS_AND_TAGS: Final = struct.Struct(">qqB")  # base_offset, last_offset, no tagged fields
+
+
+class AppendSuccessEncoder:
+    """Encodes the successful KraftAppend answers of one version and one set of leader fields
+    (the append hot path): the codec encodes the body once, and each answer is that body with
+    its correlation id and offsets packed in, byte for byte what encode_client_response gives.
+    base_offset and last_offset are the body's last fields (fixed-width int64), followed only
+    by its empty tagged fields; this is checked when the encoder is built."""
+
+    __slots__ = ("_middle", "_size")
+
+    def __init__(self, version: int, body: Message) -> None:
+        fields: MessageDict = {**body, "error_code": 0, "error_message": None}
+        low = encode_client_response(
+            KRAFT_APPEND_KEY, 0, {**fields, "base_offset": 0, "last_offset": 0}, version
+        )
+        high = encode_client_response(
+            KRAFT_APPEND_KEY, -1, {**fields, "base_offset": -1, "last_offset": -1}, version
+        )
+        end = len(low) - _OFFSETS_AND_TAGS.size
+        if (
+            len(low) != len(high)
+            or low[_ANSWER_HEAD.size : end] != high[_ANSWER_HEAD.size : end]
+            or low[end:] != _OFFSETS_AND_TAGS.pack(0, 0, 0)
+            or high[end:] != _OFFSETS_AND_TAGS.pack(-1, -1, 0)
+        ):
+            raise ValueError(f"KraftAppendResponse v{version} does not end with its offsets")
+        self._middle = low[_ANSWER_HEAD.size : end]
+        self._size = len(low) - _SIZE.size
+
+    def encode(self, correlation_id: int, base_offset: int, last_offset: int) -> bytes:
+        """The framed answer."""
+        return (
+            _ANSWER_HEAD.pack(self._size, correlation_id)
+            + self._middle
+            + _OFFSETS_AND_TAGS.pack(base_offset, last_offset, 0)
+        )

@@ -20,9 +20,12 @@ deadline).
 
 Within a batch, client appends are stepped after the other events, so that what a peer's
 message releases (a HWM that answers clients, a Fetch answered from records already durable)
-is not held behind the fsync of this batch's appends. The fsync runs on a worker thread: the
-listener and the peer links keep reading and decoding meanwhile, so the next batch is ready
-when it returns; nothing steps the replica or writes the log before it does.
+is not held behind the fsync of this batch's appends. The fsync runs on the loop: nothing could
+be stepped meanwhile anyway (a follower's next Fetch waits for it, a leader's answers too), and
+on a worker thread its hand-offs (submit, wake, GIL, completion, loop wake-up) cost about a
+seventh of the CPU per committed one-record append and added latency whenever the cores are
+busy (benchmarks.bench_work); what arrives meanwhile waits in the socket buffers and is read
+right after.
 
 Snapshots (KIP-630), performed in order like the log's effects: WriteSnapshot and
 SnapshotRefused go to the snapshot policy (`SnapshotHooks`, kraft.server.snapshots), which
@@ -53,16 +56,15 @@ own answer: outcome unknown; so is a leader's stepping down (StateChanged from L
 answers its pending appends at once rather than when it next follows a leader. Never a false
 acknowledgement.
 
-The batch is stepped without awaiting, so other tasks of the node (DescribeQuorum, reads)
-only ever see the replica and the log between whole steps; while an fsync runs they may see
-records not yet durable, but consumer reads stop at the released high watermark.
+The batch is stepped, flushed and released without awaiting, so other tasks of the node
+(DescribeQuorum, reads) only ever see the replica and the log between whole batches.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
+import heapq
 import itertools
 import logging
 from collections import deque
@@ -172,9 +174,12 @@ class AppendOutcome:
     leader_id: NodeId | None = None
 
 
+Answer = Callable[[AppendOutcome], None]
+
+
 @dataclass(slots=True)
 class _Pending:
-    future: asyncio.Future[AppendOutcome]
+    answer: Answer
     deadline_ms: int
 
 
@@ -207,10 +212,13 @@ class Driver:
         self._qs_version = quorum_state_version
         self._trace = trace
         self._queue: deque[Event] = deque()
-        self._wake = asyncio.Event()
+        # What run() awaits while it has nothing to step: a future set by `_wake_up`.
+        self._waiter: asyncio.Future[None] | None = None
         self._flush_pending = False
         self._held: list[Release] = []
         self._pending: dict[int, _Pending] = {}
+        # (deadline, request id) of the pending appends, a heap; answered ones leave lazily.
+        self._deadlines: list[tuple[int, int]] = []
         self._groups = AppendGroups()  # coalesced appends (kraft.server.coalesce)
         self._ids = itertools.count(1)
         self._stopping = False
@@ -236,7 +244,31 @@ class Driver:
 
     def submit(self, event: Event) -> None:
         self._queue.append(event)
-        self._wake.set()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def append(
+        self,
+        records: tuple[KeyValue, ...],
+        timeout_ms: int,
+        answer: Answer,
+        *,
+        producer: ProducerId = NO_PRODUCER,
+        sequence: int = -1,
+    ) -> None:
+        """A client append; `answer` is called once with its outcome (from the loop, once the
+        outcome is released: never before the records it acknowledges are durable)."""
+        now = self._clock()
+        request_id = next(self._ids)
+        deadline = now + max(timeout_ms, 0)
+        self._pending[request_id] = _Pending(answer, deadline)
+        heapq.heappush(self._deadlines, (deadline, request_id))
+        self._queue.append(ClientAppend(now, records, request_id, producer, sequence))
+        self._wake_up()
 
     def client_append(
         self,
@@ -246,11 +278,14 @@ class Driver:
         producer: ProducerId = NO_PRODUCER,
         sequence: int = -1,
     ) -> asyncio.Future[AppendOutcome]:
-        now = self._clock()
-        request_id = next(self._ids)
+        """`append`, answered through a future."""
         fut: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = _Pending(fut, now + max(timeout_ms, 0))
-        self.submit(ClientAppend(now, records, request_id, producer, sequence))
+
+        def answer(outcome: AppendOutcome) -> None:
+            if not fut.done():
+                fut.set_result(outcome)
+
+        self.append(records, timeout_ms, answer, producer=producer, sequence=sequence)
         return fut
 
     def start(self) -> None:
@@ -264,30 +299,35 @@ class Driver:
     # ------------------------------------------------------------------ the loop
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self._stopping:
+            waited = False
             if not self._queue:
-                timeout = max(0, self._next_deadline() - self._clock()) / 1000
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
-            self._step_batch()
-            if self._flush_pending:
-                # On a thread (fsync releases the GIL); what is held stays held until it returns.
-                await asyncio.get_running_loop().run_in_executor(None, self._flush)
-            self._finish_batch()
-            self._expire_appends()
-            # Let the network tasks run even when timers are due back to back.
-            await asyncio.sleep(0)
+                delay = (self._next_deadline() - self._clock()) / 1000
+                if delay > 0:
+                    waiter = self._waiter = loop.create_future()
+                    timer = loop.call_later(delay, self._wake_up)
+                    try:
+                        await waiter
+                    finally:
+                        timer.cancel()
+                        self._waiter = None
+                    waited = True
+            self.process_batch()  # its fsync too, on the loop (the module's docstring says why)
+            if not waited:
+                # Let the network callbacks run even when timers are due back to back.
+                await asyncio.sleep(0)
 
     def stop(self) -> None:
         self._stopping = True
-        self._wake.set()
+        self._wake_up()
 
     def _next_deadline(self) -> int:
         t = self.replica.next_deadline_ms()
-        for p in self._pending.values():
-            t = min(t, p.deadline_ms)
-        return t
+        deadlines, pending = self._deadlines, self._pending
+        while deadlines and deadlines[0][1] not in pending:
+            heapq.heappop(deadlines)
+        return min(t, deadlines[0][0]) if deadlines else t
 
     def process_batch(self) -> None:
         """Step every queued event and the due ticks, fsync once, release what was held."""
@@ -546,9 +586,18 @@ class Driver:
             self.on_high_watermark(hwm)
 
     def _expire_appends(self) -> None:
+        deadlines, pending = self._deadlines, self._pending
+        if not pending:
+            deadlines.clear()
+            return
+        if len(deadlines) > 2 * len(pending) + 64:
+            # Mostly answered: rebuild from what is still pending.
+            deadlines[:] = [(p.deadline_ms, r) for r, p in pending.items()]
+            heapq.heapify(deadlines)
         now = self._clock()
-        for request_id, p in list(self._pending.items()):
-            if p.deadline_ms <= now:
+        while deadlines and deadlines[0][0] <= now:
+            _, request_id = heapq.heappop(deadlines)
+            if request_id in pending:
                 self._answer(
                     request_id,
                     AppendOutcome(
@@ -560,8 +609,8 @@ class Driver:
 
     def _answer(self, request_id: int, outcome: AppendOutcome) -> None:
         p = self._pending.pop(request_id, None)
-        if p is not None and not p.future.done():
-            p.future.set_result(outcome)
+        if p is not None:
+            p.answer(outcome)
 
     def fail_all_appends(self, message: str) -> None:
         for request_id in list(self._pending):

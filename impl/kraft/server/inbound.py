@@ -36,13 +36,15 @@ body gets the API's error response with INVALID_REQUEST. Other connections are u
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import itertools
 import logging
 import random
 import struct
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import cast
 
 from kraft.app.port import ReadableStateMachine
 from kraft.core.effects import Send
@@ -85,6 +87,7 @@ from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_GET_KEY,
     KRAFT_NODE_INFO_KEY,
+    AppendSuccessEncoder,
     decode_append_request,
     decode_client_request,
     encode_client_response,
@@ -122,29 +125,115 @@ _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 
 
-@dataclass(eq=False, slots=True)
-class _Connection:
-    writer: asyncio.StreamWriter
-    peer: str
-    closed: bool = False
-    # The replica id the first replica request on this connection claimed.
-    claimed: NodeId | None = None
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+class _Connection(asyncio.Protocol):
+    """One accepted connection, read by callbacks (no task, no future per request): each chunk
+    the socket delivers is split into frames and each frame handled at once."""
+
+    __slots__ = (
+        "_counted",
+        "_decoder",
+        "_idle",
+        "_server",
+        "claimed",
+        "closed",
+        "last_request",
+        "peer",
+        "transport",
+    )
+
+    def __init__(self, server: RequestServer) -> None:
+        self._server = server
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.closed = False
+        # The replica id the first replica request on this connection claimed.
+        self.claimed: NodeId | None = None
+        self._decoder = FrameDecoder(server._cfg.max_frame_bytes)
+        self._counted = 0  # this connection's share of the server's partly received bytes
+        self.last_request = 0.0
+        self._idle: asyncio.TimerHandle | None = None
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's is not a subclass of asyncio.Transport).
+        self.transport = cast(asyncio.Transport, transport)
+        self.peer = str(self.transport.get_extra_info("peername"))
+        self._server._accepted(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        server = self._server
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as e:
+            log.warning("closing connection from %s: %s", self.peer, e)
+            self.close()
+            return
+        buffered = self._decoder.buffered
+        server._buffered += buffered - self._counted
+        self._counted = buffered
+        limit = server._cfg.queued_max_request_bytes
+        if server._buffered > limit:
+            server._refuse(
+                self,
+                f"queued.max.request.bytes ({limit}) exceeded by partly received requests",
+            )
+            return
+        if frames:
+            self.last_request = server._loop_time()
+            handle = server._handle
+            for payload in frames:
+                if not handle(self, payload):
+                    return
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._server._lost(self)
+
+    # idle connections (connections.max.idle.ms)
+
+    def watch_idle(self, idle_s: float) -> None:
+        """Close the connection once `idle_s` pass without a whole request: one timer, moved
+        on only when it fires (not per request)."""
+        if self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        due = self.last_request + idle_s
+        if due <= loop.time():
+            self._server._refuse(
+                self, f"no whole request in {self._server._cfg.connections_max_idle_ms} ms"
+            )
+            return
+        self._idle = loop.call_at(due, self.watch_idle, idle_s)
+
+    def forget_buffered(self) -> int:
+        counted, self._counted = self._counted, 0
+        return counted
+
+    # writing
 
     def write(self, data: bytes) -> None:
-        if not self.closed:
-            self.writer.write(data)
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
 
     def write_frame(self, frame: ResponseFrame) -> None:
         """Prefix, region, suffix: the transport sends each as far as the socket takes it."""
-        if not self.closed:
+        if not self.closed and self.transport is not None:
             for part in frame.parts():
-                self.writer.write(part)
+                self.transport.write(part)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.writer.close()
+            if self._idle is not None:
+                self._idle.cancel()
+            if self.transport is not None:
+                self.transport.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +262,23 @@ class RequestServer:
         # Bytes of partly received requests, over every connection (queued.max.request.bytes).
         self._buffered = 0
         self._server: asyncio.Server | None = None
+        self._loop_time: Callable[[], float] = time.monotonic
         self._rng = random.Random()  # DescribeCluster's controller when no leader is known
+        # Successful KraftAppend answers by (version, leader id, epoch); the leader's endpoint
+        # comes from the voters, so a change of voters empties it.
+        self._append_ok: dict[tuple[int, NodeId, int], AppendSuccessEncoder] = {}
         self.requests = 0
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(
-            self._serve, self._cfg.listener_host, self._cfg.listener_port, reuse_address=True
+        loop = asyncio.get_running_loop()
+        self._loop_time = loop.time
+        self._server = await loop.create_server(
+            functools.partial(_Connection, self),
+            self._cfg.listener_host,
+            self._cfg.listener_port,
+            reuse_address=True,
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         return str(host), int(port)
@@ -188,65 +286,35 @@ class RequestServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for conn in list(self._conns):
-            with contextlib.suppress(OSError, RuntimeError):
-                await asyncio.wait_for(conn.writer.drain(), 0.5)
+        conns = list(self._conns)
+        # What is queued to be written goes out first (half a second at most).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 0.5
+        while loop.time() < deadline and any(
+            c.transport is not None and c.transport.get_write_buffer_size() for c in conns
+        ):
+            await asyncio.sleep(0.01)
+        for conn in conns:
             conn.close()
-            for task in conn.tasks:
-                task.cancel()
         self._conns.clear()
 
     # ------------------------------------------------------------------ connections
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = str(writer.get_extra_info("peername"))
-        conn = _Connection(writer, peer)
+    def _accepted(self, conn: _Connection) -> None:
         cfg = self._cfg
         if len(self._conns) >= cfg.max_connections:
             self._refuse(conn, f"max.connections ({cfg.max_connections}) reached")
             return
         self._conns.add(conn)
-        decoder = FrameDecoder(cfg.max_frame_bytes)
-        idle_s = cfg.connections_max_idle_ms / 1000
-        loop = asyncio.get_running_loop()
         # A connection must deliver a whole request within connections.max.idle.ms: this
         # closes silent ones and those that trickle a request a byte at a time alike.
-        last_request = loop.time()
-        counted = 0  # this connection's share of self._buffered
-        try:
-            while not conn.closed:
-                left = last_request + idle_s - loop.time()
-                if left <= 0:
-                    self._refuse(conn, f"no whole request in {cfg.connections_max_idle_ms} ms")
-                    break
-                try:
-                    chunk = await asyncio.wait_for(reader.read(1 << 16), left)
-                except TimeoutError:
-                    continue
-                if not chunk:
-                    break
-                frames = decoder.feed(chunk)
-                self._buffered += decoder.buffered - counted
-                counted = decoder.buffered
-                if self._buffered > cfg.queued_max_request_bytes:
-                    self._refuse(
-                        conn,
-                        f"queued.max.request.bytes ({cfg.queued_max_request_bytes}) exceeded by "
-                        "partly received requests",
-                    )
-                    break
-                if frames:
-                    last_request = loop.time()
-                for payload in frames:
-                    if not self._on_frame(conn, payload):
-                        break
-        except ProtocolError as e:
-            log.warning("closing connection from %s: %s", peer, e)
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            self._buffered -= counted
-            conn.close()
+        conn.last_request = self._loop_time()
+        conn.watch_idle(cfg.connections_max_idle_ms / 1000)
+
+    def _lost(self, conn: _Connection) -> None:
+        self._buffered -= conn.forget_buffered()
+        conn.close()
+        if conn in self._conns:
             self._conns.discard(conn)
             self._forget(conn)
 
@@ -256,6 +324,7 @@ class RequestServer:
         if self._cfg.voters == voters:
             return False
         self._cfg = replace(self._cfg, voters=voters)
+        self._append_ok.clear()
         return True
 
     def _forget(self, conn: _Connection) -> None:
@@ -266,12 +335,12 @@ class RequestServer:
         log.warning("closing connection from %s: %s", conn.peer, why)
         conn.close()
 
-    def _on_frame(self, conn: _Connection, payload: bytes) -> bool:
+    def _handle(self, conn: _Connection, payload: bytes) -> bool:
         """Handle one request; False once the connection is closed."""
-        self._handle(conn, payload)
+        self._handle_request(conn, payload)
         return not conn.closed
 
-    def _handle(self, conn: _Connection, payload: bytes) -> None:
+    def _handle_request(self, conn: _Connection, payload: bytes) -> None:
         self.requests += 1
         if len(payload) < _KEY.size:
             self._refuse(conn, "frame too short for a request header")
@@ -466,28 +535,46 @@ class RequestServer:
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
-        corr = req.header.correlation_id
-        fut = self._driver.client_append(
-            req.records, req.timeout_ms, producer=ProducerId(req.producer_id), sequence=req.sequence
+        self._driver.append(
+            req.records,
+            req.timeout_ms,
+            functools.partial(
+                self._answer_append, conn, req.header.correlation_id, req.header.api_version
+            ),
+            producer=ProducerId(req.producer_id),
+            sequence=req.sequence,
         )
-        version = req.header.api_version
-        task = asyncio.create_task(self._answer_append(conn, corr, fut, version))
-        conn.tasks.add(task)
-        task.add_done_callback(conn.tasks.discard)
 
-    async def _answer_append(
-        self, conn: _Connection, corr: int, fut: asyncio.Future[AppendOutcome], version: int
+    def _answer_append(
+        self, conn: _Connection, corr: int, version: int, outcome: AppendOutcome
     ) -> None:
-        outcome = await fut
+        if conn.closed:
+            return
+        first, last, epoch = outcome.first_offset, outcome.last_offset, outcome.epoch
+        if (
+            outcome.error is ErrorCode.NONE
+            and outcome.leader_id is not None
+            and first is not None
+            and last is not None
+            and epoch is not None
+        ):
+            # The hot path: the body of this version, leader and epoch is encoded once.
+            key = (version, outcome.leader_id, epoch)
+            encoder = self._append_ok.get(key)
+            if encoder is None:
+                fields = {**self._leader_fields(outcome.leader_id), "leader_epoch": epoch}
+                encoder = self._append_ok[key] = AppendSuccessEncoder(version, fields)
+            conn.write(encoder.encode(corr, first, last))
+            return
         body: MessageDict = {
             "error_code": int(outcome.error),
             "error_message": outcome.message,
-            "base_offset": -1 if outcome.first_offset is None else outcome.first_offset,
-            "last_offset": -1 if outcome.last_offset is None else outcome.last_offset,
+            "base_offset": -1 if first is None else first,
+            "last_offset": -1 if last is None else last,
             **self._leader_fields(outcome.leader_id),
         }
-        if outcome.epoch is not None:
-            body["leader_epoch"] = outcome.epoch
+        if epoch is not None:
+            body["leader_epoch"] = epoch
         conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body, version))
 
     def _leader_fields(self, leader_id: NodeId | None) -> MessageDict:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from kraft.core.events import Event, Receive, SendFailed
 from kraft.core.messages import Request
@@ -94,9 +96,8 @@ class PeerLink:
         self._ids = itertools.count(1)
         self._in_flight: dict[int, _InFlight] = {}
         self._queued: list[bytes] = []
-        self._writer: asyncio.StreamWriter | None = None
+        self._transport: asyncio.Transport | None = None
         self._connecting: asyncio.Task[None] | None = None
-        self._reading: asyncio.Task[None] | None = None
         self._backoff_ms = 0
         self._next_connect_ms = 0
         self._closed = False
@@ -118,59 +119,64 @@ class PeerLink:
         loop = asyncio.get_running_loop()
         entry.timer = loop.call_later(self._timeout_s, self._timed_out, corr)
         self._in_flight[corr] = entry
-        if self._writer is not None:
-            self._writer.write(frame)
+        if self._transport is not None:
+            self._transport.write(frame)
             return
         self._queued.append(frame)
         if self._connecting is None:
             self._connecting = asyncio.create_task(self._connect())
 
     async def _connect(self) -> None:
+        """Connect while requests are queued and no connection is up. The connection becomes
+        the link's in its protocol's connection_made, not when this coroutine resumes: by
+        then the peer may have closed it and its connection_lost have run (a reset
+        partition, a restarting node), and a link that adopted it afterwards would write
+        every later request into a dead transport and never reconnect."""
         try:
-            delay = self._next_connect_ms - self._clock()
-            if delay > 0:
-                await asyncio.sleep(delay / 1000)
-            try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self._timeout_s
-                )
-            except (OSError, TimeoutError) as e:
-                log.debug("cannot connect to node %d: %s", self.node_id, e)
-                self._backoff_ms = min(max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS)
-                self._next_connect_ms = self._clock() + self._backoff_ms
-                # Refused or unreachable: broken; a connect that timed out says nothing more
-                # than a request that timed out.
-                self._fail_all(broken=not isinstance(e, TimeoutError))
-                return
-            if self._closed:
-                writer.close()
-                return
-            self._backoff_ms = 0
-            self._writer = writer
-            for frame in self._queued:
-                writer.write(frame)
-            self._queued.clear()
-            self._reading = asyncio.create_task(self._read(reader, writer))
+            while self._queued and self._transport is None and not self._closed:
+                delay = self._next_connect_ms - self._clock()
+                if delay > 0:
+                    await asyncio.sleep(delay / 1000)
+                try:
+                    await asyncio.wait_for(
+                        asyncio.get_running_loop().create_connection(
+                            functools.partial(_LinkProtocol, self), self.host, self.port
+                        ),
+                        self._timeout_s,
+                    )
+                except (OSError, TimeoutError) as e:
+                    log.debug("cannot connect to node %d: %s", self.node_id, e)
+                    self._backoff_ms = min(
+                        max(2 * self._backoff_ms, _BACKOFF_MIN_MS), _BACKOFF_MAX_MS
+                    )
+                    self._next_connect_ms = self._clock() + self._backoff_ms
+                    # Refused or unreachable: broken; a connect that timed out says nothing
+                    # more than a request that timed out.
+                    self._fail_all(broken=not isinstance(e, TimeoutError))
+                    return
+                # Up (connection_made handed it over; closed there if the link was closed
+                # meanwhile), or already lost: then connection_lost failed what was queued,
+                # and what was queued since needs another connection.
         finally:
             self._connecting = None
 
-    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder = FrameDecoder(self._max_frame)
-        try:
-            while True:
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                for frame in decoder.feed(chunk):
-                    self._on_frame(frame)
-        except (OSError, ProtocolError) as e:
-            log.debug("connection to node %d failed: %s", self.node_id, e)
-        finally:
-            if self._writer is writer:
-                self._writer = None
-            writer.close()
-            # Ended by the peer (EOF, reset) unless this link was closed here.
-            self._fail_all(broken=not self._closed)
+    def _connected(self, transport: asyncio.Transport) -> None:
+        """A new connection is up (its protocol's connection_made): send what is queued."""
+        if self._closed:
+            transport.close()
+            return
+        self._backoff_ms = 0
+        self._transport = transport
+        for frame in self._queued:
+            transport.write(frame)
+        self._queued.clear()
+
+    def _disconnected(self, transport: asyncio.Transport) -> None:
+        """The connection ended: by the peer (EOF, reset), a bad frame, or this link's close."""
+        if self._transport is transport:
+            self._transport = None
+        # Ended by the peer (EOF, reset) unless this link was closed here.
+        self._fail_all(broken=not self._closed)
 
     def _on_frame(self, frame: bytes) -> None:
         if len(frame) < 4:
@@ -211,15 +217,53 @@ class PeerLink:
 
     async def close(self) -> None:
         self._closed = True
-        for task in (self._connecting, self._reading):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        task = self._connecting
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
         self._fail_all()
+
+
+class _LinkProtocol(asyncio.Protocol):
+    """A link's connection, read by callbacks: each chunk is split into frames and each frame
+    handed to the link at once (no task, no future per response)."""
+
+    __slots__ = ("_decoder", "_link", "_transport")
+
+    def __init__(self, link: PeerLink) -> None:
+        self._link = link
+        self._decoder = FrameDecoder(link._max_frame)
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's is not a subclass of asyncio.Transport).
+        self._transport = cast(asyncio.Transport, transport)
+        self._link._connected(self._transport)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as e:
+            log.debug("connection to node %d failed: %s", self._link.node_id, e)
+            if self._transport is not None:
+                self._transport.abort()
+            return
+        on_frame = self._link._on_frame
+        for frame in frames:
+            on_frame(frame)
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.debug("connection to node %d failed: %s", self._link.node_id, exc)
+        if self._transport is not None:
+            self._link._disconnected(self._transport)
 
 
 LinkFactory = Callable[[NodeId, str, int], PeerLink]

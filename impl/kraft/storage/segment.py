@@ -18,6 +18,11 @@ LOG_SUFFIX = ".log"
 OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_POS = 23
+# A read within this many bytes of the end of a segment that grew since it was mapped copies
+# that tail with pread instead of remapping the file: a follower fetching what was just
+# appended would otherwise cost an munmap (with its TLB shootdown across the process's
+# threads), an mmap and fresh page faults per read.
+TAIL_READ_BYTES = 64 * 1024
 
 
 def segment_name(base_offset: int) -> str:
@@ -93,14 +98,38 @@ class Segment:
         # Conservative: the next batch gets an entry of its own.
         self.bytes_since_index = 1 << 62 if keep else 0
 
+    def _window(self, pos: int) -> tuple[memoryview, int]:
+        """A buffer of the file from `pos` (or earlier) to its end, and the file position of
+        its first byte: the mapping while it covers the file, else a copy of a short tail
+        (TAIL_READ_BYTES), else the file remapped."""
+        if self._map is not None and self._map_len >= self.size:
+            return memoryview(self._map)[: self.size], 0
+        if self.size - pos <= TAIL_READ_BYTES:
+            return memoryview(os.pread(self.fd, self.size - pos, pos)), pos
+        return self.view(), 0
+
     def locate(self, offset: int, max_bytes: int) -> tuple[int, int, int, int]:
         """(start position, end position, first base offset, next offset) of a read."""
-        buf = self.view()
+        start, end, first, nxt, _ = self._locate(offset, max_bytes)
+        return start, end, first, nxt
+
+    def read(self, offset: int, max_bytes: int) -> tuple[int, memoryview, int, int]:
+        """(start position, the bytes, first base offset, next offset) of a read of whole
+        batches from the one holding `offset`: a view of the mapped file, or of a copy of its
+        tail (see _window)."""
+        start, end, first, nxt, (buf, at) = self._locate(offset, max_bytes)
+        return start, buf[start - at : end - at], first, nxt
+
+    def _locate(
+        self, offset: int, max_bytes: int
+    ) -> tuple[int, int, int, int, tuple[memoryview, int]]:
         i = bisect_right(self.index_offsets, offset) - 1
         pos = self.index_positions[max(i, 0)]
+        window = self._window(pos)
+        buf, at = window
         while True:
-            base, length = OFFSET_AND_LENGTH.unpack_from(buf, pos)
-            last = base + _LAST_OFFSET_DELTA.unpack_from(buf, pos + _LAST_OFFSET_DELTA_POS)[0]
+            base, length = OFFSET_AND_LENGTH.unpack_from(buf, pos - at)
+            last = base + _LAST_OFFSET_DELTA.unpack_from(buf, pos - at + _LAST_OFFSET_DELTA_POS)[0]
             if last >= offset:
                 break
             pos += length + LOG_OVERHEAD
@@ -108,19 +137,19 @@ class Segment:
         first_end = start + length + LOG_OVERHEAD
         bound = start + max(max_bytes, 0)
         if bound >= self.size:
-            return start, self.size, first_base, self.next_offset
+            return start, self.size, first_base, self.next_offset, window
         j = bisect_right(self.index_positions, bound) - 1
         pos = max(self.index_positions[j], first_end) if j >= 0 else first_end
         while pos < bound:
-            size = OFFSET_AND_LENGTH.unpack_from(buf, pos)[1] + LOG_OVERHEAD
+            size = OFFSET_AND_LENGTH.unpack_from(buf, pos - at)[1] + LOG_OVERHEAD
             if pos + size > bound:
                 break
             pos += size
         end = max(pos, first_end)
         if end >= self.size:
-            return start, self.size, first_base, self.next_offset
-        next_base = OFFSET_AND_LENGTH.unpack_from(buf, end)[0]
-        return start, end, first_base, next_base
+            return start, self.size, first_base, self.next_offset, window
+        next_base = OFFSET_AND_LENGTH.unpack_from(buf, end - at)[0]
+        return start, end, first_base, next_base, window
 
     def close(self) -> None:
         self.drop_map()

@@ -388,7 +388,9 @@ class SegmentedLog:
         return seg
 
     def read(self, offset: Offset, max_bytes: int, *, verify: bool = False) -> LogReadResult:
-        """Whole batches from the one holding `offset`, as a zero-copy view of the mmapped file.
+        """Whole batches from the one holding `offset`, as a zero-copy view of the mmapped file
+        (or, for a short read at the end of a segment that grew since it was mapped, of a copy
+        of that tail: kraft.storage.segment.TAIL_READ_BYTES).
 
         The view is valid until the log is truncated or closed. With `verify`, every batch read
         is checked (header and CRC) first: a damaged batch raises CorruptLogError naming the
@@ -400,12 +402,11 @@ class SegmentedLog:
         if seg is None:
             return LogReadResult(self.end_offset, self.end_offset, memoryview(b""))
         try:
-            start, end, first, nxt = seg.locate(offset, max_bytes)
+            start, data, first, nxt = seg.read(offset, max_bytes)
         except (struct.error, IndexError):
             raise CorruptLogError(
                 seg.path, 0, f"the batch headers leading to offset {offset} are damaged"
             ) from None
-        data = seg.view()[start:end]
         if verify:
             verify_batches(data, seg.path, start)
         return LogReadResult(Offset(first), Offset(nxt), data)
