@@ -63,7 +63,8 @@ class FlushLog:
 class Send:
     dst: NodeId
     message: Message
-    # For a response: the `reply_to` token of the request it answers (None in the simulator).
+    # For a response: the `reply_to` token of the request it answers (None for a Receive that
+    # carried none, as in hand-written tests; the simulator gives every request one).
     # The node routes the answer by it, never by the node id the request claimed.
     reply_to: int | None = None
 
