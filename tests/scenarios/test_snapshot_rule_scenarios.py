@@ -6,19 +6,27 @@
   transfer as soon as the leader answers one of its Fetches again;
 - check-quorum counts the FetchSnapshot requests of voters, and not those of observers: a
   leader cut off from its voters resigns although an observer keeps fetching chunks from it,
-  and a leader whose voters only fetch snapshot chunks keeps leading.
+  and a leader whose voters only fetch snapshot chunks keeps leading;
+- FetchSnapshot for a position past the snapshot, or for a snapshot the leader lacks, is
+  answered with its error at once;
+- under Kafka's retention policy (the node's, not the simulator's), followers move their log
+  start to the snapshot their retention asks for once the leader's log start is there.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memory_logs import key
 from scenario_harness import Cluster
 
-from kraft.core.effects import Effect, SnapshotRequired
-from kraft.core.events import CreateSnapshot, Event, Receive
-from kraft.core.messages import FetchResponse, FetchSnapshotRequest
+from kraft.core.effects import Effect, Send, SnapshotRequired
+from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive
+from kraft.core.messages import FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.core.snapshots import LogStartPolicy
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import NodeId, OffsetAndEpoch
+from kraft.errors import ErrorCode
+from kraft.ids import NodeId, Offset, OffsetAndEpoch
 from kraft.storage.memory_log import MemoryLog
 
 S = ReplicaState
@@ -157,3 +165,64 @@ def test_check_quorum_counts_a_voters_snapshot_fetches() -> None:
         c.run(c.now + 100)
     # One voter besides itself is a majority of three: the timer restarted each time.
     assert c.view(lead).state is S.LEADER
+
+
+def test_a_chunk_request_past_the_snapshot_or_for_a_missing_one_is_answered_with_an_error() -> None:
+    """HandleFetchSnapshotRequest answers at once: POSITION_OUT_OF_RANGE for a position at or
+    past the snapshot's size, SNAPSHOT_NOT_FOUND for a snapshot it does not hold."""
+    c = Cluster(3, observers=1, seed=19, snapshots=True)
+    lead, sid = trimmed_leader(c, behind=4)
+    snaps = c.nodes[lead].snaps
+    assert snaps is not None
+    size = len(snaps.complete[sid])
+    cluster = c.nodes[lead].config.cluster_id
+    epoch = c.view(lead).epoch
+    missing = OffsetAndEpoch(sid.epoch, Offset(sid.offset - 1))
+    for snapshot_id, position, error in (
+        (sid, size, ErrorCode.POSITION_OUT_OF_RANGE),
+        (sid, size + 100, ErrorCode.POSITION_OUT_OF_RANGE),
+        (missing, 0, ErrorCode.SNAPSHOT_NOT_FOUND),
+    ):
+        req = FetchSnapshotRequest(cluster, key(4), epoch, snapshot_id, position)
+        effects = c.step(lead, Receive(c.now, NodeId(4), req))
+        answers = [
+            e.message
+            for e in effects
+            if isinstance(e, Send) and e.dst == 4 and isinstance(e.message, FetchSnapshotResponse)
+        ]
+        assert [a.error for a in answers] == [error], (snapshot_id, position)
+
+
+class RetentionCluster(Cluster):
+    """Every replica under Kafka's retention policy (LogStartPolicy.RETENTION, the node's):
+    the log start moves only as far as the retention policy asks (DeleteBeforeSnapshot)."""
+
+    def start(self, i: int) -> None:
+        n = self.nodes[i]
+        n.config = replace(n.config, log_start_policy=LogStartPolicy.RETENTION)
+        super().start(i)
+
+
+def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> None:
+    """KIP-630 under Kafka's retention: each replica's retention asks for the log start at a
+    snapshot it holds; a follower moves there only once the leader's log start (from its
+    Fetch answers) has, and the leader once every live replica has the snapshot."""
+    c = RetentionCluster(3, seed=23, snapshots=True)
+    lead = elect(c)
+    end = commit(c, lead, 10)
+    c.run_until(lambda: all(c.view(i).high_watermark == end for i in c.nodes))
+    for i in c.nodes:
+        c.step(i, CreateSnapshot(c.now, end))
+    c.run(c.now + 5)
+    snaps = c.nodes[lead].snaps
+    assert snaps is not None
+    [sid] = [s for s in snaps.complete if s.offset == end]
+    followers = [i for i in c.nodes if i != lead]
+    c.run(c.now + 1000)
+    assert all(c.view(i).log_start_offset == 0 for i in c.nodes)  # nothing asked yet
+    for i in followers:  # their retention asks first: the leader's log start is still 0
+        c.step(i, DeleteBeforeSnapshot(c.now, sid))
+    c.run(c.now + 1000)
+    assert all(c.view(i).log_start_offset == 0 for i in followers)
+    c.step(lead, DeleteBeforeSnapshot(c.now, sid))
+    c.run_until(lambda: all(c.view(i).log_start_offset == end for i in c.nodes), limit=5000)
