@@ -8,7 +8,7 @@
   leader cut off from its voters resigns although an observer keeps fetching chunks from it,
   and a leader whose voters only fetch snapshot chunks keeps leading;
 - FetchSnapshot for a position past the snapshot, or for a snapshot the leader lacks, is
-  answered with its error at once;
+  answered with its error at once, and a fetcher so answered goes back to Fetch at once;
 - under Kafka's retention policy (the node's, not the simulator's), followers move their log
   start to the snapshot their retention asks for once the leader's log start is there.
 """
@@ -22,11 +22,16 @@ from scenario_harness import Cluster
 
 from kraft.core.effects import Effect, Send, SnapshotRequired
 from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive
-from kraft.core.messages import FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.core.messages import (
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+)
 from kraft.core.snapshots import LogStartPolicy
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NodeId, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.memory_log import MemoryLog
 
 S = ReplicaState
@@ -226,3 +231,41 @@ def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> 
     assert all(c.view(i).log_start_offset == 0 for i in followers)
     c.step(lead, DeleteBeforeSnapshot(c.now, sid))
     c.run_until(lambda: all(c.view(i).log_start_offset == end for i in c.nodes), limit=5000)
+
+
+def _until_mid_transfer(c: Cluster, fetcher: int) -> None:
+    c.run_until(
+        lambda: any(src == fetcher and isinstance(m, FetchSnapshotRequest) and m.position > 0
+                    for src, _, m in c.delivered)
+    )  # fmt: skip
+    assert c.nodes[fetcher].log.start_offset == 0  # nothing installed yet
+
+
+def test_a_snapshot_gone_from_the_leader_mid_transfer_sends_the_fetcher_back_to_fetch_at_once() -> (
+    None
+):
+    """The leader no longer holds the snapshot being fetched (SNAPSHOT_NOT_FOUND, or a position
+    past its end): the fetcher drops the transfer and asks the leader with Fetch at once, as
+    Kafka does, for the snapshot it holds now."""
+    for error in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+        c = Cluster(3, observers=1, seed=29, snapshots=True, fetch_max_bytes=8)
+        lead, _ = trimmed_leader(c, behind=4)
+        c.heal()
+        _until_mid_transfer(c, 4)
+        c.partition(4, lead)  # the real chunks stop; this answer comes instead
+        gone = FetchSnapshotResponse(
+            error,
+            NodeId(lead),
+            c.view(lead).epoch,
+            OffsetAndEpoch(Epoch(-1), Offset(-1)),
+            size=0,
+            position=0,
+        )
+        effects = c.step(4, Receive(c.now, NodeId(lead), gone))
+        fetches = [
+            e.message
+            for e in effects
+            if isinstance(e, Send) and e.dst == lead and isinstance(e.message, FetchRequest)
+        ]
+        assert len(fetches) == 1, error
+        assert fetches[0].fetch_offset == c.nodes[4].log.end_offset  # from its own log end
