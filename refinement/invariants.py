@@ -370,16 +370,29 @@ def majority_reached_high_watermark(
         if hwm is None or hwm <= 0:
             continue
         holders: list[NodeId] = []
+        held_by: list[int] = []
         for vid in sorted(state.voters):
             v = state.nodes.get(vid)
             if v is None:
+                held_by.append(-1)
                 continue
             held = min(
                 common_prefix(leader.epochs, leader.log_end_offset, v.epochs, v.log_end_offset),
                 v.flushed_offset,
             )
+            held_by.append(held)
             if held >= hwm:
                 holders.append(vid)
+        # The largest offset a majority durably holds: the same order statistic as the
+        # leader's HWM candidate, by the function z3 proves things about (the replica runs
+        # its fast twin); both counts must agree.
+        reached = qm.high_watermark(PY, held_by, need) if len(held_by) >= need else -1
+        if (reached >= hwm) != (len(holders) >= need):
+            return Violation(
+                MAJORITY_REACHED_HIGH_WATERMARK,
+                f"quorum_math.high_watermark({held_by}, {need}) = {reached} disagrees with"
+                f" the voters {holders} holding the log below HWM {hwm}",
+            )
         if len(holders) < need:
             return Violation(
                 MAJORITY_REACHED_HIGH_WATERMARK,

@@ -473,6 +473,12 @@ class SimBase:
         """A node's whole history and its snapshots': refinement.sim_snapshots."""
         raise NotImplementedError
 
+    def _log_start_followed(
+        self, node: _Node, src: NodeId, msg: FetchResponse, before: FetchRequest | None, inc: int
+    ) -> None:
+        """LogStartFollowsLeader after a Fetch answer: refinement.sim_snapshots."""
+        raise NotImplementedError
+
     def _snapshot_effect(self, node: _Node, e: Effect) -> None:
         """A KIP-630 effect: refinement.sim_snapshots."""
         raise NotImplementedError

@@ -201,6 +201,13 @@ class SimNetwork(SimBase):
             assert isinstance(msg, FetchRequest)
             self._step_fetch(dst, event, msg, NodeId(src_id))
             return
+        if mtype is FetchResponse and self._profile.snapshots and self._check:
+            assert isinstance(msg, FetchResponse)
+            before = self._fetch_awaited.get((dst.id, NodeId(src_id)))
+            inc = dst.inc
+            self._step(dst, event, answering, src_id, message)
+            self._log_start_followed(dst, NodeId(src_id), msg, before, inc)
+            return
         self._step(dst, event, answering, src_id, message)
 
     def _request_token(self, dst: _Node, src: NodeId, request: Request) -> int:

@@ -80,6 +80,7 @@ from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
 from refinement import invariants_voter_changes as vc
+from refinement import invariants_voter_texts as vt
 from refinement.sim_base import (
     _ADMIN,
     _FAULT,
@@ -479,6 +480,16 @@ class SimReconfig(SimClients):
                 accepted=reply_to in op.accepted,
                 ack_when_committed=op.ack_when_committed,
             )
+            if v is None:
+                hist = src.voter_hist
+                v = vt.voter_change_refusal_text(
+                    src.id,
+                    op.voter,
+                    op.add,
+                    msg.error,
+                    message=msg.message,
+                    voters=tuple(hist[-1][1].voters) if hist else None,
+                )
             if v:
                 self._violation(v.name, v.detail)
         if op.probe:

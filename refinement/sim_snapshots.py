@@ -41,18 +41,22 @@ from kraft.core.effects import (
     DiscardSnapshotFetch,
     Effect,
     InstallSnapshot,
+    SnapshotRefused,
     ValidateSnapshot,
     WriteSnapshot,
     WriteSnapshotChunk,
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.messages import FetchRequest, FetchResponse
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
+from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import encode_records, iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
 from refinement import invariants as inv
+from refinement import invariants_snapshot_rules as rules
 from refinement.invariants import EpochCache
 from refinement.sim_base import _FAULT, _LOCAL, _NODE_CRASH, _SNAPSHOT, _Node
 from refinement.sim_network import SimNetwork
@@ -149,6 +153,12 @@ class SimSnapshots(SimNetwork):
         # The (epoch, leader) each node's transfer began under (counts transfers a leader
         # change abandoned).
         self._transfer_under: dict[NodeId, tuple[Epoch, NodeId | None]] = {}
+        # Snapshots written (WriteSnapshot performed) whose SnapshotWritten the replica has not
+        # yet been given, per (node, incarnation): it does not hold them yet
+        # (LogStartFollowsLeader). A restarted replica is told of every complete snapshot.
+        self._unreported: dict[tuple[NodeId, int], set[OffsetAndEpoch]] = {}
+        # The answer to the CreateSnapshot being stepped: written, or refused with a reason.
+        self._create_answer: tuple[OffsetAndEpoch | None, str | None] = (None, None)
         if self._profile.snapshots:
             for node in self._nodes.values():
                 node.snaps = MemorySnapshots()
@@ -203,8 +213,41 @@ class SimSnapshots(SimNetwork):
             snaps = node.snaps
             newest = max((s.offset for s in snaps.complete), default=0) if snaps else 0
             if hwm and hwm > newest:
+                problem = self._create_problem(node, hwm) if self._check else None
+                self._create_answer = (None, None)
                 self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
+                if self._check:
+                    written, refused = self._create_answer
+                    found = rules.snapshot_taken_when_allowed(
+                        node.id,
+                        hwm,
+                        problem,
+                        written=written,
+                        refused=refused,
+                        epoch_before=_epoch_before(node.log, hwm),
+                    )
+                    if found is not None:
+                        self._violation(found.name, found.detail)
         self._push(self.now + self._exp_ms(self._profile.snapshot_rate), _FAULT, _SNAPSHOT)
+
+    def _create_problem(self, node: _Node, offset: Offset) -> str | None:
+        """Why Kafka would refuse a snapshot of this node ending at `offset` (from the
+        simulator's copy of its log and snapshots), or None."""
+        log = node.log
+        snaps = node.snaps
+        assert node.replica is not None and snaps is not None
+        newest = max((s.offset for s in snaps.complete), default=None)
+        aligned = offset == log.end_offset
+        if log.start_offset <= offset < log.end_offset:
+            aligned = log.read(offset, 1).first_offset == offset
+        return rules.create_snapshot_problem(
+            offset,
+            hwm=node.replica.view().high_watermark,
+            newest=None if newest is None else Offset(newest),
+            log_start=log.start_offset,
+            log_end=log.end_offset,
+            batch_aligned=aligned,
+        )
 
     def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
         """The driver's answer to a snapshot effect, for the incarnation that asked."""
@@ -212,6 +255,45 @@ class SimSnapshots(SimNetwork):
         if node.replica is None or node.inc != inc:
             return
         self._step(node, event, None, None, None)
+        if isinstance(event, SnapshotWritten):
+            pending = self._unreported.get((node.id, inc))
+            if pending is not None:
+                pending.discard(event.snapshot_id)
+
+    def _log_start_followed(
+        self, node: _Node, src: NodeId, msg: FetchResponse, before: FetchRequest | None, inc: int
+    ) -> None:
+        """LogStartFollowsLeader, after `node` stepped `msg` from `src`: if it accepted the
+        answer (its next Fetch to `src` went out in that step), its log start followed the
+        leader's as far as the snapshots it holds allow."""
+        replica = node.replica
+        snaps = node.snaps
+        if (
+            replica is None
+            or snaps is None
+            or node.inc != inc
+            or msg.error is not ErrorCode.NONE
+            or msg.snapshot_id is not None
+            or msg.diverging_epoch is not None
+            or msg.log_start_offset < 0
+        ):
+            return
+        after = self._fetch_awaited.get((node.id, src))
+        if after is None or after is before:
+            return
+        v = replica.view()
+        if v.state is not ReplicaState.FOLLOWER or (v.leader_id, v.epoch) != (
+            src,
+            msg.leader_epoch,
+        ):
+            return
+        pending = self._unreported.get((node.id, inc), set())
+        held = [s for s in snaps.complete if s not in pending]
+        found = rules.log_start_follows_leader(
+            node.id, src, msg.log_start_offset, v.log_start_offset, held
+        )
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     # ------------------------------------------------------------------ the effects
 
@@ -220,8 +302,13 @@ class SimSnapshots(SimNetwork):
         if snaps is None:
             return
         node.log_dirty = True
+        if isinstance(e, SnapshotRefused):
+            self._create_answer = (None, e.reason)
+            return
         if isinstance(e, WriteSnapshot):
             sid = e.snapshot_id
+            self._create_answer = (sid, None)
+            self._unreported.setdefault((node.id, node.inc), set()).add(sid)
             epochs, _ = self._node_histories(node)
             upto = tuple((ep, o) for ep, o in epochs if o < sid.offset)
             voters = self._snapshot_voters(node, sid) if self._dynamic else None
@@ -317,3 +404,15 @@ class SimSnapshots(SimNetwork):
         )
         if found is not None:
             self._violation(found.name, found.detail)
+
+
+def _epoch_before(log: MemoryLog, offset: Offset) -> Epoch | None:
+    """The epoch of the record at `offset - 1` in `log` (None if it holds no such record)."""
+    if not log.start_offset < offset <= log.end_offset:
+        return None
+    found: Epoch | None = None
+    for epoch, start in log.epoch_entries():
+        if start > offset - 1:
+            break
+        found = epoch
+    return found
