@@ -711,14 +711,16 @@ class TimingMonitor:
         ):
             req.answered = False  # not handled (a stub replica): as if it never came
             return None
+        # Its own name: `backoff` above is an int, and mypyc keeps one type per local.
+        waits: bool
         if type(event) is SendFailed:
-            backoff = True
+            waits = True
         elif type(event) is Receive:
             assert isinstance(event, Receive)
-            backoff = self._failed_answer(g, event, req)
+            waits = self._failed_answer(g, event, req)
         else:
-            backoff = False
-        if backoff:
+            waits = False
+        if waits:
             req.allowed = now + rb
             if self.static:
                 req.due = now + rb

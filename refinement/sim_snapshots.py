@@ -217,7 +217,7 @@ class SimSnapshots(SimNetwork):
                 self._create_answer = (None, None)
                 self._step(node, CreateSnapshot(self.now, hwm), None, None, None)
                 if self._check:
-                    written, refused = self._create_answer
+                    written, refused = self._created()
                     found = rules.snapshot_taken_when_allowed(
                         node.id,
                         hwm,
@@ -229,6 +229,11 @@ class SimSnapshots(SimNetwork):
                     if found is not None:
                         self._violation(found.name, found.detail)
         self._push(self.now + self._exp_ms(self._profile.snapshot_rate), _FAULT, _SNAPSHOT)
+
+    def _created(self) -> tuple[OffsetAndEpoch | None, str | None]:
+        """What the last CreateSnapshot step wrote or refused. Read through a method: the step
+        sets it, and mypyc would otherwise keep the (None, None) it was reset to."""
+        return self._create_answer
 
     def _create_problem(self, node: _Node, offset: Offset) -> str | None:
         """Why Kafka would refuse a snapshot of this node ending at `offset` (from the

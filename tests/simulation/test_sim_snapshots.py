@@ -13,6 +13,7 @@ import pytest
 from memory_logs import build_log
 from test_invariants import cache, cluster, node
 
+from kraft.control_records import VotersRecord
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import snapshot_problem
@@ -117,11 +118,16 @@ def test_a_transfer_that_corrupts_the_history_is_caught(monkeypatch: pytest.Monk
 
     real = sim_snapshots.encode_history
 
-    def shifted(sid: OffsetAndEpoch, epochs: inv.EpochCache, padding: int = 0) -> bytes:
+    def shifted(
+        sid: OffsetAndEpoch,
+        epochs: inv.EpochCache,
+        padding: int = 0,
+        voters: VotersRecord | None = None,
+    ) -> bytes:
         if len(epochs) > 1:
             last, start = epochs[-1]
             epochs = (*epochs[:-1], (last, Offset(start + 1)))
-        return real(sid, epochs, padding)
+        return real(sid, epochs, padding, voters)
 
     monkeypatch.setattr(sim_snapshots, "encode_history", shifted)
     names = {v.name for seed in range(10) for v in run(seed).violations}
