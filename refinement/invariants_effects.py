@@ -25,9 +25,9 @@ requests and client appends it was given and has not answered (`EffectLedger`):
   node's driver does, until its loop stops): those bring no second ShutdownComplete.
 - ShutdownAwaitsEndQuorumEpoch: a leader told to shut down resigns with EndQuorumEpoch to the
   other voters and says ShutdownComplete only once each of those requests was answered or
-  failed, or its request timeout since the Shutdown passed (Kafka's graceful shutdown waits so
-  for the resignation to be heard): a replica that stops at once leaves its successors to
-  find out by their fetch timeout.
+  failed, or its request timeout since the Shutdown passed (the core's graceful shutdown,
+  kraft.core.replica: the resigned leader stays up, bounded by the request timeout as Kafka's
+  shutdown timer bounds it, so that its resignation is heard before it stops).
 
 A crash ends an incarnation with whatever it held: its ledger is dropped.
 """
