@@ -23,6 +23,11 @@ requests and client appends it was given and has not answered (`EffectLedger`):
 - ShutdownCompleteOnce: a replica says ShutdownComplete at most once per incarnation. A driver
   may step a replica with events it had queued after the one that completed the shutdown (the
   node's driver does, until its loop stops): those bring no second ShutdownComplete.
+- ShutdownAwaitsEndQuorumEpoch: a leader told to shut down resigns with EndQuorumEpoch to the
+  other voters and says ShutdownComplete only once each of those requests was answered or
+  failed, or its request timeout since the Shutdown passed (the core's graceful shutdown,
+  kraft.core.replica: the resigned leader stays up, bounded by the request timeout as Kafka's
+  shutdown timer bounds it, so that its resignation is heard before it stops).
 
 A crash ends an incarnation with whatever it held: its ledger is dropped.
 """
@@ -53,6 +58,7 @@ RESPONSE_ANSWERS_ITS_REQUEST = "ResponseAnswersItsRequest"
 REQUEST_ANSWERED = "RequestAnswered"
 CLIENT_APPEND_ANSWERED_ONCE = "ClientAppendAnsweredOnce"
 SHUTDOWN_COMPLETE_ONCE = "ShutdownCompleteOnce"
+SHUTDOWN_AWAITS_END_QUORUM_EPOCH = "ShutdownAwaitsEndQuorumEpoch"
 
 # The request each response answers (the peer RPCs a simulator delivers).
 ANSWERS: dict[type, type] = {
@@ -85,6 +91,10 @@ class _Incarnation:
     answered: set[int] = field(default_factory=set)
     appends: set[int] = field(default_factory=set)
     shutdowns: int = 0
+    # When it was told to shut down, and the voters its EndQuorumEpoch since then went to
+    # that have neither answered nor failed.
+    shutdown_at: int | None = None
+    end_out: set[NodeId] = field(default_factory=set)
 
 
 class EffectLedger:
@@ -165,10 +175,44 @@ class EffectLedger:
 
     # ------------------------------------------------------------------ shutdown
 
-    def shutdown_completed(self, node: NodeId) -> Violation | None:
-        """ShutdownCompleteOnce for one ShutdownComplete."""
+    def shutdown_asked(self, node: NodeId, now: int) -> None:
+        inc = self._of(node)
+        if inc.shutdown_at is None:
+            inc.shutdown_at = now
+
+    def end_sent(self, node: NodeId, dst: NodeId) -> None:
+        """An EndQuorumEpoch request went out (counted once the shutdown was asked)."""
+        inc = self._of(node)
+        if inc.shutdown_at is not None:
+            inc.end_out.add(dst)
+
+    def end_settled(self, node: NodeId, peer: NodeId) -> None:
+        """`peer` answered an EndQuorumEpoch of `node`, or sending one to it failed."""
+        inc = self._nodes.get(node)
+        if inc is not None:
+            inc.end_out.discard(peer)
+
+    def shutdown_completed(
+        self, node: NodeId, now: int | None = None, timeout_ms: int = 0
+    ) -> Violation | None:
+        """ShutdownCompleteOnce for one ShutdownComplete, and (given the time and the request
+        timeout) ShutdownAwaitsEndQuorumEpoch."""
         inc = self._of(node)
         inc.shutdowns += 1
+        at = inc.shutdown_at
+        if (
+            inc.shutdowns == 1
+            and now is not None
+            and at is not None
+            and inc.end_out
+            and now < at + timeout_ms
+        ):
+            return Violation(
+                SHUTDOWN_AWAITS_END_QUORUM_EPOCH,
+                f"node {node} said ShutdownComplete {now - at}ms after it was told to shut"
+                f" down, before the request timeout ({timeout_ms}ms), while its EndQuorumEpoch"
+                f" to {sorted(inc.end_out)} was neither answered nor failed",
+            )
         if inc.shutdowns == 1:
             return None
         return Violation(

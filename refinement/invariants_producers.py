@@ -20,6 +20,10 @@ no outcome came within its request timeout. Against such a producer:
   (DUPLICATE_SEQUENCE_NUMBER): the batch follows the last acknowledged one, which every leader
   since holds. This holds while the producer table is rebuilt from a log that keeps every
   batch (no snapshot cuts it: the producer profiles take none).
+- ProducerTableFollowsLog: every batch a replica's producer table retains is one its log
+  holds (same producer, sequence, offsets and epoch), and each producer's newest retained
+  batch is that producer's newest batch in the log: the table follows the log through
+  appends, truncations and snapshot installs (the table a restart rebuilds from the log).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from refinement.invariants import Violation
 PRODUCER_SEQUENCES_IN_ORDER = "ProducerSequencesInOrder"
 DUPLICATE_ANSWERED_WITH_ORIGINAL = "DuplicateAnsweredWithOriginal"
 PRODUCER_NEXT_SEQUENCE_ACCEPTED = "ProducerNextSequenceAccepted"
+PRODUCER_TABLE_FOLLOWS_LOG = "ProducerTableFollowsLog"
 
 _REFUSALS = frozenset({ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
 
@@ -114,4 +119,35 @@ def producer_next_sequence_accepted(
             f"node {node} refused producer {producer}'s sequence {sequence} with {error.name},"
             " though the producer's records before it are acknowledged and none after it sent",
         )
+    return None
+
+
+def producer_table_follows_log(
+    node: NodeId, table: Iterable[ProducerBatch], log: Iterable[ProducerBatch]
+) -> Violation | None:
+    """`table`: the batches node's producer table retains; `log`: the idempotent batches of
+    its log, in log order."""
+    held: dict[Offset, ProducerBatch] = {}
+    newest: dict[ProducerId, ProducerBatch] = {}
+    for b in log:
+        held[b.first_offset] = b
+        newest[b.producer] = b
+    last: dict[ProducerId, ProducerBatch] = {}
+    for b in table:
+        if held.get(b.first_offset) != b:
+            return Violation(
+                PRODUCER_TABLE_FOLLOWS_LOG,
+                f"node {node}'s producer table retains producer {b.producer}'s sequences"
+                f" {b.base_sequence}..{b.last_sequence} at [{b.first_offset}, {b.last_offset}]"
+                f" (epoch {b.epoch}), which its log does not hold",
+            )
+        last[b.producer] = b
+    for producer, b in last.items():
+        if newest.get(producer) != b:
+            return Violation(
+                PRODUCER_TABLE_FOLLOWS_LOG,
+                f"node {node}'s producer table holds producer {producer}'s batch at"
+                f" [{b.first_offset}, {b.last_offset}] as its newest, but its log's newest is"
+                f" {newest.get(producer)}",
+            )
     return None

@@ -16,11 +16,14 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
   once, in the step that receives them, with the error Kafka's checks give in their order
   from what the operator sees of the replica (`Receiver`): another cluster's id, then (Update)
-  the epoch, then not a running leader, then a malformed request (no endpoint on the default
-  listener, max < min kraft.version) is INVALID_REQUEST even while a change is pending.
+  the epoch, then not a running leader, then a malformed request (a voter key without a
+  directory id, no endpoint on the default listener, max < min kraft.version) is
+  INVALID_REQUEST even while a change is pending.
 - UpdateVoterApplied: an UpdateRaftVoter answered NONE appended one Voters record that gives
   exactly that voter its new endpoints and kraft.version range, the other voters unchanged; a
   refused one changed nothing.
+- VoterAddedWithProbedVersions: a Voters record that adds a voter states the kraft.version
+  range the new voter's ApiVersions answer gave (Kafka's AddVoterHandler).
 - ControlRecordsInKafkaFormat: every control record a leader writes carries the key version
   and the record version Apache Kafka writes (0 for LeaderChange, KRaftVersion and Voters).
 - SnapshotVotersMatchLog: a snapshot ending at E carries the Voters record of the voter set
@@ -42,7 +45,7 @@ from kraft.core.messages import AddVoterRequest, RemoveVoterRequest, UpdateVoter
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import NO_DIRECTORY, ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import decode_records, iter_batches
 from refinement.invariants import Violation
 
@@ -133,6 +136,35 @@ def eventually_acknowledged(
     )
 
 
+VOTER_ADDED_WITH_PROBED_VERSIONS = "VoterAddedWithProbedVersions"
+
+
+def voter_added_with_probed_versions(
+    node: NodeId, offset: Offset, before: VoterSet, after: VoterSet, span: dict[NodeId, range]
+) -> Violation | None:
+    """A Voters record at `offset` of node's log that adds a voter (a key `before` lacks)
+    states for it the kraft.version range its ApiVersions answer gave (`span`: per voter id,
+    min..max as a range), as Kafka's AddVoterHandler writes it: the range the record states
+    is what later UpdateRaftVoter and kraft.version upgrades are checked against."""
+    record = after.record
+    if record is None:
+        return None
+    for v in record.voters:
+        key = ReplicaKey(NodeId(v.voter_id), DirectoryId(v.voter_directory_id))
+        want = span.get(key.id)
+        if want is None or before.contains(key):
+            continue
+        got = range(v.min_supported_version, v.max_supported_version + 1)
+        if got != want:
+            return Violation(
+                VOTER_ADDED_WITH_PROBED_VERSIONS,
+                f"node {node}'s Voters record at {offset} adds {key} with kraft.version"
+                f" {v.min_supported_version}..{v.max_supported_version}, but its ApiVersions"
+                f" answer gave {want.start}..{want.stop - 1}",
+            )
+    return None
+
+
 # --------------------------------------------------------------------------- one-shot requests
 
 UPDATE_VOTER_APPLIED = "UpdateVoterApplied"
@@ -194,8 +226,10 @@ def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
             return frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH}), f"epoch {req.leader_epoch} ahead"
     if not leading:
         return frozenset({nlf}), "not a running leader"
+    if isinstance(req, AddVoterRequest | RemoveVoterRequest) and not _valid_key(req.voter):
+        return frozenset({ErrorCode.INVALID_REQUEST}), f"no valid voter key {req.voter}"
     if isinstance(req, RemoveVoterRequest):
-        raise ValueError("RemoveRaftVoter one-shots carry another cluster's id")
+        raise ValueError("RemoveRaftVoter one-shots carry another cluster's id or no valid key")
     default = any(e.name == r.listener for e in req.endpoints)
     if isinstance(req, AddVoterRequest):
         if not default:
@@ -218,6 +252,12 @@ def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
     if latest is None or req.voter not in latest.voters:
         return allowed | {ErrorCode.VOTER_NOT_FOUND}, "the voter is not in its voter set"
     return allowed | {ErrorCode.NONE}, "a valid update of one of its voters"
+
+
+def _valid_key(voter: ReplicaKey) -> bool:
+    """Kafka's check of the voter named by AddRaftVoter and RemoveRaftVoter: an id and a
+    directory id (a voter of a dynamic quorum always has one, KIP-853)."""
+    return voter.id >= 0 and voter.directory_id != NO_DIRECTORY
 
 
 def _describe(req: OneShot) -> str:

@@ -171,6 +171,8 @@ class SimClients(SimFaults):
             if v:
                 self._violation(v.name, v.detail)
             self._producer_acks[key] = (d.first_offset, d.last_offset)
+            for other in self._nodes.values():
+                self._check_producer_table(other)
         if current:
             for rid in producer.rids:
                 self._pending.pop(rid, None)  # resends still waiting to go: not needed now
@@ -180,7 +182,8 @@ class SimClients(SimFaults):
             self.result.idempotent_acked += 1
 
     def _check_producer_logs(self) -> None:
-        """ProducerSequencesInOrder on every node's log (at the end of a run)."""
+        """ProducerSequencesInOrder on every node's log, ProducerTableFollowsLog on every
+        running replica (at the end of a run)."""
         if not self._producers or not self._check:
             return
         for node in self._nodes.values():
@@ -189,6 +192,20 @@ class SimClients(SimFaults):
             )
             if v:
                 self._violation(v.name, v.detail)
+            self._check_producer_table(node)
+
+    def _check_producer_table(self, node: _Node) -> None:
+        """ProducerTableFollowsLog on a running replica."""
+        from kraft.core.replica import Replica
+
+        replica = node.replica
+        if not isinstance(replica, Replica):
+            return
+        v = pinv.producer_table_follows_log(
+            node.id, replica.producer_batches(), producer_batches_of(node.log)
+        )
+        if v:
+            self._violation(v.name, v.detail)
 
     def _client_dispatch(self, req: _ClientRequest, at: int) -> None:
         target = req.target

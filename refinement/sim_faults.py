@@ -234,6 +234,8 @@ class SimFaults(SimSnapshots):
         inc = node.inc
         timeout = 2 * self.config.timing.request_timeout_ms
         self._push(self.now + timeout, _FORCE_STOP, node, inc)
+        if self._check:
+            self._ledger.shutdown_asked(node.id, self.now)
         self._step(node, Shutdown(self.now), None, None, None)
 
     def _partition(self) -> None:

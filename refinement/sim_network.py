@@ -27,6 +27,8 @@ from kraft.core.effects import (
 )
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
@@ -159,6 +161,8 @@ class SimNetwork(SimBase):
                 self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
             return
         mtype = type(msg)
+        if mtype is EndQuorumEpochResponse and self._check:
+            self._ledger.end_settled(dst.id, NodeId(src_id))
         if mtype in _REQUEST_TYPES:
             assert isinstance(msg, _REQUEST_MESSAGES)
             self._last_request[(dst.id, NodeId(src_id), mtype)] = msg
@@ -255,6 +259,8 @@ class SimNetwork(SimBase):
             return
         assert isinstance(dst_id, int) and isinstance(request, _REQUEST_MESSAGES)
         broken = self._profile.notice_breaks  # refused: the node is down
+        if self._check and type(request) is EndQuorumEpochRequest:
+            self._ledger.end_settled(src.id, NodeId(dst_id))
         self._step(src, SendFailed(self.now, NodeId(dst_id), request, broken), None, None, None)
 
     def _timing_started(self, node: _Node, effects: list[Effect]) -> None:
@@ -399,6 +405,8 @@ class SimNetwork(SimBase):
                 if e.dst == ADMIN and self._dynamic:
                     self._admin_answer(node, e.message, e.reply_to)
                     continue
+                if check and type(e.message) is EndQuorumEpochRequest:
+                    self._ledger.end_sent(node.id, e.dst)
                 if check and type(e.message) in _RESPONSE_TYPES:
                     found = self._ledger.response_sent(node.id, e.dst, e.message, e.reply_to)
                     if found is not None:
@@ -470,7 +478,9 @@ class SimNetwork(SimBase):
                 self._decided.append(e)
             elif t is ShutdownComplete:
                 if check:
-                    found = self._ledger.shutdown_completed(node.id)
+                    found = self._ledger.shutdown_completed(
+                        node.id, self.now, self.config.timing.request_timeout_ms
+                    )
                     if found is not None:
                         self._violation(found.name, found.detail)
                 node.stop_requested = True

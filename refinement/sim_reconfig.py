@@ -32,7 +32,8 @@ other profile draws nothing here and runs as before.
 - One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig): UpdateRaftVoter (valid,
   with or without the cluster id; without the default listener; with max < min kraft.version;
   a range without kraft.version 1; an unknown directory id; a stale epoch; another cluster's
-  id) and malformed AddRaftVoter / RemoveRaftVoter, each answered as
+  id) and malformed AddRaftVoter / RemoveRaftVoter (among them a voter key without a directory
+  id), each answered as
   refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own.
   Every other change of the operator carries no cluster id (Kafka accepts a null one).
 - Snapshots (a profile with both): a snapshot carries the Voters record the node's snapshotter
@@ -61,7 +62,7 @@ from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import Endpoint, VotersRecord
 from kraft.core.effects import CheckVoterVersions
-from kraft.core.events import CreateSnapshot, Receive, VoterVersionsChecked
+from kraft.core.events import CreateSnapshot, Event, Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -75,7 +76,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_set_of, voter_sets_in, voters_record_at
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+from kraft.ids import NO_DIRECTORY, ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
@@ -167,6 +168,9 @@ class SimReconfig(SimClients):
         self._next_one_shot = _ONE_SHOT
         self._answered_in_step: set[int] = set()
         self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
+        # The kraft.version range each probed replica's ApiVersions answer gave, by id
+        # (VoterAddedWithProbedVersions).
+        self._probed_spans: dict[NodeId, range] = {}
         # The one-shots (and snapshots at a change) draw from a generator of their own.
         self._one_rng = random.Random(f"{config.seed}/one-shot")
         if not self._dynamic:
@@ -200,6 +204,15 @@ class SimReconfig(SimClients):
                     self.result.voters_truncated += 1
             return
         found = voter_sets_in(appended)
+        if found and self._check and hist:
+            prev = hist[-1][1]
+            for offset, voters in found:
+                v = vc.voter_added_with_probed_versions(
+                    node.id, offset, prev, voters, self._probed_spans
+                )
+                if v is not None:
+                    self._violation(v.name, v.detail)
+                prev = voters
         if found:
             node.voter_hist = hist + tuple(found)
             if node.snaps is not None and not self._liveness and self._one_rng.random() < 0.5:
@@ -225,10 +238,52 @@ class SimReconfig(SimClients):
         at = self.now + self._delay() + self._delay()
         if target is not None and target.replica is not None and target.key == e.voter:
             span = (0, 1) if target.id % 2 else (0, 2)
+            self._probed_spans[target.id] = range(span[0], span[1] + 1)
             ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.NONE, span)
         else:
             ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.REQUEST_TIMED_OUT)
         self._push(at, _LOCAL, node, (ev, node.inc))
+
+    def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
+        """A failed probe aborts the AddRaftVoter waiting for it (VoterChangeAnswered): the
+        leader answers it in the step that hears the failure, as Kafka's AddVoterHandler
+        does, not at the change's timeout."""
+        event, inc = payload
+        replica = node.replica
+        if (
+            not self._check
+            or type(event) is not VoterVersionsChecked
+            or replica is None
+            or node.inc != inc
+        ):
+            super()._local(node, payload)
+            return
+        assert isinstance(event, VoterVersionsChecked)
+        waiting: list[tuple[int, ReplicaKey]] = []
+        view = replica.view()
+        if event.error is not ErrorCode.NONE and view.state is ReplicaState.LEADER:
+            latest = node.voter_hist[-1][1] if node.voter_hist else None
+            for token, (at_inc, epoch, _, early) in self._changes_accepted.get(node.id, {}).items():
+                op = self._ops.get(token // 100)
+                if (
+                    op is not None
+                    and op.add
+                    and op.voter.id == event.voter_id
+                    and at_inc == node.inc
+                    and epoch == view.epoch
+                    and not early
+                    and not (latest is not None and latest.contains(op.voter))
+                ):
+                    waiting.append((token, op.voter))
+        self._answered_in_step = set()
+        super()._local(node, payload)
+        for token, voter in waiting:
+            if token not in self._answered_in_step:
+                self._violation(
+                    vc.VOTER_CHANGE_ANSWERED,
+                    f"node {node.id} heard {event.error.name} from the ApiVersions probe of"
+                    f" {voter} and left its AddRaftVoter (request {token}) unanswered",
+                )
 
     # ------------------------------------------------------------------ faults
 
@@ -606,9 +661,17 @@ class SimReconfig(SimClients):
             msg = UpdateVoterRequest(ours, Epoch(epoch - 1), key, good, lo, hi)
         elif kind < 0.8:
             msg = UpdateVoterRequest(ClusterId("elsewhere"), epoch, key, good, lo, hi)
-        elif kind < 0.9:  # AddRaftVoter without the default listener
+        elif kind < 0.85:  # AddRaftVoter without the default listener
             spare = max(self._nodes)
             msg = AddVoterRequest(ours, self._nodes[spare].key, bad)
+        elif kind < 0.9:  # AddRaftVoter or RemoveRaftVoter of a key without a directory id
+            keyless = ReplicaKey(max(self._nodes) if rng.random() < 0.5 else key.id, NO_DIRECTORY)
+            cid = None if rng.random() < 0.3 else ours
+            msg = (
+                AddVoterRequest(cid, keyless, good)
+                if rng.random() < 0.5
+                else RemoveVoterRequest(cid, keyless)
+            )
         elif kind < 0.95:
             msg = AddVoterRequest(ClusterId("elsewhere"), key, good)
         else:

@@ -52,7 +52,7 @@ from kraft.core.messages import (
     Request,
     VoteResponse,
 )
-from kraft.core.producers import ProducerTable
+from kraft.core.producers import ProducerBatch, ProducerTable
 from kraft.core.quorum_info import QuorumDescription
 from kraft.core.reconfig import VOTER_CHANGE_RESPONSES, VoterChanges
 from kraft.core.replica_view import ReplicaView, ViewCache
@@ -284,6 +284,10 @@ class Replica:
     def view(self) -> ReplicaView:
         """The replica as checkers and traces see it (rebuilt only on a change)."""
         return self._views.view_of(self)
+
+    def producer_batches(self) -> tuple[ProducerBatch, ...]:
+        """The idempotent batches the producer table retains (for checkers)."""
+        return self._producers.batches()
 
     def describe_quorum(self) -> QuorumDescription | None:
         ld = self._leader
