@@ -195,25 +195,25 @@ class LogMetadataMachine(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         m, log = self.model, self.log
-        assert (log.start_offset, log.end_offset) == (m.start, m.end)
-        assert log.last_epoch == m.last_epoch()
-        assert log.end == OffsetAndEpoch(Epoch(m.last_epoch()), Offset(m.end))
+        got_range = (log.start_offset, log.end_offset)
+        assert got_range == (m.start, m.end), ("start, end", got_range)
+        assert log.last_epoch == m.last_epoch(), ("last_epoch", log.last_epoch)
+        assert log.end == OffsetAndEpoch(Epoch(m.last_epoch()), Offset(m.end)), ("end", log.end)
         ids = m.snapshot_ids()
         assert log.snapshots == ids, (log.snapshots, ids)
-        assert log.latest_snapshot == (ids[-1] if ids else None)
-        assert log.earliest_snapshot == (ids[0] if ids else None)
+        assert log.latest_snapshot == (ids[-1] if ids else None), "latest_snapshot"
+        assert log.earliest_snapshot == (ids[0] if ids else None), "earliest_snapshot"
         for o in range(max(m.start - 2, 0), m.end + 2):
             want = m.records.get(o) if m.start <= o < m.end else None
             assert log.epoch_at(Offset(o)) == want, ("epoch_at", o)
             snap = m.snapshots.get(o)
-            assert log.snapshot_at(Offset(o)) == (
-                None if snap is None else OffsetAndEpoch(Epoch(snap), Offset(o))
-            )
+            want_snap = None if snap is None else OffsetAndEpoch(Epoch(snap), Offset(o))
+            assert log.snapshot_at(Offset(o)) == want_snap, ("snapshot_at", o)
         for e in range(m.last_epoch() + 2):
             got = log.end_offset_for_epoch(Epoch(e))
             assert got == m.end_offset_for_epoch(e), ("end_offset_for_epoch", e, got)
-        assert log.voters_offset == m.voters[-1][0]
-        assert log.voters == m.voters[-1][1]
+        assert log.voters_offset == m.voters[-1][0], ("voters_offset", log.voters_offset)
+        assert log.voters == m.voters[-1][1], ("voters", log.voters)
         for o in range(m.start - 1, m.end + 1):
             assert log.voters_at(Offset(o)) == m.voters_at(o), ("voters_at", o)
 
@@ -250,7 +250,7 @@ class CommitRuleMachine(RuleBasedStateMachine):
 
     def _check(self, got: list[AppendDecided], want: list[AppendDecided]) -> None:
         assert got == want, (got, want)
-        assert len(self.rule_) == len(self.undecided)
+        assert len(self.rule_) == len(self.undecided), ("len", len(self.rule_))
 
     @rule(first=st.integers(0, 12), size=st.integers(0, 3), epoch=st.integers(1, 3))
     def accepted(self, first: int, size: int, epoch: int) -> None:
