@@ -25,7 +25,26 @@ Operators:
 - minmax: min( <-> max(;
 - stmt-delete: a call statement (an effect such as `r._out.append(...)`, a state change through
   a method), or an assignment to an attribute or a subscript (state), becomes `pass`;
-- stmt-swap: two adjacent such statements trade places (effect order).
+- stmt-swap: two adjacent such statements trade places (effect order), except a pair that is
+  independent by construction (below).
+
+Independent swaps are not generated. Two adjacent statements commute, and their swap is the same
+program, when each is a plain assignment (`=` or an annotated `=` under postponed annotations,
+no augmented assignment) whose targets are attributes `name.attr` (or `name.a.b`) that are no
+property, the attribute names of the two statements are all distinct (so no object identity can
+make them one field), and each right-hand side is built only of constants, names, attributes
+that are no property and not named like either statement's targets, tuples, the operators `+ -
+*`, unary `-`, `and or not` unless a core module defines a method that could run for it
+(`__add__`..., `__bool__`, `__len__`), and calls of an empty container (`[]`, `{}`, `list()`,
+`set()`, `dict()`, `deque()`, ...) or of a constructor of an immutable value (a NewType, a
+frozen dataclass without `__post_init__`, `int`, `str`, `tuple`, `frozenset`, ...) with such
+arguments. Nothing in such a right-hand side runs code of the program, reads either field,
+indexes or divides (no KeyError, IndexError or ZeroDivisionError to tell which ran first), so
+the state after the pair is the same either way. A subscript target, a method call or any other
+call keeps the swap. "Property" and "frozen dataclass" are read from every core file (`generate`
+passes them; `mutants_of_source` alone sees its own file). Skipping a site changes no other
+mutant's id: an id hashes the site's own text, and the occurrence number counts only identical
+sites, which are skipped alike.
 
 Not mutated: docstrings and strings (messages), f-strings, `assert` statements, `raise`
 statements (error construction), type annotations, decorators, `if TYPE_CHECKING:` blocks,
@@ -95,6 +114,68 @@ _SKIP_FUNCTIONS = frozenset({"__repr__", "__str__", "__format__"})
 _SKIP_NAMES = frozenset({"__slots__", "__all__", "__match_args__"})
 _LOGGERS = frozenset({"log", "logger", "_log", "_logger", "logging", "LOG"})
 _SKIP_CALLS = frozenset({"cast", "NewType", "TypeVar"})
+# Calls whose result is a fresh empty container when given no argument.
+_EMPTY_CONTAINERS = frozenset({"list", "dict", "set", "deque", "OrderedDict", "defaultdict"})
+# The operators a right-hand side may use, with the methods that could run code for them
+# (truth testing for `and`, `or`, `not`); one the modules define keeps the swap.
+_TRUTH = {"__bool__", "__len__"}
+_OPERATOR_HOOKS: dict[type[ast.AST], set[str]] = {
+    ast.And: _TRUTH,
+    ast.Or: _TRUTH,
+    ast.Not: _TRUTH,
+    ast.USub: {"__neg__"},
+    ast.Add: {"__add__", "__radd__"},
+    ast.Sub: {"__sub__", "__rsub__"},
+    ast.Mult: {"__mul__", "__rmul__"},
+}
+# Builtin constructors of immutable values.
+_IMMUTABLE_BUILTINS = frozenset({"int", "str", "bool", "float", "tuple", "frozenset", "bytes"})
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the independent-swap rule needs to know about the modules: the names of
+    properties (an attribute read or write that runs code) and of constructors of immutable
+    values defined there (NewTypes, frozen dataclasses without `__post_init__`)."""
+
+    properties: frozenset[str] = frozenset()
+    immutable: frozenset[str] = frozenset()
+    hooks: frozenset[str] = frozenset()  # the dunder methods the modules define
+
+    @staticmethod
+    def of(sources: Iterable[str]) -> Facts:
+        props: set[str] = set()
+        immutable: set[str] = set()
+        hooks: set[str] = set()
+        for source in sources:
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if node.name.startswith("__") and node.name.endswith("__"):
+                        hooks.add(node.name)
+                    for d in node.decorator_list:
+                        name = d.id if isinstance(d, ast.Name) else getattr(d, "attr", "")
+                        if name in ("property", "cached_property", "setter", "getter", "deleter"):
+                            props.add(node.name)
+                elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    if _call_name(node.value) == "NewType":
+                        immutable.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                elif isinstance(node, ast.ClassDef) and _frozen_dataclass(node):
+                    methods = [b for b in node.body if isinstance(b, ast.FunctionDef)]
+                    if all(b.name != "__post_init__" for b in methods):
+                        immutable.add(node.name)
+        return Facts(frozenset(props), frozenset(immutable), frozenset(hooks))
+
+
+def _frozen_dataclass(cls: ast.ClassDef) -> bool:
+    calls = [d for d in cls.decorator_list if isinstance(d, ast.Call)]
+    return any(
+        _call_name(d) == "dataclass"
+        and any(
+            k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in d.keywords
+        )
+        for d in calls
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,12 +283,95 @@ def _is_effect(stmt: ast.stmt) -> bool:
     return False
 
 
+def _assigned_attrs(stmt: ast.stmt, facts: Facts, postponed: bool) -> list[str] | None:
+    """The attribute names a plain assignment to `name.attr` targets writes, or None if
+    `stmt` is not one (see the module docstring)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and postponed:
+        targets = [stmt.target]
+    else:
+        return None
+    out: list[str] = []
+    for t in targets:
+        if not isinstance(t, ast.Attribute) or t.attr in facts.properties:
+            return None
+        if not _attribute_chain(t.value, facts):
+            return None
+        out.append(t.attr)
+    return out
+
+
+def _attribute_chain(e: ast.expr, facts: Facts) -> bool:
+    while isinstance(e, ast.Attribute):
+        if e.attr in facts.properties:
+            return False
+        e = e.value
+    return isinstance(e, ast.Name)
+
+
+def _inert(e: ast.expr, facts: Facts, avoid: set[str]) -> bool:
+    """Evaluating `e` runs no code of the program, cannot raise, and reads no attribute or
+    name in `avoid`."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.Name):
+        return e.id not in avoid
+    if isinstance(e, ast.Attribute):
+        return (
+            e.attr not in avoid and e.attr not in facts.properties and _inert(e.value, facts, avoid)
+        )
+    if isinstance(e, ast.Tuple):
+        return all(_inert(x, facts, avoid) for x in e.elts)
+    if isinstance(e, ast.List | ast.Set):
+        return not e.elts
+    if isinstance(e, ast.Dict):
+        return not e.keys
+    if isinstance(e, ast.BoolOp | ast.UnaryOp | ast.BinOp):
+        methods = _OPERATOR_HOOKS.get(type(e.op))
+        if methods is None or methods & facts.hooks:
+            return False  # not allowed, or it may run a method of the modules
+        parts = e.values if isinstance(e, ast.BoolOp) else [getattr(e, "operand", None)]
+        if isinstance(e, ast.BinOp):
+            parts = [e.left, e.right]
+        return all(x is not None and _inert(x, facts, avoid) for x in parts)
+    if isinstance(e, ast.Call):
+        if not isinstance(e.func, ast.Name) or e.func.id in avoid:
+            return False
+        args = [*e.args, *(k.value for k in e.keywords)]
+        if any(isinstance(a, ast.Starred) for a in e.args) or any(
+            k.arg is None for k in e.keywords
+        ):
+            return False
+        if e.func.id in _EMPTY_CONTAINERS:
+            return not args
+        if e.func.id in facts.immutable or e.func.id in _IMMUTABLE_BUILTINS:
+            return all(_inert(a, facts, avoid) for a in args)
+    return False
+
+
+def independent(a: ast.stmt, b: ast.stmt, facts: Facts, postponed: bool = True) -> bool:
+    """Whether swapping the adjacent statements `a; b` gives the same program by construction
+    (the rule of the module docstring)."""
+    ta = _assigned_attrs(a, facts, postponed)
+    tb = _assigned_attrs(b, facts, postponed)
+    if ta is None or tb is None:
+        return False
+    names = set(ta) | set(tb)
+    if len(names) != len(ta) + len(tb):
+        return False
+    values = [s.value for s in (a, b) if isinstance(s, ast.Assign | ast.AnnAssign)]
+    return all(v is not None and _inert(v, facts, names) for v in values)
+
+
 class _Collector:
     """Walks one module and collects its mutation sites, with the qualified name of each."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: Facts | None = None, postponed: bool = True) -> None:
         self.sites: list[tuple[str, _Site]] = []
         self._scope: list[str] = []
+        self._facts = facts or Facts()
+        self._postponed = postponed
 
     def add(self, site: _Site) -> None:
         self.sites.append((".".join(self._scope), site))
@@ -221,6 +385,8 @@ class _Collector:
         for i in range(len(body) - 1):
             a, b = body[i], body[i + 1]
             if effects[i] and effects[i + 1] and ast.dump(a) != ast.dump(b):
+                if independent(a, b, self._facts, self._postponed):
+                    continue
                 original = f"{ast.unparse(a)}; {ast.unparse(b)}"
                 replacement = f"{ast.unparse(b)}; {ast.unparse(a)}"
                 self.add(_Site(a, b, "stmt-swap", original, replacement, text=None))
@@ -405,10 +571,17 @@ def _positions(node: ast.AST) -> tuple[int, int, int, int]:
     return lineno, col, end_lineno, end_col
 
 
-def mutants_of_source(file: str, source: str) -> list[Mutant]:
-    """Every mutant of one module's text (`file`: its path relative to impl/)."""
+def mutants_of_source(file: str, source: str, facts: Facts | None = None) -> list[Mutant]:
+    """Every mutant of one module's text (`file`: its path relative to impl/); `facts`: the
+    properties and immutable constructors of all the modules (default: of this one)."""
     tree = ast.parse(source)
-    collector = _Collector()
+    postponed = any(
+        isinstance(s, ast.ImportFrom)
+        and s.module == "__future__"
+        and any(n.name == "annotations" for n in s.names)
+        for s in tree.body
+    )
+    collector = _Collector(facts or Facts.of([source]), postponed)
     collector.block(tree.body)
     text = _Text(source)
     seen: Counter[str] = Counter()
@@ -457,9 +630,15 @@ def core_files(impl: Path) -> list[str]:
 
 def generate(impl: Path, files: Iterable[str] | None = None) -> list[Mutant]:
     """Every mutant of `files` (default: the core), in (file, position) order."""
+    sources = {f: (impl / f).read_text(encoding="utf-8") for f in core_files(impl)}
+    chosen = sorted(sources if files is None else files)
+    for f in chosen:
+        if f not in sources:
+            sources[f] = (impl / f).read_text(encoding="utf-8")
+    facts = Facts.of(sources.values())
     out: list[Mutant] = []
-    for file in sorted(core_files(impl) if files is None else files):
-        out.extend(mutants_of_source(file, (impl / file).read_text(encoding="utf-8")))
+    for file in chosen:
+        out.extend(mutants_of_source(file, sources[file], facts))
     ids = Counter(m.id for m in out)
     clash = [i for i, n in ids.items() if n > 1]
     if clash:

@@ -92,8 +92,9 @@ def run_sim(profiles: Sequence[str], seeds: int, first_seed: int, events: int) -
 
 
 def run_hypothesis(examples: int, steps: int) -> LayerOutcome:
-    """The hypothesis machine (refinement.stateful.KraftMachine), derandomized: the same
-    examples every time, no shrinking (a kill is all that is asked)."""
+    """The hypothesis machine (refinement.stateful.KraftMachine), then the differential
+    machines of the pure helpers (refinement.differential), derandomized: the same examples
+    every time, no shrinking (a kill is all that is asked)."""
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
 
@@ -118,6 +119,10 @@ def run_hypothesis(examples: int, steps: int) -> LayerOutcome:
     )
     try:
         run_state_machine_as_test(Counted, settings=search)
+        # The core's pure helpers against their reference models (refinement.differential).
+        from refinement.differential import run_all
+
+        run_all(examples, steps)
     except AssertionError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "AssertionError"
         kind = "crash" if first.startswith("ReplicaRaised") else "failed"

@@ -105,3 +105,48 @@ def test_effects_are_deleted_and_swapped():
     assert len(deleted) == 3 and len(swapped) == 2
     assert deleted[0].apply(source).splitlines()[1] == "    pass"
     assert swapped[0].apply(source).splitlines()[1:3] == ["    r._send(2)", "    r._out.append(1)"]
+
+
+SWAPS = """from __future__ import annotations
+from typing import NewType
+Offset = NewType("Offset", int)
+class R:
+    def f(self, r, end):
+        self.a = Offset(end)
+        r.b: list[int] = []
+        self.c = r.b
+        self.d = 0
+        self.e = r.take()
+        self.g = 1
+        self.h[end] = 2
+        self.i = 3
+"""
+
+
+def test_independent_assignments_are_not_swapped():
+    mutants = mutants_of_source("kraft/core/x.py", SWAPS)
+    swapped = {m.original for m in mutants if m.operator == "stmt-swap"}
+    assert swapped == {
+        # `self.c = r.b` reads the target of the statement before it.
+        "r.b: list[int] = []; self.c = r.b",
+        # A call of a method may read or write anything.
+        "self.d = 0; self.e = r.take()",
+        "self.e = r.take(); self.g = 1",
+        # A subscript target: the index or the container may alias.
+        "self.g = 1; self.h[end] = 2",
+        "self.h[end] = 2; self.i = 3",
+    }
+    # Skipped: `self.a = Offset(end); r.b = []` (a NewType and an empty list, distinct fields)
+    # and `self.c = r.b; self.d = 0` (reading a field neither writes).
+    # The ids of the other mutants do not change when the rule skips a site.
+    plain = SWAPS.replace("        r.b: list[int] = []\n", "")
+    kept = {m.id for m in mutants_of_source("kraft/core/x.py", plain)}
+    assert {m.id for m in mutants if "r.b" not in m.original} <= kept
+
+
+def test_a_swap_of_the_same_field_or_a_dependent_pair_is_kept():
+    source = "def f(a, b):\n    a.x = 1\n    b.x = 2\n    a.y = 1\n    b.z = a.y\n"
+    swapped = [m.original for m in mutants_of_source("kraft/core/x.py", source)]
+    assert "a.x = 1; b.x = 2" in swapped  # a and b may be one object
+    assert "a.y = 1; b.z = a.y" in swapped
+    assert "b.x = 2; a.y = 1" not in swapped

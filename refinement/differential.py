@@ -1,0 +1,324 @@
+"""Differential machines for the core's pure helpers: the helper against a plain reference
+model, over random operation sequences (hypothesis), every answer compared after every step.
+
+The cluster machine (refinement.stateful) and the simulator only see a helper through the
+replica, which calls it in a few well-worn ways; a wrong answer in a case the replica reaches
+rarely (an append accepted after the HWM passed it, a driver stating a snapshot already below
+the log start, the voter set a snapshot installs) can hide there for long. Here each helper
+meets its own contract, as its docstring states it, written the simple way: lists and dicts,
+no bisection, no caches.
+
+- `LogMetadataMachine`: kraft.core.log_metadata.LogMetadata against `_LogModel` (the records'
+  epochs by offset, the snapshots held, the voter-set history), through append, truncate
+  (never below the latest snapshot: the replica truncates only above its HWM, snapshots are
+  taken at most at it), add_snapshot, advance_start (and its refusal of an offset that is no
+  snapshot after the start), install_snapshot, and a restart from the LogState a driver
+  would state (with an old snapshot below the start that the driver has not deleted yet).
+- `CommitRuleMachine`: kraft.core.commits.CommitRule against a list of the accepted appends,
+  through accepted, high_watermark_raised and truncated, with a log whose epochs change.
+
+`run_all` runs both, derandomized; the mutation campaign's hypothesis layer runs it after the
+cluster machine (refinement.mutation.layers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from kraft.core.commits import AppendDecided, CommitRule
+from kraft.core.effects import AppendCommitted, AppendLost
+from kraft.core.log_metadata import STATIC_VOTERS_OFFSET, LogMetadata, LogState
+from kraft.core.voter_set import VoterSet
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
+
+_VOTER_SETS: tuple[VoterSet, ...] = tuple(
+    VoterSet(tuple(ReplicaKey(NodeId(i)) for i in ids)) for ids in ((1,), (1, 2, 3), (2, 3), (1, 4))
+)
+
+# ----------------------------------------------------------------------------- LogMetadata
+
+
+@dataclass(slots=True)
+class _LogModel:
+    start: int = 0
+    end: int = 0
+    records: dict[int, int] = field(default_factory=dict)  # offset -> epoch, start <= o < end
+    snapshots: dict[int, int] = field(default_factory=dict)  # end offset -> epoch
+    voters: list[tuple[int, VoterSet]] = field(default_factory=list)  # (offset, set)
+    deleted: list[OffsetAndEpoch] = field(default_factory=list)  # snapshots left behind
+
+    def last_epoch(self) -> int:
+        if self.end - 1 in self.records:
+            return self.records[self.end - 1]
+        return self.snapshots.get(self.end, 0)
+
+    def epochs(self) -> list[tuple[int, int]]:
+        """(epoch, first offset) of the records held, in log order."""
+        out: list[tuple[int, int]] = []
+        for o in range(self.start, self.end):
+            if not out or out[-1][0] != self.records[o]:
+                out.append((self.records[o], o))
+        return out
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        runs = self.epochs()
+        below = [i for i, (e, _) in enumerate(runs) if e <= epoch]
+        if not below:
+            snap = self.snapshots.get(self.start)
+            if snap is not None:
+                return OffsetAndEpoch(Epoch(snap), Offset(self.start))
+            return OffsetAndEpoch(Epoch(epoch), Offset(self.start))
+        i = below[-1]
+        ends = runs[i + 1][1] if i + 1 < len(runs) else self.end
+        return OffsetAndEpoch(Epoch(runs[i][0]), Offset(ends))
+
+    def voters_at(self, offset: int) -> VoterSet:
+        found = self.voters[0][1]
+        for o, v in self.voters:
+            if o <= offset:
+                found = v
+        return found
+
+    def snapshot_ids(self) -> tuple[OffsetAndEpoch, ...]:
+        return tuple(OffsetAndEpoch(Epoch(e), Offset(o)) for o, e in sorted(self.snapshots.items()))
+
+    def state(self, with_deleted: bool) -> LogState:
+        """The LogState a driver holding this log states at a restart."""
+        old = [s for s in self.deleted if s.offset < self.start][-1:] if with_deleted else []
+        return LogState(
+            Offset(self.start),
+            Offset(self.end),
+            tuple((Epoch(e), Offset(o)) for e, o in self.epochs()),
+            snapshots=self.snapshot_ids() + tuple(old),
+            voter_history=tuple((Offset(o), v) for o, v in self.voters),
+        )
+
+
+class LogMetadataMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = _LogModel(voters=[(int(STATIC_VOTERS_OFFSET), _VOTER_SETS[0])])
+        self.log = LogMetadata(LogState(Offset(0), Offset(0)), _VOTER_SETS[0])
+
+    @rule(
+        sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+        bumps=st.lists(st.integers(0, 2), min_size=3, max_size=3),
+        voters=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3)), max_size=2),
+    )
+    def append(self, sizes: list[int], bumps: list[int], voters: list[tuple[int, int]]) -> None:
+        m = self.model
+        epoch, base = m.last_epoch(), m.end
+        batches: list[tuple[Epoch, Offset]] = []
+        for size, bump in zip(sizes, bumps, strict=False):
+            epoch += bump
+            batches.append((Epoch(epoch), Offset(base)))
+            for o in range(base, base + size):
+                m.records[o] = epoch
+            base += size
+        sets: list[tuple[Offset, VoterSet]] = []
+        for at, which in sorted({m.end + a % (base - m.end): w for a, w in voters}.items()):
+            sets.append((Offset(at), _VOTER_SETS[which]))
+            m.voters.append((at, _VOTER_SETS[which]))
+        self.log.append(batches, Offset(base), sets)
+        m.end = base
+
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        m = self.model
+        floor = max([m.start, *m.snapshots])
+        offset = data.draw(st.integers(floor, m.end + 1))
+        self.log.truncate(Offset(offset))
+        if offset >= m.end:
+            return
+        m.records = {o: e for o, e in m.records.items() if o < offset}
+        m.voters = m.voters[:1] + [(o, v) for o, v in m.voters[1:] if o < offset]
+        m.end = max(offset, m.start)
+
+    @precondition(lambda self: self.model.end > self.model.start)
+    @rule(data=st.data())
+    def add_snapshot(self, data: st.DataObject) -> None:
+        m = self.model
+        offset = data.draw(st.integers(m.start + 1, m.end))
+        epoch = m.records[offset - 1]
+        self.log.add_snapshot(OffsetAndEpoch(Epoch(epoch), Offset(offset)))
+        m.snapshots[offset] = epoch
+
+    @precondition(lambda self: any(o > self.model.start for o in self.model.snapshots))
+    @rule(data=st.data())
+    def advance_start(self, data: st.DataObject) -> None:
+        m = self.model
+        offset = data.draw(st.sampled_from(sorted(o for o in m.snapshots if o > m.start)))
+        self.log.advance_start(Offset(offset))
+        m.deleted += [
+            OffsetAndEpoch(Epoch(e), Offset(o)) for o, e in m.snapshots.items() if o < offset
+        ]
+        m.snapshots = {o: e for o, e in m.snapshots.items() if o >= offset}
+        m.records = {o: e for o, e in m.records.items() if o >= offset}
+        m.start = offset
+
+    @rule(data=st.data())
+    def advance_start_refused(self, data: st.DataObject) -> None:
+        """An offset that is no snapshot held after the start (the start itself included)."""
+        m = self.model
+        offset = data.draw(st.integers(max(m.start - 1, 0), m.end + 1))
+        if offset in m.snapshots and m.start < offset <= m.end:
+            return
+        try:
+            self.log.advance_start(Offset(offset))
+        except ValueError:
+            return
+        raise AssertionError(f"advance_start({offset}) accepted on {m.start}..{m.end}")
+
+    @rule(ahead=st.integers(0, 4), bump=st.integers(0, 2), which=st.integers(0, 3))
+    def install_snapshot(self, ahead: int, bump: int, which: int) -> None:
+        m = self.model
+        end = max(m.start, m.end + ahead - 2)
+        epoch = m.last_epoch() + bump
+        self.log.install_snapshot(OffsetAndEpoch(Epoch(epoch), Offset(end)), _VOTER_SETS[which])
+        m.deleted += [OffsetAndEpoch(Epoch(e), Offset(o)) for o, e in m.snapshots.items()]
+        m.start = m.end = end
+        m.records = {}
+        m.snapshots = {end: epoch}
+        m.voters = [(end - 1, _VOTER_SETS[which])]
+
+    @rule(with_deleted=st.booleans())
+    def restart(self, with_deleted: bool) -> None:
+        m = self.model
+        static = _VOTER_SETS[0]
+        self.log = LogMetadata(m.state(with_deleted), static)
+        if m.voters[0][0] != int(STATIC_VOTERS_OFFSET):
+            m.voters = [(int(STATIC_VOTERS_OFFSET), static), *m.voters]
+
+    @invariant()
+    def agrees(self) -> None:
+        m, log = self.model, self.log
+        got_range = (log.start_offset, log.end_offset)
+        assert got_range == (m.start, m.end), ("start, end", got_range)
+        assert log.last_epoch == m.last_epoch(), ("last_epoch", log.last_epoch)
+        assert log.end == OffsetAndEpoch(Epoch(m.last_epoch()), Offset(m.end)), ("end", log.end)
+        ids = m.snapshot_ids()
+        assert log.snapshots == ids, (log.snapshots, ids)
+        assert log.latest_snapshot == (ids[-1] if ids else None), "latest_snapshot"
+        assert log.earliest_snapshot == (ids[0] if ids else None), "earliest_snapshot"
+        for o in range(max(m.start - 2, 0), m.end + 2):
+            want = m.records.get(o) if m.start <= o < m.end else None
+            assert log.epoch_at(Offset(o)) == want, ("epoch_at", o)
+            snap = m.snapshots.get(o)
+            want_snap = None if snap is None else OffsetAndEpoch(Epoch(snap), Offset(o))
+            assert log.snapshot_at(Offset(o)) == want_snap, ("snapshot_at", o)
+        for e in range(m.last_epoch() + 2):
+            got = log.end_offset_for_epoch(Epoch(e))
+            assert got == m.end_offset_for_epoch(e), ("end_offset_for_epoch", e, got)
+        assert log.voters_offset == m.voters[-1][0], ("voters_offset", log.voters_offset)
+        assert log.voters == m.voters[-1][1], ("voters", log.voters)
+        for o in range(m.start - 1, m.end + 1):
+            assert log.voters_at(Offset(o)) == m.voters_at(o), ("voters_at", o)
+
+
+# ----------------------------------------------------------------------------- CommitRule
+
+
+def _decide(a: tuple[int, int, int, int], log: dict[int, int]) -> AppendCommitted | AppendLost:
+    last, rid, first, epoch = a
+    if log.get(last) == epoch:
+        return AppendCommitted(rid, Offset(first), Offset(last), Epoch(epoch))
+    return AppendLost(rid, Offset(first), Offset(last), Epoch(epoch))
+
+
+class _Log:
+    """An EpochLookup over a dict."""
+
+    def __init__(self, epochs: dict[int, int]) -> None:
+        self.epochs = epochs
+
+    def epoch_at(self, offset: Offset) -> Epoch | None:
+        e = self.epochs.get(offset)
+        return None if e is None else Epoch(e)
+
+
+class CommitRuleMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rule_ = CommitRule()
+        self.undecided: list[tuple[int, int, int, int]] = []  # (last, id, first, epoch)
+        self.epochs: dict[int, int] = {}
+        self.hwm: int | None = None
+        self.next_id = 0
+
+    def _check(self, got: list[AppendDecided], want: list[AppendDecided]) -> None:
+        assert got == want, (got, want)
+        assert len(self.rule_) == len(self.undecided), ("len", len(self.rule_))
+
+    @rule(first=st.integers(0, 12), size=st.integers(0, 3), epoch=st.integers(1, 3))
+    def accepted(self, first: int, size: int, epoch: int) -> None:
+        last = first + size
+        rid = self.next_id
+        self.next_id += 1
+        hwm = None if self.hwm is None else Offset(self.hwm)
+        got = self.rule_.accepted(
+            rid,
+            Offset(first),
+            Offset(last),
+            Epoch(epoch),
+            high_watermark=hwm,
+            log=_Log(self.epochs),
+        )
+        self.undecided.append((last, rid, first, epoch))
+        want: list[AppendDecided] = []
+        if self.hwm is not None and last < self.hwm:
+            want = self._raise(self.hwm)
+        self._check(got, want)
+
+    def _raise(self, hwm: int) -> list[AppendDecided]:
+        due = sorted(a for a in self.undecided if a[0] < hwm)
+        self.undecided = [a for a in self.undecided if a[0] >= hwm]
+        return [_decide(a, self.epochs) for a in due]
+
+    @rule(up=st.integers(0, 4))
+    def high_watermark_raised(self, up: int) -> None:
+        hwm = (self.hwm or 0) + up
+        self.hwm = hwm
+        got = self.rule_.high_watermark_raised(Offset(hwm), _Log(self.epochs))
+        self._check(got, self._raise(hwm))
+
+    @rule(offset=st.integers(0, 16))
+    def truncated(self, offset: int) -> None:
+        got = self.rule_.truncated(Offset(offset))
+        gone = sorted(a for a in self.undecided if a[0] >= offset)
+        self.undecided = [a for a in self.undecided if a[0] < offset]
+        want: list[AppendDecided] = [
+            AppendLost(rid, Offset(first), Offset(last), Epoch(e)) for last, rid, first, e in gone
+        ]
+        self._check(got, want)
+
+    @rule(offset=st.integers(0, 16), epoch=st.integers(0, 3))
+    def log_changes(self, offset: int, epoch: int) -> None:
+        if epoch == 0:
+            self.epochs.pop(offset, None)
+        else:
+            self.epochs[offset] = epoch
+
+
+MACHINES: tuple[type[RuleBasedStateMachine], ...] = (LogMetadataMachine, CommitRuleMachine)
+
+
+def run_all(examples: int, steps: int) -> None:
+    """Every machine of MACHINES, derandomized (raises on the first disagreement)."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    search = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+    )
+    for machine in MACHINES:
+        run_state_machine_as_test(machine, settings=search)
