@@ -49,6 +49,7 @@ from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.invariants_describe import describe_quorum_matches
+from refinement.invariants_roles import log_written_by_its_role
 from refinement.sim_base import (
     _DELIVER,
     _REQUEST_MESSAGES,
@@ -334,6 +335,7 @@ class SimNetwork(SimBase):
         if self._check and type(event) is ClientAppend:
             assert isinstance(event, ClientAppend)
             self._ledger.append_received(node.id, event.request_id)
+        before = replica.view().state if self._check else None
         try:
             effects = replica.step(event)
         except Exception as exc:  # the core must not raise on any event
@@ -350,6 +352,12 @@ class SimNetwork(SimBase):
                 self._violation(held.name, held.detail)
             if node.replica is not None:
                 self._check_describe(node.id, node.replica)
+                if before is not None:
+                    wrote = log_written_by_its_role(
+                        node.id, before, node.replica.view().state, effects
+                    )
+                    if wrote is not None:
+                        self._violation(wrote.name, wrote.detail)
         if monitor is not None and node.replica is not None:
             found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
             if found is None:

@@ -1,6 +1,7 @@
 """DescribeQuorumMatches (refinement.invariants_describe): the simulator checks what a leader
 would answer DescribeQuorum with after each of its steps. A leader that leaves a voter out of
-its answer, or lists one twice, is caught on the first seed; the unmutated core holds it."""
+its answer, or lists one twice, is caught on the first seed; the unmutated core holds it. And
+LogWrittenByItsRole (refinement.invariants_roles) on the steps it judges."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from dataclasses import replace
 
 import pytest
 
+from kraft.core.effects import AppendToLog, TruncateLog
 from kraft.core.quorum_info import QuorumDescription
 from kraft.core.replica import Replica
+from kraft.core.vocabulary import ReplicaState as S
+from kraft.ids import Epoch, NodeId, Offset
 from refinement.faults import PROFILES
 from refinement.invariants_describe import DESCRIBE_QUORUM_MATCHES
+from refinement.invariants_roles import LOG_WRITTEN_BY_ITS_ROLE, log_written_by_its_role
 from refinement.sim import SimConfig, simulate
 from refinement.sim_config import NodeSetup, SimReplica, core_replica_factory
 
@@ -48,3 +53,22 @@ def test_a_wrong_voter_list_is_caught(cls: type[Replica]) -> None:
 def test_the_core_describes_its_quorum_as_it_is() -> None:
     r = simulate(SimConfig(seed=0, profile=PROFILES["mixed+reconfig"], max_events=300))
     assert r.violations == []
+
+
+def test_only_a_leader_or_follower_writes_its_log() -> None:
+    """LogWrittenByItsRole (refinement.invariants_roles), on the steps it judges."""
+    fetched = AppendToLog(Offset(5), Offset(6), Epoch(2), b"")
+    encoded = AppendToLog(Offset(5), Offset(6), Epoch(2), b"", leader_encoded=True)
+    cut = TruncateLog(Offset(3))
+    node = NodeId(1)
+    assert log_written_by_its_role(node, S.FOLLOWER, S.FOLLOWER, [fetched, cut]) is None
+    assert log_written_by_its_role(node, S.UNATTACHED, S.FOLLOWER, [fetched]) is None
+    assert log_written_by_its_role(node, S.LEADER, S.RESIGNED, [encoded]) is None
+    for before, after, effects in [
+        (S.PROSPECTIVE, S.PROSPECTIVE, [fetched]),
+        (S.CANDIDATE, S.CANDIDATE, [cut]),
+        (S.FOLLOWER, S.FOLLOWER, [encoded]),
+        (S.RESIGNED, S.RESIGNED, [encoded]),
+    ]:
+        found = log_written_by_its_role(node, before, after, effects)
+        assert found is not None and found.name == LOG_WRITTEN_BY_ITS_ROLE
