@@ -50,6 +50,8 @@ from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
+from refinement.invariants_describe import describe_quorum_matches
+from refinement.invariants_roles import log_written_by_its_role
 from refinement.sim_base import (
     _DELIVER,
     _REQUEST_MESSAGES,
@@ -339,6 +341,7 @@ class SimNetwork(SimBase):
         if self._check and type(event) is ClientAppend:
             assert isinstance(event, ClientAppend)
             self._ledger.append_received(node.id, event.request_id)
+        before = replica.view().state if self._check else None
         try:
             effects = replica.step(event)
         except Exception as exc:  # the core must not raise on any event
@@ -353,6 +356,14 @@ class SimNetwork(SimBase):
             )
             if held is not None:
                 self._violation(held.name, held.detail)
+            if node.replica is not None:
+                self._check_describe(node.id, node.replica)
+                if before is not None:
+                    wrote = log_written_by_its_role(
+                        node.id, before, node.replica.view().state, effects
+                    )
+                    if wrote is not None:
+                        self._violation(wrote.name, wrote.detail)
         if monitor is not None and node.replica is not None:
             found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
             if found is None:
@@ -372,6 +383,28 @@ class SimNetwork(SimBase):
             node.log_dirty = True
             node.replica = None
             self._node_stopped(node, "Stop")
+
+    def _check_describe(self, nid: NodeId, replica: SimReplica) -> None:
+        """DescribeQuorumMatches: what a leader would answer DescribeQuorum with, after each
+        of its steps (refinement.invariants_describe); replicas that cannot describe are
+        skipped."""
+        view = replica.view()
+        if view.state is not ReplicaState.LEADER:
+            return
+        describe = getattr(replica, "describe_quorum", None)
+        voters: tuple[NodeId, ...] | None = getattr(view, "voters", None)
+        if describe is None or voters is None:
+            return
+        found = describe_quorum_matches(
+            nid,
+            epoch=view.epoch,
+            high_watermark=view.high_watermark,
+            end_offset=view.end_offset,
+            voters=voters,
+            desc=describe(),
+        )
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     def _after_shutdown(self, node: _Node, replica: SimReplica) -> None:
         """ShutdownCompleteOnce: one more event, as a driver may have queued after the one

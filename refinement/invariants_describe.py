@@ -1,0 +1,63 @@
+"""Checker of DescribeQuorum's answer (KIP-595's DescribeQuorum, Kafka's
+LeaderState.describeQuorum), stated from what the simulator knows of the leader, never from the
+leader's own bookkeeping of its peers:
+
+- DescribeQuorumMatches: what a leader would answer DescribeQuorum with at any step names it
+  as the leader, in its epoch, with its high watermark (or none, before it has one in its
+  epoch: the HWM it kept from its follower days is not its epoch's, Kafka's
+  LeaderState.highWatermark is empty then); lists every voter of the voter set it
+  runs with exactly once and nothing else among the voters (Kafka lists each voter, the leader
+  included, even one that never fetched in the epoch); gives the leader's own entry (when it
+  is a voter) its log end offset; and lists no replica key both as a voter and as an
+  observer (a voter's id may fetch as an observer under another directory id).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from kraft.core.quorum_info import QuorumDescription
+from kraft.ids import Epoch, NodeId, Offset
+from refinement.invariants import Violation
+
+DESCRIBE_QUORUM_MATCHES = "DescribeQuorumMatches"
+
+
+def describe_quorum_matches(
+    node: NodeId,
+    *,
+    epoch: Epoch,
+    high_watermark: Offset | None,
+    end_offset: Offset,
+    voters: Iterable[NodeId],
+    desc: QuorumDescription | None,
+) -> Violation | None:
+    """The leader `node` (in `epoch`, with this HWM and log end, running with the voter set
+    `voters`) would answer DescribeQuorum with `desc`; a violation when it is wrong."""
+
+    def bad(what: str) -> Violation:
+        return Violation(
+            DESCRIBE_QUORUM_MATCHES,
+            f"leader {node} (epoch {epoch}) would describe the quorum {what}: {desc}",
+        )
+
+    if desc is None:
+        return bad("not at all")
+    if desc.leader_id != node or desc.leader_epoch != epoch:
+        return bad(f"with leader {desc.leader_id} in epoch {desc.leader_epoch}")
+    if desc.high_watermark is not None and desc.high_watermark != high_watermark:
+        return bad(f"with HWM {desc.high_watermark}, not its {high_watermark}")
+    listed = Counter(d.replica.id for d in desc.voters)
+    expected = Counter(set(voters))
+    if listed != expected:
+        return bad(f"with voters {sorted(listed.elements())}, not its {sorted(expected)}")
+    for d in desc.voters:
+        if d.replica.id == node and d.log_end_offset != end_offset:
+            return bad(f"with its own end offset {d.log_end_offset}, not {end_offset}")
+    both = sorted(
+        k.id for k in {d.replica for d in desc.observers} & {d.replica for d in desc.voters}
+    )
+    if both:
+        return bad(f"with {both} both as voters and as observers")
+    return None

@@ -1,0 +1,51 @@
+"""Checker of who writes a replica's log (KIP-595): the leader of the epoch appends what it
+writes (client records, control records), and a follower appends and truncates only from the
+Fetch answers of its leader. No other role touches the log: a Prospective that still knows the
+leader it timed out on, a Candidate, a Voted or Unattached replica, a Resigned leader.
+
+- LogWrittenByItsRole: a step whose effects append records the leader encoded
+  (AppendToLog.leader_encoded) starts or ends with the replica a Leader (a leader may resign in
+  the step that wrote its lingering appends); a step whose effects append fetched records or
+  truncate the log ends with the replica a Follower (an observer learns its leader from the
+  answer it appends, in the same step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kraft.core.effects import AppendToLog, Effect, TruncateLog
+from kraft.core.vocabulary import ReplicaState
+from kraft.ids import NodeId
+from refinement.invariants import Violation
+
+LOG_WRITTEN_BY_ITS_ROLE = "LogWrittenByItsRole"
+
+_L = ReplicaState.LEADER
+_F = ReplicaState.FOLLOWER
+
+
+def log_written_by_its_role(
+    node: NodeId, before: ReplicaState, after: ReplicaState, effects: Sequence[Effect]
+) -> Violation | None:
+    """The step of `node` from `before` to `after` emitted `effects`; a violation when it
+    wrote its log in a role that does not."""
+    for e in effects:
+        if isinstance(e, AppendToLog):
+            if e.leader_encoded:
+                if _L not in (before, after):
+                    what = f"appended records it encoded at {e.first_offset}-{e.last_offset}"
+                    return _bad(node, before, after, what)
+            elif after is not _F:
+                what = f"appended fetched records at {e.first_offset}-{e.last_offset}"
+                return _bad(node, before, after, what)
+        elif isinstance(e, TruncateLog) and after is not _F:
+            return _bad(node, before, after, f"truncated its log to {e.offset}")
+    return None
+
+
+def _bad(node: NodeId, before: ReplicaState, after: ReplicaState, what: str) -> Violation:
+    return Violation(
+        LOG_WRITTEN_BY_ITS_ROLE,
+        f"node {node} {what} in a step from {before.value} to {after.value}",
+    )
