@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -305,12 +306,12 @@ class CommitRuleMachine(RuleBasedStateMachine):
 MACHINES: tuple[type[RuleBasedStateMachine], ...] = (LogMetadataMachine, CommitRuleMachine)
 
 
-def run_all(examples: int, steps: int) -> None:
-    """Every machine of MACHINES, derandomized (raises on the first disagreement)."""
-    from hypothesis import HealthCheck, Phase, settings
-    from hypothesis.stateful import run_state_machine_as_test
+def derandomized(examples: int, steps: int) -> settings:
+    """Hypothesis settings for a campaign: the same examples every time, no deadline, no
+    database, no shrinking (a kill is all that is asked)."""
+    from hypothesis import HealthCheck, Phase
 
-    search = settings(
+    return settings(
         max_examples=examples,
         stateful_step_count=steps,
         derandomize=True,
@@ -320,5 +321,12 @@ def run_all(examples: int, steps: int) -> None:
         suppress_health_check=list(HealthCheck),
         phases=[Phase.generate],
     )
+
+
+def run_all(examples: int, steps: int) -> None:
+    """Every machine of MACHINES, derandomized (raises on the first disagreement)."""
+    from hypothesis.stateful import run_state_machine_as_test
+
+    search = derandomized(examples, steps)
     for machine in MACHINES:
         run_state_machine_as_test(machine, settings=search)

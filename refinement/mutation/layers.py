@@ -95,9 +95,9 @@ def run_hypothesis(examples: int, steps: int) -> LayerOutcome:
     """The hypothesis machine (refinement.stateful.KraftMachine), then the differential
     machines of the pure helpers (refinement.differential), derandomized: the same examples
     every time, no shrinking (a kill is all that is asked)."""
-    from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
 
+    from refinement.differential import derandomized, run_all
     from refinement.stateful import KraftMachine
 
     seen = [0]
@@ -107,21 +107,9 @@ def run_hypothesis(examples: int, steps: int) -> LayerOutcome:
             super().__init__()
             seen[0] += 1
 
-    search = settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate],
-    )
     try:
-        run_state_machine_as_test(Counted, settings=search)
+        run_state_machine_as_test(Counted, settings=derandomized(examples, steps))
         # The core's pure helpers against their reference models (refinement.differential).
-        from refinement.differential import run_all
-
         run_all(examples, steps)
     except AssertionError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "AssertionError"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from memory_logs import entries, key, perform_append, perform_snapshot_effect
 
+from kraft.control_records import Endpoint, VoterEntry, VotersRecord
 from kraft.core.effects import (
     AppendResult,
     AppendToLog,
@@ -47,7 +48,8 @@ from kraft.core.messages import (
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import ClusterId, NodeId, OffsetAndEpoch
+from kraft.core.voter_records import voter_set_of
+from kraft.ids import ClusterId, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot
@@ -298,3 +300,62 @@ class Cluster:
 
     def view(self, i: int):
         return self.r(i).view()
+
+
+def elect(c: Cluster) -> int:
+    """Run until one leader is followed by every live node; its id."""
+    c.run_until(
+        lambda: (
+            c.leader() is not None
+            and all(c.view(i).leader_id == c.leader() for i in c.nodes if c.nodes[i].alive)
+        )
+    )
+    lead = c.leader()
+    assert lead is not None
+    return lead
+
+
+def committed(c: Cluster, lead: int, n: int) -> int:
+    """Append n values one by one; wait until the leader's HWM covers them."""
+    for k in range(n):
+        c.append(lead, f"v{k}".encode())
+        c.run(c.now + 5)
+    end = c.view(lead).end_offset
+    c.run_until(lambda: c.view(lead).high_watermark == end)
+    return end
+
+
+def controller_endpoints(n: int) -> tuple[Endpoint, ...]:
+    """The one CONTROLLER listener a dynamic voter of a scenario advertises."""
+    return (Endpoint("CONTROLLER", "127.0.0.1", 9000 + n),)
+
+
+class DynamicCluster(Cluster):
+    """Voters bootstrapped as a dynamic quorum (the bootstrap checkpoint's Voters record at
+    offset -1, kraft.version 1): the voters configured at the first start, for every restart."""
+
+    bootstrap_ids: tuple[int, ...] = ()
+
+    def start(self, i: int) -> None:
+        n = self.nodes[i]
+        n.alive = True
+        if n.config.voters:
+            self.bootstrap_ids = tuple(v.id for v in n.config.voters)
+        n.config = replace(n.config, voters=())
+        entries = tuple(
+            VoterEntry(v, key(v).directory_id, controller_endpoints(v), 0, 1)
+            for v in self.bootstrap_ids
+        )
+        state = replace(
+            log_state_of(n.log),
+            voter_history=((Offset(-1), voter_set_of(VotersRecord(0, entries))),),
+        )
+        n.replica = Replica(
+            n.config,
+            election_state=n.stored,
+            log_state=state,
+            reader=BatchReader(n.log),
+            rng=random.Random(self.rng.random()),
+            now_ms=self.now,
+        )
+        self.apply(i, n.replica.start(), None)

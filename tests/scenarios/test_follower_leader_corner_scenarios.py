@@ -16,13 +16,9 @@
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster
+from scenario_harness import CLUSTER, Cluster, DynamicCluster
 
-from kraft.control_records import Endpoint, VoterEntry, VotersRecord
 from kraft.core.effects import Effect, Send, TruncateLog
 from kraft.core.events import Receive, Tick
 from kraft.core.messages import (
@@ -33,13 +29,10 @@ from kraft.core.messages import (
     Message,
     RemoveVoterRequest,
 )
-from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState
-from kraft.core.voter_records import voter_set_of
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import encode_records
-from kraft.storage.log_adapter import BatchReader, log_state_of
 
 FETCH_TIMEOUT_MS = 2000
 
@@ -162,34 +155,8 @@ def test_a_begin_quorum_epoch_answer_of_an_earlier_epoch_is_not_an_endorsement()
 ADMIN = NodeId(-1)
 
 
-def _endpoints(n: int) -> tuple[Endpoint, ...]:
-    return (Endpoint("CONTROLLER", "127.0.0.1", 9000 + n),)
-
-
-class _Dynamic(Cluster):
-    """Voters bootstrapped as a dynamic quorum (a Voters record at offset -1, kraft.version 1)."""
-
-    ids: tuple[NodeId, ...] = ()
-
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.alive = True
-        ids = tuple(v.id for v in n.config.voters) or _Dynamic.ids
-        _Dynamic.ids = ids
-        n.config = replace(n.config, voters=())
-        record = VotersRecord(
-            0, tuple(VoterEntry(v, key(v).directory_id, _endpoints(v), 0, 1) for v in ids)
-        )
-        state = replace(log_state_of(n.log), voter_history=((Offset(-1), voter_set_of(record)),))
-        n.replica = Replica(
-            n.config,
-            election_state=n.stored,
-            log_state=state,
-            reader=BatchReader(n.log),
-            rng=random.Random(self.rng.random()),
-            now_ms=self.now,
-        )
-        self.apply(i, n.replica.start(), None)
+class _Dynamic(DynamicCluster):
+    """A dynamic quorum whose admin client's answers are dropped."""
 
     def send(self, src: int, dst: int, msg: Message, answering: object) -> None:
         if dst != ADMIN:  # the admin client's answers are not this test's subject

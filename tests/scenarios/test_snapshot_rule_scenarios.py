@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memory_logs import key
-from scenario_harness import Cluster
+from scenario_harness import Cluster, committed, elect
 
 from kraft.core.effects import Effect, Send, SnapshotRequired
 from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive
@@ -52,34 +52,13 @@ class Recording(Cluster):
         return out
 
 
-def elect(c: Cluster) -> int:
-    c.run_until(
-        lambda: (
-            c.leader() is not None
-            and all(c.view(i).leader_id == c.leader() for i in c.nodes if c.nodes[i].alive)
-        )
-    )
-    lead = c.leader()
-    assert lead is not None
-    return lead
-
-
-def commit(c: Cluster, lead: int, n: int) -> int:
-    for k in range(n):
-        c.append(lead, f"v{k}".encode())
-        c.run(c.now + 5)
-    end = c.view(lead).end_offset
-    c.run_until(lambda: c.view(lead).high_watermark == end)
-    return end
-
-
 def trimmed_leader(c: Cluster, behind: int, records: int = 12) -> tuple[int, OffsetAndEpoch]:
     """Elect, cut `behind` off, commit, wait past a fetch timeout (it is no longer live), then
     the leader snapshots at its HWM and its log start moves there."""
     lead = elect(c)
     assert lead != behind
     c.isolate(behind)
-    commit(c, lead, records)
+    committed(c, lead, records)
     c.run(c.now + 3000)
     hwm = c.view(lead).high_watermark
     assert hwm is not None
@@ -214,7 +193,7 @@ def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> 
     Fetch answers) has, and the leader once every live replica has the snapshot."""
     c = RetentionCluster(3, seed=23, snapshots=True)
     lead = elect(c)
-    end = commit(c, lead, 10)
+    end = committed(c, lead, 10)
     c.run_until(lambda: all(c.view(i).high_watermark == end for i in c.nodes))
     for i in c.nodes:
         c.step(i, CreateSnapshot(c.now, end))

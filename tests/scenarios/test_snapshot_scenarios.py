@@ -9,7 +9,7 @@ import random
 
 import pytest
 from memory_logs import entries
-from scenario_harness import Cluster
+from scenario_harness import Cluster, committed, elect
 
 from kraft.core.effects import Effect, InstallSnapshot, ValidateSnapshot, WriteSnapshotChunk
 from kraft.core.events import CreateSnapshot, Event
@@ -20,28 +20,6 @@ from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
 
 S = ReplicaState
-
-
-def elect(c: Cluster) -> int:
-    c.run_until(
-        lambda: (
-            c.leader() is not None
-            and all(c.view(i).leader_id == c.leader() for i in c.nodes if c.nodes[i].alive)
-        )
-    )
-    lead = c.leader()
-    assert lead is not None
-    return lead
-
-
-def committed(c: Cluster, lead: int, n: int) -> int:
-    """Append n values one by one; wait until the leader's HWM covers them."""
-    for k in range(n):
-        c.append(lead, f"v{k}".encode())
-        c.run(c.now + 5)
-    end = c.view(lead).end_offset
-    c.run_until(lambda: c.view(lead).high_watermark == end)
-    return end
 
 
 def snapshot_and_trim(c: Cluster, lead: int) -> Offset:

@@ -8,13 +8,9 @@ keys in another order."""
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
 from memory_logs import key
-from scenario_harness import Cluster
+from scenario_harness import Cluster, DynamicCluster, controller_endpoints
 
-from kraft.control_records import Endpoint, VoterEntry, VotersRecord
 from kraft.core.effects import Send
 from kraft.core.events import Receive
 from kraft.core.messages import (
@@ -24,11 +20,8 @@ from kraft.core.messages import (
     RemoveVoterRequest,
     RemoveVoterResponse,
 )
-from kraft.core.replica import Replica
-from kraft.core.voter_records import voter_set_of
 from kraft.errors import ErrorCode
-from kraft.ids import NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
+from kraft.ids import NodeId
 
 ADMIN = NodeId(-1)  # an admin client has no node id
 TOKEN = 77
@@ -39,33 +32,6 @@ JAVA_SET = (
     " ReplicaKey(id=2, directoryId=AAAAAAAAAAAAAAAAAAAAAw),"
     " ReplicaKey(id=3, directoryId=AAAAAAAAAAAAAAAAAAAABA)]"
 )
-
-
-def _endpoints(n: int) -> tuple[Endpoint, ...]:
-    return (Endpoint("CONTROLLER", "127.0.0.1", 9000 + n),)
-
-
-class DynamicCluster(Cluster):
-    """Three voters bootstrapped as a dynamic quorum (the bootstrap checkpoint's Voters record
-    at offset -1, kraft.version 1)."""
-
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.alive = True
-        n.config = replace(n.config, voters=())
-        record = VotersRecord(
-            0, tuple(VoterEntry(v, key(v).directory_id, _endpoints(v), 0, 1) for v in (1, 2, 3))
-        )
-        state = replace(log_state_of(n.log), voter_history=((Offset(-1), voter_set_of(record)),))
-        n.replica = Replica(
-            n.config,
-            election_state=n.stored,
-            log_state=state,
-            reader=BatchReader(n.log),
-            rng=random.Random(self.rng.random()),
-            now_ms=self.now,
-        )
-        self.apply(i, n.replica.start(), None)
 
 
 def _settled() -> tuple[DynamicCluster, int]:
@@ -88,7 +54,7 @@ def test_adding_a_voter_id_already_in_the_set_names_the_set_in_javas_order() -> 
     c, lead = _settled()
     other = 2 if lead != 2 else 3
     [answer] = _ask(c, lead, AddVoterRequest(c.nodes[lead].config.cluster_id, key(other),
-                                             _endpoints(other)))  # fmt: skip
+                                             controller_endpoints(other)))  # fmt: skip
     assert answer == AddVoterResponse(
         ErrorCode.DUPLICATE_VOTER,
         f"The voter id for {key(other).kafka_text()} is already part of the set of voters"
