@@ -72,7 +72,7 @@ from kraft.ids import (
 from kraft.records import encode_records, iter_batches
 from refinement import invariants_input as inp
 from refinement.invariants_input import Forgery, KeptState
-from refinement.sim_base import _FAULT, _REQUEST_MESSAGES, _REQUEST_OF, _Node
+from refinement.sim_base import _FAULT, _REQUEST_MESSAGES, _RESPONSE_TYPES, _Node
 from refinement.sim_liveness import SimLiveness
 
 if TYPE_CHECKING:
@@ -88,7 +88,6 @@ _HOLDING_LEADER_AIM = 0.15
 # A node id no replica has: the forger that is nobody's peer.
 STRANGER = NodeId(97)
 _STRANGER_KEY = ReplicaKey(STRANGER, DirectoryId(uuid.UUID(int=0xBAD)))
-_RESPONSE_TYPES = frozenset(_REQUEST_OF)
 
 U = ReplicaState.UNATTACHED
 V = ReplicaState.VOTED

@@ -34,16 +34,12 @@ from kraft.core.events import (
 )
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
-    FetchSnapshotResponse,
     Message,
     VoteRequest,
-    VoteResponse,
 )
 from kraft.core.timing import QuorumTiming
 from kraft.core.voter_set import VoterSet
@@ -59,6 +55,7 @@ from kraft.trace_format import (
     message_json,
 )
 from refinement.invariants import EpochCache, NodeState, Violation
+from refinement.invariants_effects import ANSWERS
 
 if TYPE_CHECKING:
     from refinement.sim_config import ReplicaFactory, SimConfig, SimReplica, SimResult
@@ -92,14 +89,10 @@ _RECONFIG = "reconfig"
 # The operator's address: voter changes come from it and their answers go to it (KIP-853).
 ADMIN = NodeId(-1)
 
-_REQUEST_OF: dict[type, type] = {
-    VoteResponse: VoteRequest,
-    BeginQuorumEpochResponse: BeginQuorumEpochRequest,
-    EndQuorumEpochResponse: EndQuorumEpochRequest,
-    FetchResponse: FetchRequest,
-    FetchSnapshotResponse: FetchSnapshotRequest,
-}
+# The request each response answers (one table, the effect-contract checker's).
+_REQUEST_OF = ANSWERS
 _REQUEST_TYPES = frozenset(_REQUEST_OF.values())
+_RESPONSE_TYPES = frozenset(_REQUEST_OF)
 
 
 def directory_of(node: NodeId, generation: int = 0) -> DirectoryId:

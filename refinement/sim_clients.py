@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING
 from kraft.core.effects import AppendCommitted, AppendLost, AppendResult
 from kraft.core.events import ClientAppend
 from kraft.core.producers import ProducerBatch, producer_batch_of
+from kraft.core.replica import Replica
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
 from kraft.records import iter_batches
@@ -171,8 +172,6 @@ class SimClients(SimFaults):
             if v:
                 self._violation(v.name, v.detail)
             self._producer_acks[key] = (d.first_offset, d.last_offset)
-            for other in self._nodes.values():
-                self._check_producer_table(other)
         if current:
             for rid in producer.rids:
                 self._pending.pop(rid, None)  # resends still waiting to go: not needed now
@@ -194,10 +193,13 @@ class SimClients(SimFaults):
                 self._violation(v.name, v.detail)
             self._check_producer_table(node)
 
+    def _log_truncated(self, node: _Node) -> None:
+        # A truncation is where the producer table must drop what the log dropped.
+        if self._producers:
+            self._check_producer_table(node)
+
     def _check_producer_table(self, node: _Node) -> None:
         """ProducerTableFollowsLog on a running replica."""
-        from kraft.core.replica import Replica
-
         replica = node.replica
         if not isinstance(replica, Replica):
             return

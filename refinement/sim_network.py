@@ -57,6 +57,7 @@ from refinement.sim_base import (
     _REQUEST_MESSAGES,
     _REQUEST_OF,
     _REQUEST_TYPES,
+    _RESPONSE_TYPES,
     _SEND_FAILED,
     _TICK,
     ADMIN,
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
 # Reply tokens of delivered requests (refinement.invariants_effects), apart from the
 # operator's (refinement.sim_reconfig numbers its voter changes from 1).
 _FIRST_TOKEN = 1 << 40
-_RESPONSE_TYPES = frozenset(eff.ANSWERS)
 
 
 class SimNetwork(SimBase):
@@ -142,6 +142,8 @@ class SimNetwork(SimBase):
         # request carries, and what each running incarnation was given and has not answered.
         self._ledger = eff.EffectLedger(linger=config.timing.append_linger_ms > 0)
         self._next_token = _FIRST_TOKEN
+        # Whether the step being applied truncated the node's log (_log_truncated after it).
+        self._truncated = False
 
     # ------------------------------------------------------------------ events
 
@@ -351,6 +353,8 @@ class SimNetwork(SimBase):
             )
         self._apply(node, effects, answering, src_id)
         if self._check:
+            if self._truncation_seen() and node.replica is not None:
+                self._log_truncated(node)
             held = self._ledger.after_step(
                 node.id, None if node.replica is None else node.replica.view().state
             )
@@ -383,6 +387,16 @@ class SimNetwork(SimBase):
             node.log_dirty = True
             node.replica = None
             self._node_stopped(node, "Stop")
+
+    def _truncation_seen(self) -> bool:
+        """Whether the step just applied truncated its node's log (and forget it). Read
+        through a method: mypyc would keep a value narrowed before _apply set it."""
+        seen, self._truncated = self._truncated, False
+        return seen
+
+    def _log_truncated(self, node: _Node) -> None:
+        """After a step of `node` that truncated its log (all its effects performed): what
+        must follow the log checks it here (refinement.sim_clients: the producer table)."""
 
     def _check_describe(self, nid: NodeId, replica: SimReplica) -> None:
         """DescribeQuorumMatches: what a leader would answer DescribeQuorum with, after each
@@ -497,6 +511,7 @@ class SimNetwork(SimBase):
                         "EffectRejected", f"node {node.id} TruncateLog({e.offset}): {exc}"
                     )
                 node.log_dirty = True
+                self._truncated = True
                 if self._dynamic:
                     self._log_voters_changed(node, None)
             elif t is AppendResult:

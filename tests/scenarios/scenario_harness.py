@@ -36,6 +36,7 @@ from kraft.core.events import (
     SnapshotWritten,
     Tick,
 )
+from kraft.core.log_metadata import LogState
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -108,13 +109,18 @@ class Cluster:
 
     # -- node lifecycle
 
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.alive = True
+    def boot_state(self, n: Node) -> LogState:
+        """What a starting replica is given of its storage (a subclass may add to it)."""
         state = log_state_of(n.log)
         if n.snaps is not None:
             n.snaps.parts.clear()  # leftover .part files are removed at start
             state = replace(state, snapshots=tuple(n.snaps.complete))
+        return state
+
+    def start(self, i: int) -> None:
+        n = self.nodes[i]
+        n.alive = True
+        state = self.boot_state(n)
         n.replica = Replica(
             n.config,
             election_state=n.stored,
@@ -336,9 +342,7 @@ class DynamicCluster(Cluster):
 
     bootstrap_ids: tuple[int, ...] = ()
 
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.alive = True
+    def boot_state(self, n: Node) -> LogState:
         if n.config.voters:
             self.bootstrap_ids = tuple(v.id for v in n.config.voters)
         n.config = replace(n.config, voters=())
@@ -346,16 +350,5 @@ class DynamicCluster(Cluster):
             VoterEntry(v, key(v).directory_id, controller_endpoints(v), 0, 1)
             for v in self.bootstrap_ids
         )
-        state = replace(
-            log_state_of(n.log),
-            voter_history=((Offset(-1), voter_set_of(VotersRecord(0, entries))),),
-        )
-        n.replica = Replica(
-            n.config,
-            election_state=n.stored,
-            log_state=state,
-            reader=BatchReader(n.log),
-            rng=random.Random(self.rng.random()),
-            now_ms=self.now,
-        )
-        self.apply(i, n.replica.start(), None)
+        bootstrap = voter_set_of(VotersRecord(0, entries))
+        return replace(super().boot_state(n), voter_history=((Offset(-1), bootstrap),))
