@@ -27,14 +27,8 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import (
-    ControlRecord,
-    KRaftVersionRecord,
-    SnapshotFooterRecord,
-    SnapshotHeaderRecord,
     VotersRecord,
     decode_control_batch,
-    encode_control_batch,
-    encode_control_records,
 )
 from kraft.core.effects import (
     AdvanceLogStartOffset,
@@ -52,7 +46,7 @@ from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
-from kraft.records import encode_records, iter_batches, iter_values
+from kraft.records import iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
 from refinement import invariants as inv
@@ -84,18 +78,7 @@ def encode_history(
     ]
     if padding:
         records.append((b"fill", _FILL + bytes(padding)))
-    if voters is None:
-        return encode_snapshot(snapshot_id, records)
-    epoch = snapshot_id.epoch
-    header: list[ControlRecord] = [SnapshotHeaderRecord(0, 0), KRaftVersionRecord(0, 1), voters]
-    out = [encode_control_records(0, epoch, header, timestamp_ms=0)]
-    n = len(header)
-    if records:
-        out.append(encode_records(n, epoch, records, timestamp_ms=0))
-    out.append(
-        encode_control_batch(n + len(records), epoch, SnapshotFooterRecord(0), timestamp_ms=0)
-    )
-    return b"".join(out)
+    return encode_snapshot(snapshot_id, records, voters)
 
 
 def snapshot_voters(data: bytes) -> VotersRecord | None:

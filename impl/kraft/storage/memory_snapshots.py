@@ -14,11 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kraft.control_records import (
+    ControlRecord,
     ControlRecordType,
+    KRaftVersionRecord,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    VotersRecord,
     control_record_type,
     encode_control_batch,
+    encode_control_records,
 )
 from kraft.core.effects import (
     AdvanceLogStartOffset,
@@ -33,14 +37,24 @@ from kraft.records import CorruptRecordError, KeyValue, decode_batch, encode_rec
 from kraft.storage.memory_log import MemoryLog
 
 
-def encode_snapshot(snapshot_id: OffsetAndEpoch, records: Sequence[KeyValue]) -> bytes:
-    """A whole snapshot's bytes: header, the records (one batch), footer."""
+def encode_snapshot(
+    snapshot_id: OffsetAndEpoch, records: Sequence[KeyValue], voters: VotersRecord | None = None
+) -> bytes:
+    """A whole snapshot's bytes: header, the records (one batch), footer. With `voters` (a
+    dynamic quorum), the first batch is SnapshotHeader, KRaftVersion 1 and that Voters record,
+    as the node's CheckpointWriter writes it (KIP-853)."""
     epoch = snapshot_id.epoch
-    out = [encode_control_batch(0, epoch, SnapshotHeaderRecord(0, 0), timestamp_ms=0)]
+    if voters is None:
+        out = [encode_control_batch(0, epoch, SnapshotHeaderRecord(0, 0), timestamp_ms=0)]
+        n = 1
+    else:
+        header: list[ControlRecord] = [SnapshotHeaderRecord(0, 0), KRaftVersionRecord(0, 1), voters]
+        out = [encode_control_records(0, epoch, header, timestamp_ms=0)]
+        n = len(header)
     if records:
-        out.append(encode_records(1, epoch, records, timestamp_ms=0))
+        out.append(encode_records(n, epoch, records, timestamp_ms=0))
     out.append(
-        encode_control_batch(1 + len(records), epoch, SnapshotFooterRecord(0), timestamp_ms=0)
+        encode_control_batch(n + len(records), epoch, SnapshotFooterRecord(0), timestamp_ms=0)
     )
     return b"".join(out)
 
