@@ -75,9 +75,10 @@ class Config:
     open_rates: tuple[int, ...] = (50_000, 200_000)
     single_rate: int = 2_000  # the open loop every system can carry, one record per request
     # Records/s offered to TestRaftServer for its maximum: its generator runs in the leader, and
-    # an offer far above what it commits starves the leader into elections (2 M/s did here), so
-    # the maximum is the best committed rate over a few offers.
-    kafka_offers: tuple[int, ...] = (400_000, 650_000, 900_000)
+    # an offer above what it commits starves the leader into elections (650 K/s changed leaders
+    # every few windows on this 2-core machine, 2 M/s at once), so the maximum is the best
+    # committed rate over offers it can hold a leader through.
+    kafka_offers: tuple[int, ...] = (250_000, 400_000)
     etcd_total_per_s: int = 5_000  # etcd runs a count, not a time: puts per second of window
     failover_trials: int = 5
 
