@@ -52,6 +52,7 @@ HOT_MODULES = (
     "refinement/invariants_describe.py",
     "refinement/invariants_effects.py",
     "refinement/invariants_input.py",
+    "refinement/invariants_leader.py",
     "refinement/invariants_producers.py",
     "refinement/invariants_reconfig.py",
     "refinement/invariants_roles.py",

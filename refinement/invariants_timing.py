@@ -47,6 +47,10 @@ Kafka's semantics written down here, not taken from the core:
 - AppendAtReportedOffsets: an accepted client append's records are in the accepting leader's
   log at the offsets its answer reports, in order (several appends gathered in one batch each
   get their own offsets).
+- VoterChangeTimeoutNotLate: an AddRaftVoter or RemoveRaftVoter a replica was given is
+  answered by quorum.request.timeout.ms after it arrived, REQUEST_TIMED_OUT if nothing else
+  (Kafka's LeaderState.maybeExpirePendingOperation, whose time left bounds pollLeader's), while
+  the replica runs and is not shutting down.
 - QuorumDefaultsAsDocumented: the configuration the simulator runs, the node's defaults, is the
   one documented for the properties (Kafka's QuorumConfig defaults; quorum.append.linger.ms 0,
   this project's documented deviation).
@@ -83,6 +87,7 @@ from kraft.core.events import (
     Tick,
 )
 from kraft.core.messages import (
+    AddVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -91,6 +96,7 @@ from kraft.core.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
+    RemoveVoterRequest,
     VoteRequest,
     VoteResponse,
 )
@@ -120,6 +126,7 @@ APPEND_AT_REPORTED_OFFSETS = "AppendAtReportedOffsets"
 APPEND_LINGER_NOT_EARLY = "AppendLingerNotEarly"
 APPEND_LINGER_NOT_LATE = "AppendLingerNotLate"
 QUORUM_DEFAULTS_AS_DOCUMENTED = "QuorumDefaultsAsDocumented"
+VOTER_CHANGE_TIMEOUT_NOT_LATE = "VoterChangeTimeoutNotLate"
 
 TIMING_CHECKERS: tuple[str, ...] = (
     ELECTION_TIMEOUT_NOT_EARLY,
@@ -140,6 +147,7 @@ TIMING_CHECKERS: tuple[str, ...] = (
     APPEND_LINGER_NOT_LATE,
     QUORUM_DEFAULTS_AS_DOCUMENTED,
     DISCOVERY_FETCH_DOES_NOT_WAIT,
+    VOTER_CHANGE_TIMEOUT_NOT_LATE,
 )
 
 # Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR.
@@ -265,6 +273,9 @@ class _Ghost:
     oldest: int | None = None
     waiting_bytes: int = 0
     flushed_at: int = -1
+    # The voter changes it was given and has not answered: reply token -> by when (kept
+    # across state changes: a change outlives its leader's term until it is answered).
+    changes: dict[int, int] = field(default_factory=dict)
 
 
 class TimingMonitor:
@@ -337,6 +348,14 @@ class TimingMonitor:
                         f"leader {node} (epoch {g.epoch}) still holds client appends that"
                         f" arrived at t={oldest}ms (linger {linger}ms)",
                     )
+            for token, due in g.changes.items():
+                if due < late:
+                    return Violation(
+                        VOTER_CHANGE_TIMEOUT_NOT_LATE,
+                        f"node {node} ({g.state.value}, epoch {g.epoch}) has not answered the"
+                        f" voter change (reply token {token}) it had to answer by t={due}ms"
+                        f" (request timeout {self.timing.request_timeout_ms}ms)",
+                    )
             for (kind, dst), req in g.requests.items():
                 if req.due is not None and req.due < late:
                     return Violation(
@@ -371,10 +390,20 @@ class TimingMonitor:
         else:
             g.oldest, g.waiting_bytes = None, 0
         if type(event) is Receive:
+            assert isinstance(event, Receive)
             self._received(node, g, now, event)
+            token = event.reply_to
+            if token is not None and type(event.message) in _VOTER_CHANGES:
+                g.changes[token] = now + self.timing.request_timeout_ms
         elif type(event) is SendFailed:
             self._send_failed(g, now, event)
         found = self._effects(node, g, now, event, effects, starting=False)
+        if g.changes:
+            for e in effects:
+                if type(e) is Send:
+                    assert isinstance(e, Send)
+                    if e.reply_to is not None:
+                        g.changes.pop(e.reply_to, None)
         g.leader = leader
         if found is None:
             # The step's Fetches went out in the state and to the leader it ended with.
@@ -417,7 +446,10 @@ class TimingMonitor:
                 and src in self.voters
             ):
                 g.acknowledged.add(src)
-            if req is not None:
+            # FENCED_LEADER_EPOCH naming our own epoch answers a request of an earlier epoch
+            # (the responder's epoch is past the request's): the one in flight stays due.
+            stale = msg.error is ErrorCode.FENCED_LEADER_EPOCH and msg.leader_epoch == g.epoch
+            if req is not None and not (stale and g.state is L):
                 if msg.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
                     req.allowed = min(req.allowed, now + rb)
                 req.due = None
@@ -917,6 +949,8 @@ def _bytes_of(event: ClientAppend) -> int:
     return sum(RECORD_FRAMING_BOUND + len(k or b"") + len(v or b"") for k, v in event.records)
 
 
+# The voter changes a leader holds until they are decided (VoterChangeTimeoutNotLate).
+_VOTER_CHANGES: frozenset[type] = frozenset({AddVoterRequest, RemoveVoterRequest})
 _ANSWERED = frozenset(
     {ErrorCode.NONE, ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE}
 )

@@ -46,6 +46,7 @@ from kraft.records import KeyValue, decode_records, iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
 from refinement import invariants_effects as eff
+from refinement import invariants_leader as ldr
 from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
@@ -66,7 +67,13 @@ from refinement.sim_base import (
 )
 
 if TYPE_CHECKING:
-    from refinement.sim_config import ReplicaFactory, SimConfig, SimReplica, SimResult
+    from refinement.sim_config import (
+        ReplicaFactory,
+        ReplicaViewLike,
+        SimConfig,
+        SimReplica,
+        SimResult,
+    )
 
 # Reply tokens of delivered requests (refinement.invariants_effects), apart from the
 # operator's (refinement.sim_reconfig numbers its voter changes from 1).
@@ -343,7 +350,9 @@ class SimNetwork(SimBase):
         if self._check and type(event) is ClientAppend:
             assert isinstance(event, ClientAppend)
             self._ledger.append_received(node.id, event.request_id)
-        before = replica.view().state if self._check else None
+        before_view = replica.view() if self._check else None
+        before = before_view.state if before_view is not None else None
+        end_before = node.log.end_offset
         try:
             effects = replica.step(event)
         except Exception as exc:  # the core must not raise on any event
@@ -368,6 +377,8 @@ class SimNetwork(SimBase):
                     )
                     if wrote is not None:
                         self._violation(wrote.name, wrote.detail)
+                if before_view is not None:
+                    self._check_leader_rules(node, event, effects, before_view, end_before)
         if monitor is not None and node.replica is not None:
             found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
             if found is None:
@@ -387,6 +398,37 @@ class SimNetwork(SimBase):
             node.log_dirty = True
             node.replica = None
             self._node_stopped(node, "Stop")
+
+    def _check_leader_rules(
+        self,
+        node: _Node,
+        event: Event,
+        effects: list[Effect],
+        before: ReplicaViewLike,
+        end_before: Offset,
+    ) -> None:
+        """The checkers of role changes and of what a new leader does
+        (refinement.invariants_leader), after a step of a replica still running."""
+        found = ldr.state_change_after_its_action(node.id, effects)
+        replica = node.replica
+        if found is None and replica is not None:
+            voters: tuple[NodeId, ...] = getattr(replica.view(), "voters", ())
+            found = ldr.become_leader_in_order(
+                node.id, effects, end_before=end_before, voters=voters, history=node.voter_hist
+            )
+        if found is None and type(event) is Tick and before.state is ReplicaState.LEADER:
+            voter: bool = getattr(before, "is_voter", True)
+            found = ldr.removed_leader_resigns_at_once(
+                node.id,
+                node.key,
+                leading=True,
+                voter=voter,
+                high_watermark=before.high_watermark,
+                history=node.voter_hist,
+                resigned=ActionTaken(Action.RESIGN) in effects,
+            )
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     def _truncation_seen(self) -> bool:
         """Whether the step just applied truncated its node's log (and forget it). Read
