@@ -41,7 +41,7 @@ from kraft.core.effects import (
     WriteSnapshotChunk,
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
-from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
 from kraft.errors import ErrorCode
@@ -52,6 +52,7 @@ from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, per
 from refinement import invariants as inv
 from refinement import invariants_snapshot_rules as rules
 from refinement.invariants import EpochCache
+from refinement.invariants_snapshot_transfer import Seen, TransferMonitor
 from refinement.sim_base import _FAULT, _LOCAL, _NODE_CRASH, _SNAPSHOT, _Node
 from refinement.sim_network import SimNetwork
 
@@ -145,6 +146,12 @@ class SimSnapshots(SimNetwork):
         if self._profile.snapshots:
             for node in self._nodes.values():
                 node.snaps = MemorySnapshots()
+        # The FetchSnapshot transfer's checkers (refinement.invariants_snapshot_transfer),
+        # told of every step of a replica that keeps snapshots, with the event being stepped.
+        self._transfers: TransferMonitor | None = (
+            TransferMonitor() if self._profile.snapshots and self._check else None
+        )
+        self._step_event: Event | None = None
 
     def _history_of(self, node: _Node, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
         k = (snapshot_id, data)
@@ -176,6 +183,46 @@ class SimSnapshots(SimNetwork):
         if node.snaps is None:
             return node.log.epoch_entries(), ()
         return self._node_histories(node)
+
+    # ------------------------------------------------------------------ the transfer's checks
+
+    def _step(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        src_id: int | None,
+        msg: Message | None,
+        *,
+        is_tick: bool = False,
+    ) -> None:
+        self._step_event = event
+        try:
+            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+        finally:
+            self._step_event = None
+
+    def _stepped_event(self) -> Event | None:
+        """The event of the step being applied (None: a start). Read through a method: the
+        step sets it, and mypyc would otherwise keep what it was narrowed to."""
+        return self._step_event
+
+    def _apply(
+        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
+    ) -> None:
+        super()._apply(node, effects, answering, src_id)
+        monitor = self._transfers
+        snaps = node.snaps
+        replica = node.replica
+        if monitor is None or snaps is None or replica is None:
+            return
+        v = replica.view()
+        seen = Seen(v.state, v.epoch, v.leader_id, v.high_watermark, v.log_start_offset)
+        event = self._stepped_event()
+        self._step_event = None  # a start applies its effects without a step
+        found = monitor.step(node.id, node.inc, event, effects, view=seen, parts=snaps.parts)
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     # ------------------------------------------------------------------ the policy
 
