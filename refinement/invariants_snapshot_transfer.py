@@ -23,6 +23,10 @@ simulator sees after each step (the event, the effects in order, the replica's v
   and an unfrozen writer deletes its `.part` on close; an answer saying the snapshot is gone
   (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE) drops the transfer likewise. An abandoned
   transfer leaves nothing behind, and the next one starts from position 0.
+- SnapshotInstalledAtItsEnd: once a replica installs a fetched snapshot, its log starts and
+  ends at the snapshot's end offset, its last epoch is the snapshot's (Kafka's lastFetchedEpoch
+  after truncateToLatestSnapshot), its high watermark is that offset, and a Fetch sent in the
+  same step asks from there with that epoch (KIP-630: Fetch resumes after the snapshot).
 - NothingAskedWhileValidating: between ValidateSnapshot and the driver's SnapshotValidated
   for it (or a change of state), the replica asks its leader nothing (no Fetch, no
   FetchSnapshot) and its fetch timer does not run out (no ElectionTimeout): the silence is its
@@ -57,12 +61,14 @@ FETCH_SNAPSHOT_ASKS_ITS_POSITION = "FetchSnapshotAsksItsPosition"
 CHUNK_WRITTEN_FROM_ITS_LEADER = "ChunkWrittenFromItsLeader"
 PARTIAL_SNAPSHOT_DISCARDED = "PartialSnapshotDiscarded"
 NOTHING_ASKED_WHILE_VALIDATING = "NothingAskedWhileValidating"
+SNAPSHOT_INSTALLED_AT_ITS_END = "SnapshotInstalledAtItsEnd"
 
 SNAPSHOT_TRANSFER_CHECKERS: tuple[str, ...] = (
     FETCH_SNAPSHOT_ASKS_ITS_POSITION,
     CHUNK_WRITTEN_FROM_ITS_LEADER,
     PARTIAL_SNAPSHOT_DISCARDED,
     NOTHING_ASKED_WHILE_VALIDATING,
+    SNAPSHOT_INSTALLED_AT_ITS_END,
 )
 
 F = ReplicaState.FOLLOWER
@@ -77,6 +83,8 @@ class Seen:
     leader_id: NodeId | None
     high_watermark: Offset | None
     log_start_offset: Offset
+    end_offset: Offset
+    last_epoch: Epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +136,8 @@ class TransferMonitor:
             if g.validating == event.snapshot_id:
                 g.validating = None
         regular_fetch = False
+        installed: OffsetAndEpoch | None = None
+        fetched: FetchRequest | None = None
         for e in effects:
             t = type(e)
             if t is StateChanged:
@@ -143,6 +153,9 @@ class TransferMonitor:
             elif t is DiscardSnapshotFetch or t is InstallSnapshot:
                 g.part = None
                 g.validating = None
+                if t is InstallSnapshot:
+                    assert isinstance(e, InstallSnapshot)
+                    installed = e.snapshot_id
             elif t is ValidateSnapshot:
                 assert isinstance(e, ValidateSnapshot)
                 g.validating = e.snapshot_id
@@ -157,6 +170,7 @@ class TransferMonitor:
                         return found
                 elif mt is FetchRequest:
                     assert isinstance(msg, FetchRequest)
+                    fetched = msg
                     regular_fetch = regular_fetch or (
                         msg.max_wait_ms > 0 and view.state is F and e.dst == view.leader_id
                     )
@@ -175,6 +189,10 @@ class TransferMonitor:
                         f" validating snapshot {g.validating}: its fetch timer is suspended"
                         " until the answer",
                     )
+        if installed is not None:
+            found = snapshot_installed_at_its_end(node, installed, view, fetched)
+            if found is not None:
+                return found
         return partial_snapshot_discarded(node, g.part, view, parts, regular_fetch=regular_fetch)
 
 
@@ -271,6 +289,35 @@ def chunk_written_from_its_leader(
             f"node {node} wrote {len(data)} bytes of snapshot {e.snapshot_id} at {e.position}"
             f" from an answer carrying {len(resp.chunk)} bytes of {resp.snapshot_id} at"
             f" {resp.position} (its .part now {None if part is None else len(part)} bytes)",
+        )
+    return None
+
+
+def snapshot_installed_at_its_end(
+    node: NodeId, sid: OffsetAndEpoch, view: Seen, fetched: FetchRequest | None
+) -> Violation | None:
+    """SnapshotInstalledAtItsEnd after the step that installed `sid` (`fetched`: the Fetch
+    that step sent, if any)."""
+    end = sid.offset
+    if (
+        view.log_start_offset != end
+        or view.end_offset != end
+        or view.last_epoch != sid.epoch
+        or view.high_watermark != end
+    ):
+        return Violation(
+            SNAPSHOT_INSTALLED_AT_ITS_END,
+            f"node {node} installed snapshot {sid} but its log spans"
+            f" {view.log_start_offset}..{view.end_offset} (last epoch {view.last_epoch}) and its"
+            f" HWM is {view.high_watermark}: all must be the snapshot's end (and epoch)",
+        )
+    if fetched is not None and (
+        fetched.fetch_offset != end or fetched.last_fetched_epoch != sid.epoch
+    ):
+        return Violation(
+            SNAPSHOT_INSTALLED_AT_ITS_END,
+            f"node {node} installed snapshot {sid} and fetched from {fetched.fetch_offset}"
+            f" (last epoch {fetched.last_fetched_epoch}), not from the snapshot's end",
         )
     return None
 

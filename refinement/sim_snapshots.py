@@ -217,7 +217,15 @@ class SimSnapshots(SimNetwork):
         if monitor is None or snaps is None or replica is None:
             return
         v = replica.view()
-        seen = Seen(v.state, v.epoch, v.leader_id, v.high_watermark, v.log_start_offset)
+        seen = Seen(
+            v.state,
+            v.epoch,
+            v.leader_id,
+            v.high_watermark,
+            v.log_start_offset,
+            v.end_offset,
+            v.last_epoch,
+        )
         event = self._stepped_event()
         self._step_event = None  # a start applies its effects without a step
         found = monitor.step(node.id, node.inc, event, effects, view=seen, parts=snaps.parts)

@@ -9,7 +9,7 @@ from memory_logs import key
 
 from kraft.core.effects import ActionTaken, Send, ValidateSnapshot, WriteSnapshotChunk
 from kraft.core.events import Receive, SnapshotValidated
-from kraft.core.messages import FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.core.messages import FetchRequest, FetchSnapshotRequest, FetchSnapshotResponse
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
@@ -23,7 +23,7 @@ F = ReplicaState.FOLLOWER
 CLUSTER = ClusterId("transfer")
 SID = OffsetAndEpoch(Epoch(2), Offset(20))
 ME, LEADER = NodeId(2), NodeId(1)
-SEEN = Seen(F, Epoch(3), LEADER, Offset(10), Offset(0))
+SEEN = Seen(F, Epoch(3), LEADER, Offset(10), Offset(0), Offset(10), Epoch(3))
 
 
 def _ask(position: int, sid: OffsetAndEpoch = SID, epoch: int = 3) -> FetchSnapshotRequest:
@@ -93,6 +93,20 @@ def test_nothing_is_asked_while_the_driver_validates() -> None:
     m.step(ME, 1, None, [ValidateSnapshot(SID, 30)], view=SEEN, parts={})
     answered = SnapshotValidated(0, SID, False)
     assert m.step(ME, 1, answered, [Send(LEADER, _ask(0))], view=SEEN, parts={}) is None
+
+
+def test_an_installed_snapshot_sets_the_log_and_the_hwm_at_its_end() -> None:
+    at_end = Seen(F, Epoch(3), LEADER, Offset(20), Offset(20), Offset(20), Epoch(2))
+    fetch = FetchRequest(CLUSTER, key(2), Epoch(3), Offset(20), Epoch(2), Offset(20), 1024, 500)
+    assert tr.snapshot_installed_at_its_end(ME, SID, at_end, fetch) is None
+    assert tr.snapshot_installed_at_its_end(ME, SID, at_end, None) is None
+    for view, sent in (
+        (Seen(F, Epoch(3), LEADER, Offset(10), Offset(20), Offset(20), Epoch(2)), None),
+        (Seen(F, Epoch(3), LEADER, Offset(20), Offset(20), Offset(20), Epoch(3)), None),
+        (at_end, FetchRequest(CLUSTER, key(2), Epoch(3), Offset(20), Epoch(3), Offset(20))),
+    ):
+        found = tr.snapshot_installed_at_its_end(ME, SID, view, sent)
+        assert found is not None and found.name == tr.SNAPSHOT_INSTALLED_AT_ITS_END
 
 
 def _abandon_keeping_the_part(self: SnapshotFetcher) -> None:
