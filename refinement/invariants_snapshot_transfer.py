@@ -14,7 +14,8 @@ simulator sees after each step (the event, the effects in order, the replica's v
 - ChunkWrittenFromItsLeader: a chunk is written (WriteSnapshotChunk) only in the step that
   received it, a FetchSnapshot answer without error from the replica's leader in its current
   epoch (Kafka's maybeHandleCommonResponse puts aside an answer of an older epoch), for that
-  snapshot at that position, with the very bytes it carried, appended where the `.part` ends.
+  snapshot at that position, with the very bytes it carried, appended where the `.part` ends
+  (when the `.part` is still there after the step).
 - PartialSnapshotDiscarded: a replica holds a `.part` only while it fetches it: at most one,
   of the snapshot whose first chunk it wrote last, as a Follower of the leader and in the
   epoch it wrote that chunk under, with no change of state since; and no regular Fetch (a long
@@ -281,8 +282,7 @@ def chunk_written_from_its_leader(
         resp.snapshot_id != e.snapshot_id
         or resp.position != e.position
         or bytes(resp.chunk) != data
-        or part is None
-        or len(part) != e.position + len(data)
+        or (part is not None and len(part) != e.position + len(data))
     ):
         return Violation(
             CHUNK_WRITTEN_FROM_ITS_LEADER,
