@@ -31,7 +31,8 @@ simulator sees after each step (the event, the effects in order, the replica's v
 - NothingAskedWhileValidating: between ValidateSnapshot and the driver's SnapshotValidated
   for it (or a change of state), the replica asks its leader nothing (no Fetch, no
   FetchSnapshot) and its fetch timer does not run out (no ElectionTimeout): the silence is its
-  own (kraft.core.snapshot_transfer, step 4).
+  own (kraft.core.snapshot_transfer, step 4). A resigning leader's EndQuorumEpoch, or a broken
+  connection to the leader, lets the timer run out early again, as for any follower.
 
 `TransferMonitor.step` is told of every step of a replica that keeps snapshots.
 """
@@ -51,8 +52,13 @@ from kraft.core.effects import (
     ValidateSnapshot,
     WriteSnapshotChunk,
 )
-from kraft.core.events import Event, Receive, SnapshotValidated
-from kraft.core.messages import FetchRequest, FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.core.events import Event, Receive, SendFailed, SnapshotValidated
+from kraft.core.messages import (
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+)
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
@@ -136,6 +142,10 @@ class TransferMonitor:
             assert isinstance(event, SnapshotValidated)
             if g.validating == event.snapshot_id:
                 g.validating = None
+        elif _leader_gone(event):
+            # The leader resigned (naming successors that stand at once, KIP-595) or its
+            # connection broke: the timer may run out early again, as for any follower.
+            g.validating = None
         regular_fetch = False
         installed: OffsetAndEpoch | None = None
         fetched: FetchRequest | None = None
@@ -195,6 +205,14 @@ class TransferMonitor:
             if found is not None:
                 return found
         return partial_snapshot_discarded(node, g.part, view, parts, regular_fetch=regular_fetch)
+
+
+def _leader_gone(event: Event | None) -> bool:
+    """The step hears that its leader resigned (EndQuorumEpoch) or that the connection to a
+    peer broke."""
+    if isinstance(event, Receive):
+        return type(event.message) is EndQuorumEpochRequest
+    return isinstance(event, SendFailed) and event.broken
 
 
 def fetch_snapshot_asks_its_position(

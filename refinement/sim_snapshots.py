@@ -24,6 +24,7 @@ chunks, validated and installed, that history is what the checkers see below a l
 
 from __future__ import annotations
 
+import random
 from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import (
@@ -152,6 +153,13 @@ class SimSnapshots(SimNetwork):
             TransferMonitor() if self._profile.snapshots and self._check else None
         )
         self._step_event: Event | None = None
+        # Slow validation (FaultProfile.slow_validation): each `.part`'s generation, per node
+        # and snapshot (bumped when a transfer writes its first chunk or discards it), and the
+        # generation each delayed SnapshotValidated was asked about, by the event's identity;
+        # an answer about an older generation is dropped. Drawn from their own generator.
+        self._part_gen: dict[tuple[NodeId, OffsetAndEpoch], int] = {}
+        self._asked_gen: dict[int, int] = {}
+        self._validate_rng = random.Random(f"{config.seed}/validate")
 
     def _history_of(self, node: _Node, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
         k = (snapshot_id, data)
@@ -295,6 +303,10 @@ class SimSnapshots(SimNetwork):
     def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
         """The driver's answer to a snapshot effect, for the incarnation that asked."""
         event, inc = payload
+        if isinstance(event, SnapshotValidated):
+            gen = self._asked_gen.pop(id(event), None)
+            if gen is not None and gen != self._part_gen.get((node.id, event.snapshot_id), 0):
+                return  # the `.part` it checked is gone: nobody waits for this answer
         if node.replica is None or node.inc != inc:
             return
         self._step(node, event, None, None, None)
@@ -364,6 +376,9 @@ class SimSnapshots(SimNetwork):
             self._check_log_start_move(node, e.snapshot_id.offset)
         elif isinstance(e, WriteSnapshotChunk | DiscardSnapshotFetch) and node.replica:
             v = node.replica.view()
+            if not isinstance(e, WriteSnapshotChunk) or e.position == 0:
+                k = (node.id, e.snapshot_id)
+                self._part_gen[k] = self._part_gen.get(k, 0) + 1
             if isinstance(e, WriteSnapshotChunk):
                 if e.position == 0:
                     self._transfer_under[node.id] = (v.epoch, v.leader_id)
@@ -381,21 +396,36 @@ class SimSnapshots(SimNetwork):
             record = None
             if problem is None and self._dynamic:
                 record = snapshot_voters(bytes(snaps.parts[e.snapshot_id]))
+            at = self.now + self._validation_delay()
             ev = SnapshotValidated(
-                self.now,
+                at,
                 e.snapshot_id,
                 problem is None,
                 reason=problem or "",
                 voters=None if record is None else voter_keys_of(record),
                 voters_record=record,
             )
-            self._push(self.now, _LOCAL, node, (ev, node.inc))
+            if at > self.now:
+                self._asked_gen[id(ev)] = self._part_gen.get((node.id, e.snapshot_id), 0)
+            self._push(at, _LOCAL, node, (ev, node.inc))
         elif isinstance(e, InstallSnapshot):
             self.result.snapshots_installed += 1
             if node.wiped:
                 self.result.installed_after_disk_loss += 1
             if self._dynamic:
                 self._snapshot_installed(node, snaps.complete[e.snapshot_id], e.snapshot_id)
+
+    def _validation_delay(self) -> int:
+        """How long the driver takes to answer a ValidateSnapshot (0: at once); never slow in
+        the liveness phase."""
+        p = self._profile
+        if p.slow_validation <= 0 or self._liveness:
+            return 0
+        rng = self._validate_rng
+        if rng.random() >= p.slow_validation:
+            return 0
+        lo, hi = p.validate_ms
+        return lo + int(rng.random() * (hi - lo + 1))
 
     def _snapshot_voters(self, node: _Node, snapshot_id: OffsetAndEpoch) -> VotersRecord | None:
         """The Voters record a dynamic quorum's snapshot carries: refinement.sim_reconfig."""

@@ -9,7 +9,12 @@ from memory_logs import key
 
 from kraft.core.effects import ActionTaken, Send, ValidateSnapshot, WriteSnapshotChunk
 from kraft.core.events import Receive, SnapshotValidated
-from kraft.core.messages import FetchRequest, FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.core.messages import (
+    FetchRequest,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Request,
+)
 from kraft.core.snapshot_transfer import SnapshotFetcher
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
@@ -127,3 +132,36 @@ def test_the_sweep_catches_a_transfer_abandoned_without_its_part(
         r = simulate(SimConfig(seed=seed, profile=PROFILES[profile]))
         caught += [v.name for v in r.violations]
     assert caught and set(caught) <= set(names), caught
+
+
+_handle_response = SnapshotFetcher.handle_response
+
+
+def _fetch_timer_runs_while_validating(
+    self: SnapshotFetcher, src: NodeId, resp: FetchSnapshotResponse, in_reply_to: Request | None
+) -> None:
+    """A fetcher whose fetch timeout keeps running while the driver validates."""
+    r = self._r
+    deadline = r._fetch_deadline
+    _handle_response(self, src, resp, in_reply_to)
+    t = self.transfer
+    if t is not None and t.validating and r._fetch_deadline is None:
+        r._fetch_deadline = deadline
+
+
+def test_slow_validation_catches_a_fetch_timer_that_is_not_suspended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under mixed+snapshots+delays a validation now and then outlasts the fetch timeout: a
+    follower whose fetch timer runs meanwhile stands (or looks for its leader) before the
+    answer, which NothingAskedWhileValidating reports; the unmutated core holds."""
+    profile = PROFILES["mixed+snapshots+delays"]
+    assert profile.slow_validation > 0
+    for seed in range(6):
+        assert simulate(SimConfig(seed=seed, profile=profile)).ok
+    monkeypatch.setattr(SnapshotFetcher, "handle_response", _fetch_timer_runs_while_validating)
+    caught: list[str] = []
+    for seed in range(6):
+        config = SimConfig(seed=seed, max_events=1500, profile=profile)
+        caught += [v.name for v in simulate(config).violations]
+    assert caught and set(caught) <= {tr.NOTHING_ASKED_WHILE_VALIDATING}, caught
