@@ -57,6 +57,7 @@ HOT_MODULES = (
     "refinement/invariants_reconfig.py",
     "refinement/invariants_roles.py",
     "refinement/invariants_snapshot_rules.py",
+    "refinement/invariants_snapshot_transfer.py",
     "refinement/invariants_timing.py",
     "refinement/invariants_voter_changes.py",
     "refinement/invariants_voter_texts.py",

@@ -193,6 +193,43 @@ class LogMetadataMachine(RuleBasedStateMachine):
         if m.voters[0][0] != int(STATIC_VOTERS_OFFSET):
             m.voters = [(int(STATIC_VOTERS_OFFSET), static), *m.voters]
 
+    @rule(data=st.data())
+    def restart_refused(self, data: st.DataObject) -> None:
+        """A LogState whose voter history is out of order is refused (ValueError), and the
+        replica keeps the log it had: after the entries at -1 (the bootstrap's), the offsets
+        must increase strictly and stay below the log end. Here the history a driver would
+        state, with one bad entry added at its end: the last offset again, one below it, or
+        one at or past the log end."""
+        m = self.model
+        good = m.state(False)
+        history = list(good.voter_history)
+        last = int(history[-1][0])
+        kinds = ["past-end"]
+        if last >= 0:
+            kinds.append("repeat")
+        if last >= 1:
+            kinds.append("backwards")
+        kind = data.draw(st.sampled_from(kinds))
+        if kind == "repeat":
+            offset = last
+        elif kind == "backwards":
+            offset = data.draw(st.integers(0, last - 1))
+        else:
+            offset = data.draw(st.integers(m.end, m.end + 2))
+        history.append((Offset(offset), _VOTER_SETS[data.draw(st.integers(0, 3))]))
+        bad = LogState(
+            good.start_offset,
+            good.end_offset,
+            good.epochs,
+            snapshots=good.snapshots,
+            voter_history=tuple(history),
+        )
+        try:
+            LogMetadata(bad, _VOTER_SETS[0])
+        except ValueError:
+            return
+        raise AssertionError(f"voter history {[o for o, _ in history]} accepted ({kind})")
+
     @invariant()
     def agrees(self) -> None:
         m, log = self.model, self.log

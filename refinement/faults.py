@@ -22,7 +22,9 @@ come back with a new directory id. Its clients include two idempotent producers
 Late and failed answers: `NAME+delays` (`with_delays`) holds answers until about when their
 request times out (just before or just after), or past an election or fetch timeout, fails
 requests sent over a cut link back to their sender, and runs two observers, so that the
-timing checkers (refinement.invariants_timing) see the retry rules around every timer edge.
+timing checkers (refinement.invariants_timing) see the retry rules around every timer edge;
+with snapshots, the driver's validation of a fetched snapshot now and then outlasts the fetch
+timeout, whose timer must stay suspended meanwhile.
 """
 
 from __future__ import annotations
@@ -117,6 +119,13 @@ class FaultProfile:
     # (SendFailed, not broken: a connection that cannot be set up) instead of vanishing, so
     # that the failed-send paths run while the peer is alive. False: it is dropped, as before.
     refuse_cut: bool = False
+    # Slow validation (the `+delays` profile with snapshots): per ValidateSnapshot, with this
+    # probability the driver answers (SnapshotValidated) only after a delay drawn in
+    # `validate_ms`, as a node validating a large snapshot on a worker thread does, at times
+    # past the fetch timeout; an answer about a `.part` started afresh or discarded meanwhile
+    # is dropped, as the node's store drops it (kraft.server.snapshot_store.validate_later).
+    slow_validation: float = 0.0
+    validate_ms: tuple[int, int] = (0, 0)
 
     @property
     def snapshots(self) -> bool:
@@ -224,13 +233,16 @@ def with_delays(base: FaultProfile) -> FaultProfile:
     when their request times out, or past an election or fetch timeout (`hold_answer`), and
     where `base` partitions, a request over a cut link fails back to its sender
     (`refuse_cut`). Two observers run, so that the answers to Fetches looking for the leader
-    are held too."""
+    are held too. With snapshots, the driver's validation of a fetched snapshot is slow now and
+    then (`slow_validation`)."""
     return replace(
         base,
         name=f"{base.name}+delays",
         hold_answer=0.15,
         refuse_cut=True,
         observers=max(base.observers, 2),
+        slow_validation=0.5 if base.snapshots else 0.0,
+        validate_ms=(2600, 6000) if base.snapshots else (0, 0),
     )
 
 

@@ -9,6 +9,7 @@ import dataclasses
 from bisect import bisect_left
 from typing import IO, TYPE_CHECKING, cast
 
+from kraft.core.bounds import out_of_bounds
 from kraft.core.effects import (
     ActionTaken,
     AppendCommitted,
@@ -595,6 +596,16 @@ class SimNetwork(SimBase):
             self._drop(src.id, dst_id, msg, "unknown node")
             return
         mtype = type(msg)
+        if self._check:
+            # SentMessageInBounds: a replica sends only what the bounds check of its receiver
+            # accepts (kraft.core.bounds); a value out of bounds is refused as a forgery.
+            bad = out_of_bounds(msg)
+            if bad is not None:
+                self._violation(
+                    "SentMessageInBounds",
+                    f"node {src.id} sent a {mtype.__name__} to {dst_id} that its receiver"
+                    f" refuses: {bad}",
+                )
         if self._hold and mtype in _REQUEST_TYPES:
             assert isinstance(msg, _REQUEST_MESSAGES)
             self._request_sent[(src.id, dst_id, mtype)] = (msg, self.now)

@@ -24,6 +24,7 @@ chunks, validated and installed, that history is what the checkers see below a l
 
 from __future__ import annotations
 
+import random
 from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import (
@@ -41,7 +42,7 @@ from kraft.core.effects import (
     WriteSnapshotChunk,
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
-from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
 from kraft.errors import ErrorCode
@@ -52,6 +53,7 @@ from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, per
 from refinement import invariants as inv
 from refinement import invariants_snapshot_rules as rules
 from refinement.invariants import EpochCache
+from refinement.invariants_snapshot_transfer import Seen, TransferMonitor
 from refinement.sim_base import _FAULT, _LOCAL, _NODE_CRASH, _SNAPSHOT, _Node
 from refinement.sim_network import SimNetwork
 
@@ -145,6 +147,19 @@ class SimSnapshots(SimNetwork):
         if self._profile.snapshots:
             for node in self._nodes.values():
                 node.snaps = MemorySnapshots()
+        # The FetchSnapshot transfer's checkers (refinement.invariants_snapshot_transfer),
+        # told of every step of a replica that keeps snapshots, with the event being stepped.
+        self._transfers: TransferMonitor | None = (
+            TransferMonitor() if self._profile.snapshots and self._check else None
+        )
+        self._step_event: Event | None = None
+        # Slow validation (FaultProfile.slow_validation): each `.part`'s generation, per node
+        # and snapshot (bumped when a transfer writes its first chunk or discards it), and the
+        # generation each delayed SnapshotValidated was asked about, by the event's identity;
+        # an answer about an older generation is dropped. Drawn from their own generator.
+        self._part_gen: dict[tuple[NodeId, OffsetAndEpoch], int] = {}
+        self._asked_gen: dict[int, int] = {}
+        self._validate_rng = random.Random(f"{config.seed}/validate")
 
     def _history_of(self, node: _Node, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
         k = (snapshot_id, data)
@@ -176,6 +191,54 @@ class SimSnapshots(SimNetwork):
         if node.snaps is None:
             return node.log.epoch_entries(), ()
         return self._node_histories(node)
+
+    # ------------------------------------------------------------------ the transfer's checks
+
+    def _step(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        src_id: int | None,
+        msg: Message | None,
+        *,
+        is_tick: bool = False,
+    ) -> None:
+        self._step_event = event
+        try:
+            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+        finally:
+            self._step_event = None
+
+    def _stepped_event(self) -> Event | None:
+        """The event of the step being applied (None: a start). Read through a method: the
+        step sets it, and mypyc would otherwise keep what it was narrowed to."""
+        return self._step_event
+
+    def _apply(
+        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
+    ) -> None:
+        super()._apply(node, effects, answering, src_id)
+        monitor = self._transfers
+        snaps = node.snaps
+        replica = node.replica
+        if monitor is None or snaps is None or replica is None:
+            return
+        v = replica.view()
+        seen = Seen(
+            v.state,
+            v.epoch,
+            v.leader_id,
+            v.high_watermark,
+            v.log_start_offset,
+            v.end_offset,
+            v.last_epoch,
+        )
+        event = self._stepped_event()
+        self._step_event = None  # a start applies its effects without a step
+        found = monitor.step(node.id, node.inc, event, effects, view=seen, parts=snaps.parts)
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     # ------------------------------------------------------------------ the policy
 
@@ -240,6 +303,10 @@ class SimSnapshots(SimNetwork):
     def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
         """The driver's answer to a snapshot effect, for the incarnation that asked."""
         event, inc = payload
+        if isinstance(event, SnapshotValidated):
+            gen = self._asked_gen.pop(id(event), None)
+            if gen is not None and gen != self._part_gen.get((node.id, event.snapshot_id), 0):
+                return  # the `.part` it checked is gone: nobody waits for this answer
         if node.replica is None or node.inc != inc:
             return
         self._step(node, event, None, None, None)
@@ -309,6 +376,9 @@ class SimSnapshots(SimNetwork):
             self._check_log_start_move(node, e.snapshot_id.offset)
         elif isinstance(e, WriteSnapshotChunk | DiscardSnapshotFetch) and node.replica:
             v = node.replica.view()
+            if not isinstance(e, WriteSnapshotChunk) or e.position == 0:
+                k = (node.id, e.snapshot_id)
+                self._part_gen[k] = self._part_gen.get(k, 0) + 1
             if isinstance(e, WriteSnapshotChunk):
                 if e.position == 0:
                     self._transfer_under[node.id] = (v.epoch, v.leader_id)
@@ -326,21 +396,36 @@ class SimSnapshots(SimNetwork):
             record = None
             if problem is None and self._dynamic:
                 record = snapshot_voters(bytes(snaps.parts[e.snapshot_id]))
+            at = self.now + self._validation_delay()
             ev = SnapshotValidated(
-                self.now,
+                at,
                 e.snapshot_id,
                 problem is None,
                 reason=problem or "",
                 voters=None if record is None else voter_keys_of(record),
                 voters_record=record,
             )
-            self._push(self.now, _LOCAL, node, (ev, node.inc))
+            if at > self.now:
+                self._asked_gen[id(ev)] = self._part_gen.get((node.id, e.snapshot_id), 0)
+            self._push(at, _LOCAL, node, (ev, node.inc))
         elif isinstance(e, InstallSnapshot):
             self.result.snapshots_installed += 1
             if node.wiped:
                 self.result.installed_after_disk_loss += 1
             if self._dynamic:
                 self._snapshot_installed(node, snaps.complete[e.snapshot_id], e.snapshot_id)
+
+    def _validation_delay(self) -> int:
+        """How long the driver takes to answer a ValidateSnapshot (0: at once); never slow in
+        the liveness phase."""
+        p = self._profile
+        if p.slow_validation <= 0 or self._liveness:
+            return 0
+        rng = self._validate_rng
+        if rng.random() >= p.slow_validation:
+            return 0
+        lo, hi = p.validate_ms
+        return lo + int(rng.random() * (hi - lo + 1))
 
     def _snapshot_voters(self, node: _Node, snapshot_id: OffsetAndEpoch) -> VotersRecord | None:
         """The Voters record a dynamic quorum's snapshot carries: refinement.sim_reconfig."""
