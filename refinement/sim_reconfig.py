@@ -648,7 +648,7 @@ class SimReconfig(SimClients):
                 return
             keys = sorted(voters.voters, key=lambda k: k.id)
         else:  # a static quorum: its voters' own keys (each controller knows its directory)
-            keys = [self._nodes[i].key for i in sorted(target.replica.view().voters)]
+            keys = [self._nodes[i].key for i in sorted(self._voter_ids)]
             if not keys:
                 return
         key = keys[int(rng.random() * len(keys))]
@@ -731,7 +731,7 @@ class SimReconfig(SimClients):
             maybe_pending=maybe or pending,
             leader=v.leader_id,
             kraft_version=1 if self._dynamic else 0,
-            voter_ids=frozenset(v.voters),
+            voter_ids=frozenset(self._voter_ids),  # the static voters (kraft.version 0)
         )
 
     def _deliver_one_shot(self, target: _Node, payload: tuple[object, ...]) -> None:

@@ -67,7 +67,9 @@ def test_an_int_narrowed_unlike_java_is_caught(monkeypatch):
     from refinement import differential
 
     monkeypatch.setattr(
-        differential, "int32", lambda x: (x & 0xFFFFFFFF) - (1 << 31) if x & 1 << 31 else x & 0xFFFFFFFF
+        differential,
+        "int32",
+        lambda x: (x & 0xFFFFFFFF) - (1 << 31) if x & 1 << 31 else x & 0xFFFFFFFF,
     )
     with pytest.raises(AssertionError):
         run_all(60, 30)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from scenario_harness import CLUSTER, Cluster, controller_endpoints
 
 from kraft.core.effects import AppendResult, Send, ShutdownComplete
-from kraft.core.events import Receive
+from kraft.core.events import ClientAppend, Receive
 from kraft.core.messages import (
     AddVoterRequest,
     RemoveVoterRequest,
@@ -41,7 +41,7 @@ def _leader_after_shutdown() -> tuple[Cluster, int]:
     me = next(i for i in c.nodes if c.view(i).state is ReplicaState.PROSPECTIVE)
     other = NodeId(1 if me != 1 else 2)
     epoch = c.view(me).epoch
-    me_key = c.r(me)._me  # noqa: SLF001
+    me_key = c.r(me)._me
     pre = VoteRequest(CLUSTER, me_key, epoch, Epoch(0), Offset(0), pre_vote=True)
     c.step(me, Receive(c.now, other, VoteResponse(ErrorCode.NONE, NO_NODE, epoch, True), pre))
     assert c.view(me).state is ReplicaState.CANDIDATE
@@ -57,23 +57,25 @@ def test_a_replica_shutting_down_takes_no_leader_only_request() -> None:
     view = c.view(me)
     if view.state is not ReplicaState.LEADER:
         return  # it does not lead: nothing to refuse
-    end = c.nodes[me].log.end_offset
-    key = c.r(me)._me  # noqa: SLF001
+    end = view.end_offset
+    replica = c.r(me)  # stepped directly: the answers go to an operator outside the cluster
+    key = c.r(me)._me
     update = UpdateVoterRequest(CLUSTER, view.epoch, key, controller_endpoints(me), 0, 1)
     answers = [
         e.message
-        for e in c.step(me, Receive(c.now, ADMIN, update, None, reply_to=1))
+        for e in replica.step(Receive(c.now, ADMIN, update, None, reply_to=1))
         if isinstance(e, Send)
     ]
     assert answers == [UpdateVoterResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, me, view.epoch)]
-    results = [e for e in c.append(me, b"v", request_id=9) if isinstance(e, AppendResult)]
+    appended = replica.step(ClientAppend(c.now, ((None, b"v"),), 9))
+    results = [e for e in appended if isinstance(e, AppendResult)]
     assert [r.error for r in results] == [ErrorCode.NOT_LEADER_OR_FOLLOWER]
     spare = ReplicaKey(NodeId(9), key.directory_id)
     for req in (
         AddVoterRequest(CLUSTER, spare, controller_endpoints(9)),
         RemoveVoterRequest(CLUSTER, key),
     ):
-        sent = [e for e in c.step(me, Receive(c.now, ADMIN, req, None, reply_to=2))]
+        sent = replica.step(Receive(c.now, ADMIN, req, None, reply_to=2))
         errors = [getattr(e.message, "error", None) for e in sent if isinstance(e, Send)]
         assert errors == [ErrorCode.NOT_LEADER_OR_FOLLOWER], (req, sent)
-    assert c.nodes[me].log.end_offset == end
+    assert replica.view().end_offset == end
