@@ -16,6 +16,12 @@ no bisection, no caches.
   would state (with an old snapshot below the start that the driver has not deleted yet).
 - `CommitRuleMachine`: kraft.core.commits.CommitRule against a list of the accepted appends,
   through accepted, high_watermark_raised and truncated, with a log whose epochs change.
+- `QuorumMathMachine`: kraft.core.quorum_math on Python ints (`PY`, what the replica calls;
+  refinement.smt proves its lemmas over z3 terms of the same bodies) against the formulas its
+  docstrings state: the HWM as the majority-th largest end offset for every majority from 1
+  to the number of voters (the replica's fast path too), majority sizes, timeout and backoff
+  bounds, KIP-595's successor backoff, log comparison; and kraft.core.java_order.int32
+  against Java's (int) narrowing of a long (the low four bytes read as a signed int).
 
 `run_all` runs both, derandomized; the mutation campaign's hypothesis layer runs it after the
 cluster machine (refinement.mutation.layers).
@@ -29,8 +35,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from kraft.core import quorum_math as qm
 from kraft.core.commits import AppendDecided, CommitRule
 from kraft.core.effects import AppendCommitted, AppendLost
+from kraft.core.java_order import int32
 from kraft.core.log_metadata import STATIC_VOTERS_OFFSET, LogMetadata, LogState
 from kraft.core.voter_set import VoterSet
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
@@ -340,7 +348,87 @@ class CommitRuleMachine(RuleBasedStateMachine):
             self.epochs[offset] = epoch
 
 
-MACHINES: tuple[type[RuleBasedStateMachine], ...] = (LogMetadataMachine, CommitRuleMachine)
+# ----------------------------------------------------------------------------- quorum_math
+
+
+def _java_int(x: int) -> int:
+    """Java's (int) of a long: its low four bytes, read as a two's complement int."""
+    return int.from_bytes((x & 0xFFFFFFFF).to_bytes(4, "little"), "little", signed=True)
+
+
+class QuorumMathMachine(RuleBasedStateMachine):
+    """The quorum arithmetic on plain ints against the formulas it is documented by."""
+
+    @rule(
+        ends=st.lists(st.integers(-1, 40), min_size=1, max_size=7),
+        pick=st.integers(0, 6),
+    )
+    def high_watermark(self, ends: list[int], pick: int) -> None:
+        n = len(ends)
+        majority = qm.majority_size(qm.PY, n)
+        assert majority == n // 2 + 1, f"majority_size({n}) = {majority}"
+        ranked = sorted(ends, reverse=True)
+        for k in (majority, 1 + pick % n, n):
+            want = ranked[k - 1]
+            got = qm.high_watermark(qm.PY, ends, k)
+            fast = qm.high_watermark_fast(ends, k)
+            assert got == want == fast, f"HWM of {ends}, {k}-th largest: {got}/{fast}, not {want}"
+        for bad in (0, n + 1):
+            for fast_path in (False, True):
+                try:
+                    if fast_path:
+                        qm.high_watermark_fast(ends, bad)
+                    else:
+                        qm.high_watermark(qm.PY, ends, bad)
+                except ValueError:
+                    continue
+                raise AssertionError(f"an HWM of the {bad}-th of {n} end offsets was computed")
+
+    @rule(t=st.integers(0, 5000), draw=st.integers(0, 4999))
+    def election_timeouts(self, t: int, draw: int) -> None:
+        bounds = qm.election_timeout_bounds(qm.PY, t)
+        want = (t, 2 * t - 1) if t > 0 else (0, 0)
+        assert bounds == want, f"election timeout bounds of {t}: {bounds}, not {want}"
+        d = draw % t if t > 0 else 0
+        got = qm.randomized_election_timeout(qm.PY, t, d)
+        assert got == (t + d if t > 0 else 0), f"election timeout {t} + {d}: {got}"
+        assert bounds[0] <= got <= max(bounds[1], 0)
+        assert qm.randomized_fetch_timeout(qm.PY, t, d) == t + d
+
+    @rule(
+        position=st.integers(0, 6),
+        retry=st.integers(0, 200),
+        backoff_max=st.integers(0, 3000),
+    )
+    def backoffs(self, position: int, retry: int, backoff_max: int) -> None:
+        got = qm.successor_backoff_ms(qm.PY, position, retry, backoff_max)
+        want = 0 if position <= 0 else min(backoff_max, retry * 2 ** (position - 1))
+        assert got == want, f"successor {position} backoff ({retry}, max {backoff_max}): {got}"
+        lo, hi = qm.election_backoff_bounds(qm.PY, backoff_max)
+        assert (lo, hi) == (1, max(1, backoff_max)), f"election backoff bounds: {lo}, {hi}"
+
+    @rule(
+        a=st.tuples(st.integers(0, 4), st.integers(0, 6)),
+        b=st.tuples(st.integers(0, 4), st.integers(0, 6)),
+    )
+    def logs_compared(self, a: tuple[int, int], b: tuple[int, int]) -> None:
+        got = qm.log_up_to_date(qm.PY, a[0], a[1], b[0], b[1])
+        assert got == (a >= b), f"log {a} at least as up-to-date as {b}: {got}"
+        assert qm.min_of(qm.PY, a[0], b[0]) == min(a[0], b[0])
+        assert qm.max_of(qm.PY, a[0], b[0]) == max(a[0], b[0])
+
+    @rule(x=st.integers(-(2**40), 2**40), high=st.integers(0, 2**32 - 1))
+    def java_int(self, x: int, high: int) -> None:
+        for v in (x, high, high | 1 << 31):
+            got = int32(v)
+            assert got == _java_int(v), f"int32({v}) = {got}, Java says {_java_int(v)}"
+
+
+MACHINES: tuple[type[RuleBasedStateMachine], ...] = (
+    LogMetadataMachine,
+    CommitRuleMachine,
+    QuorumMathMachine,
+)
 
 
 def derandomized(examples: int, steps: int) -> settings:

@@ -104,10 +104,11 @@ class FaultProfile:
     # Fetch answer carrying records, one byte its batch CRC covers is flipped on the wire.
     adversary_rate: float = 0.0
     corrupt_fetch: float = 0.0
-    # KIP-853 (dynamic only): at this rate the operator also sends a one-shot request whose
+    # KIP-853: at this rate the operator also sends a one-shot request whose
     # answer it knows in advance: UpdateRaftVoter (valid, or without the default listener,
     # with max < min kraft.version, an unknown voter, a stale epoch, another cluster's id)
-    # and malformed AddRaftVoter / RemoveRaftVoter (refinement.sim_reconfig). 0: none.
+    # and malformed AddRaftVoter / RemoveRaftVoter (refinement.sim_reconfig); on a static
+    # quorum too (kraft.version 0, whose voters Kafka 4 sends UpdateRaftVoter). 0: none.
     update_voter_rate: float = 0.0
     # Delayed answers (the `+delays` profiles): per answer to a request, the probability that
     # the network holds it until near a timer boundary of the requester, counted from when
@@ -264,8 +265,12 @@ PROFILES: dict[str, FaultProfile] = {
 # Snapshots and voter changes together, with UpdateRaftVoter and malformed voter changes: a
 # snapshot must carry the voter set in force at its end (KIP-853), and a replica that installs
 # one takes its voter set from it. Not trace-validated (KRaft.tla has no UpdateRaftVoter).
-MIXED_SNAPSHOTS_RECONFIG = replace(with_reconfig(with_snapshots(MIXED)), update_voter_rate=2.0)
+MIXED_SNAPSHOTS_RECONFIG = replace(with_reconfig(with_snapshots(MIXED)), update_voter_rate=8.0)
 PROFILES[MIXED_SNAPSHOTS_RECONFIG.name] = MIXED_SNAPSHOTS_RECONFIG
+# The adversary's profile also gets the one-shots on its static quorum (kraft.version 0): an
+# UpdateRaftVoter reaches leaders, followers, candidates and resigned leaders, answered as a
+# Kafka 4 static leader answers it (refinement.invariants_voter_changes).
+PROFILES["mixed+adversary"] = replace(PROFILES["mixed+adversary"], update_voter_rate=8.0)
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
 # The profiles with an adversary on the network.

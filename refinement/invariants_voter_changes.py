@@ -18,7 +18,13 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   from what the operator sees of the replica (`Receiver`): another cluster's id, then (Update)
   the epoch, then not a running leader, then a malformed request (a voter key without a
   directory id, no endpoint on the default listener, max < min kraft.version) is
-  INVALID_REQUEST even while a change is pending.
+  INVALID_REQUEST even while a change is pending. At kraft.version 0 (a static quorum, whose
+  voters Kafka 4's controllers still send UpdateRaftVoter) a well-formed update to a leader
+  whose HWM is known is INVALID_REQUEST when its range leaves out kraft.version 0,
+  VOTER_NOT_FOUND when no voter has its id, else NONE, and nothing is written.
+- UpdateVoterLeaderHint: every UpdateRaftVoter answer names, as Kafka's
+  `quorum.leaderAndEpoch()`, the leader the answering replica knows (itself when it leads or
+  resigned, -1 when it knows none) and its epoch, whatever the error.
 - UpdateVoterApplied: an UpdateRaftVoter answered NONE appended one Voters record that gives
   exactly that voter its new endpoints and kraft.version range, the other voters unchanged; a
   refused one changed nothing.
@@ -45,7 +51,16 @@ from kraft.core.messages import AddVoterRequest, RemoveVoterRequest, UpdateVoter
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import NO_DIRECTORY, ClusterId, DirectoryId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import (
+    NO_DIRECTORY,
+    NO_NODE,
+    ClusterId,
+    DirectoryId,
+    Epoch,
+    NodeId,
+    Offset,
+    ReplicaKey,
+)
 from kraft.records import decode_records, iter_batches
 from refinement.invariants import Violation
 
@@ -203,6 +218,12 @@ class Receiver:
     # may still be pending (answered when appended, KIP-1186, and not known to be decided).
     pending: bool
     maybe_pending: bool
+    # The leader it knows (view.leader_id: itself when it leads or resigned), the finalized
+    # kraft.version (0: a static quorum, no Voters record; `history` is then empty), and the
+    # ids of its voters (what a kraft.version 0 update is checked against).
+    leader: NodeId | None = None
+    kraft_version: int = 1
+    voter_ids: frozenset[NodeId] = frozenset()
 
 
 OneShot = AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest
@@ -226,7 +247,7 @@ def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
             return frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH}), f"epoch {req.leader_epoch} ahead"
     if not leading:
         return frozenset({nlf}), "not a running leader"
-    if isinstance(req, AddVoterRequest | RemoveVoterRequest) and not _valid_key(req.voter):
+    if not _valid_key(req.voter):
         return frozenset({ErrorCode.INVALID_REQUEST}), f"no valid voter key {req.voter}"
     if isinstance(req, RemoveVoterRequest):
         raise ValueError("RemoveRaftVoter one-shots carry another cluster's id or no valid key")
@@ -242,6 +263,15 @@ def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
     hwm_known = r.hwm is not None and r.epoch_start is not None and r.hwm > r.epoch_start
     if r.pending or not hwm_known:
         return timeout, "a change pending, or the leader's HWM not known"
+    if r.kraft_version < 1:
+        # Kafka keeps a static quorum's update in memory; its answer: the range must hold the
+        # finalized kraft.version 0, and the id must be a voter's (a static voter has no
+        # directory id to compare).
+        if not lo <= 0 <= hi:
+            return frozenset({ErrorCode.INVALID_REQUEST}), f"kraft.version 0 outside {lo}..{hi}"
+        if req.voter.id not in r.voter_ids:
+            return frozenset({ErrorCode.VOTER_NOT_FOUND}), f"no static voter {req.voter.id}"
+        return frozenset({ErrorCode.NONE}), "a valid update of a static voter"
     voters_at = r.history[-1][0] if r.history else Offset(-1)
     if r.hwm is not None and voters_at >= r.hwm:
         return timeout, f"its latest Voters record at {voters_at} is not committed"
@@ -283,15 +313,33 @@ def one_shot_answered(
             f"node {r.node} ({r.state.value}, epoch {r.epoch}) answered {_describe(req)}"
             f" with {got}; expected {' or '.join(sorted(a.name for a in allowed))} ({why})",
         )
-    if answers[0] is ErrorCode.NONE and isinstance(req, UpdateVoterRequest):
+    if answers[0] is ErrorCode.NONE and isinstance(req, UpdateVoterRequest) and r.kraft_version:
         return update_voter_applied(req, r, after)
-    if after != r.history and answers[0] is not ErrorCode.NONE:
+    if after != r.history and (answers[0] is not ErrorCode.NONE or not r.kraft_version):
         return Violation(
             UPDATE_VOTER_APPLIED,
             f"node {r.node} refused {_describe(req)} with {answers[0].name} but its voter sets"
             f" changed: {_history_text(r.history)} -> {_history_text(after)}",
         )
     return None
+
+
+UPDATE_VOTER_LEADER_HINT = "UpdateVoterLeaderHint"
+
+
+def update_voter_leader_hint(
+    req: UpdateVoterRequest, r: Receiver, leader_id: NodeId, epoch: Epoch
+) -> Violation | None:
+    """An UpdateRaftVoter answer carries Kafka's `quorum.leaderAndEpoch()` of the answering
+    replica as the request found it: the leader it knows (NO_NODE for none) and its epoch."""
+    want = NO_NODE if r.leader is None else r.leader
+    if leader_id == want and epoch == r.epoch:
+        return None
+    return Violation(
+        UPDATE_VOTER_LEADER_HINT,
+        f"node {r.node} ({r.state.value}, epoch {r.epoch}, leader {want}) answered"
+        f" {_describe(req)} naming leader {leader_id} in epoch {epoch}",
+    )
 
 
 def update_voter_applied(

@@ -124,6 +124,8 @@ class SimNetwork(SimBase):
         # KIP-853: a dynamic quorum (voter changes) tracks the committed history too
         # (AtMostOneUncommittedVoterChange, LeaderCompleteness).
         self._dynamic = self._profile.dynamic
+        # The operator's answers (a dynamic quorum's, or one-shots' on a static one too).
+        self._admin_hears = self._dynamic or self._profile.update_voter_rate > 0
         tracked = snapshots or self._dynamic
         self._committed: tuple[EpochCache, Offset] | None = ((), Offset(0)) if tracked else None
         # Each replica identity whose disk was lost, as it was then (a dynamic quorum).
@@ -492,7 +494,7 @@ class SimNetwork(SimBase):
             t = type(e)
             if t is Send:
                 assert isinstance(e, Send)
-                if e.dst == ADMIN and self._dynamic:
+                if e.dst == ADMIN and self._admin_hears:
                     self._admin_answer(node, e.message, e.reply_to)
                     continue
                 if check and type(e.message) is EndQuorumEpochRequest:

@@ -29,12 +29,16 @@ other profile draws nothing here and runs as before.
   settled leader committed its latest change, the operator asks one more (adding a caught-up
   observer, else removing a follower), which must be acknowledged
   (VoterChangeEventuallyAcknowledged).
-- One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig): UpdateRaftVoter (valid,
+- One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig, and mixed+adversary's
+  static quorum at kraft.version 0): UpdateRaftVoter (valid,
   with or without the cluster id; without the default listener; with max < min kraft.version;
-  a range without kraft.version 1; an unknown directory id; a stale epoch; another cluster's
-  id) and malformed AddRaftVoter / RemoveRaftVoter (among them a voter key without a directory
-  id), each answered as
-  refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own.
+  a range without kraft.version 1; an unknown directory id or voter id; a stale epoch; another
+  cluster's id) and malformed AddRaftVoter / RemoveRaftVoter (among them a voter key without a
+  directory id), each answered as
+  refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own,
+  and each UpdateRaftVoter answer naming the leader and epoch the replica knows
+  (update_voter_leader_hint). They go to the leader the operator finds, and about a third of
+  them to any running replica.
   Every other change of the operator carries no cluster id (Kafka accepts a null one).
 - Snapshots (a profile with both): a snapshot carries the Voters record the node's snapshotter
   writes (kraft.core.voter_records.voters_record_at, SnapshotVotersMatchLog), a replica that
@@ -110,6 +114,9 @@ _RACE = 0.15
 _REASSIGN = 0.08
 # The one-shot requests' reply tokens (the operator's changes use rid * 100 + attempt).
 _ONE_SHOT = 10**9
+# A one-shot goes to any running replica (not the leader the operator finds) this often, so
+# that followers, candidates, resigned leaders and replicas shutting down answer some.
+_ONE_SHOT_ANYWHERE = 0.35
 
 
 def endpoint_of(node: NodeId) -> Endpoint:
@@ -165,6 +172,8 @@ class SimReconfig(SimClients):
         # The one-shot request being stepped and the answers it got.
         self._one_shot: int | None = None
         self._one_shot_answers: list[ErrorCode] = []
+        # The (leader, epoch) each UpdateRaftVoter answer of it named (UpdateVoterLeaderHint).
+        self._one_shot_hints: list[tuple[NodeId, Epoch]] = []
         self._next_one_shot = _ONE_SHOT
         self._answered_in_step: set[int] = set()
         self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
@@ -173,6 +182,10 @@ class SimReconfig(SimClients):
         self._probed_spans: dict[NodeId, range] = {}
         # The one-shots (and snapshots at a change) draw from a generator of their own.
         self._one_rng = random.Random(f"{config.seed}/one-shot")
+        p = self._profile
+        if p.update_voter_rate > 0:
+            # A static quorum (kraft.version 0) gets them too: its voters send UpdateRaftVoter.
+            self._push(self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
         if not self._dynamic:
             return
         voters = [self._nodes[i] for i in self._voter_ids]
@@ -184,10 +197,7 @@ class SimReconfig(SimClients):
         self._bootstrap_hist = history
         for node in self._nodes.values():
             node.voter_hist = history
-        p = self._profile
         self._push(self._exp_ms(p.reconfig_rate), _FAULT, _RECONFIG)
-        if p.update_voter_rate > 0:
-            self._push(self._one_shot_ms(), _ADMIN, None, ("one-shot-next", 0))
         if p.voter_disk_loss_rate > 0:
             self._push(self._exp_ms(p.voter_disk_loss_rate), _FAULT, _VOTER_DISK_LOSS)
 
@@ -509,6 +519,8 @@ class SimReconfig(SimClients):
         if reply_to == self._one_shot:
             assert isinstance(msg, AddVoterResponse | RemoveVoterResponse | UpdateVoterResponse)
             self._one_shot_answers.append(msg.error)
+            if isinstance(msg, UpdateVoterResponse):
+                self._one_shot_hints.append((msg.leader_id, msg.leader_epoch))
             return
         if reply_to == self._asked:
             self._asked_answered = True
@@ -627,13 +639,18 @@ class SimReconfig(SimClients):
         if not up:
             return
         target = self._leader_node()
-        if target is None or rng.random() < 0.15:
+        if target is None or rng.random() < _ONE_SHOT_ANYWHERE:
             target = up[int(rng.random() * len(up))]
         assert target.replica is not None
-        voters = target.voter_hist[-1][1] if target.voter_hist else None
-        if voters is None or not len(voters):
-            return
-        keys = sorted(voters.voters, key=lambda k: k.id)
+        if self._dynamic:
+            voters = target.voter_hist[-1][1] if target.voter_hist else None
+            if voters is None or not len(voters):
+                return
+            keys = sorted(voters.voters, key=lambda k: k.id)
+        else:  # a static quorum: its voters' own keys (each controller knows its directory)
+            keys = [self._nodes[i].key for i in sorted(self._voter_ids)]
+            if not keys:
+                return
         key = keys[int(rng.random() * len(keys))]
         ours = ClusterId(self.config.cluster_id)
         epoch = target.replica.view().epoch
@@ -652,8 +669,11 @@ class SimReconfig(SimClients):
             msg = UpdateVoterRequest(ours, epoch, key, good, 1, 0)
         elif kind < 0.65:  # a range without the finalized kraft.version 1
             msg = UpdateVoterRequest(ours, epoch, key, good, 2, 3)
-        elif kind < 0.7:  # a voter id with another directory
+        elif kind < 0.7:  # a voter id with another directory, or an id no voter has
             other = ReplicaKey(key.id, directory_of(key.id, 77))
+            if rng.random() < 0.5:
+                stranger = NodeId(max(self._nodes) + 1 + int(rng.random() * 2))
+                other = ReplicaKey(stranger, directory_of(stranger))
             msg = UpdateVoterRequest(ours, epoch, other, good, lo, hi)
         elif kind < 0.75:  # a stale epoch
             if epoch < 1:
@@ -709,6 +729,9 @@ class SimReconfig(SimClients):
             epoch_start=None if start is None else Offset(start),
             pending=pending,
             maybe_pending=maybe or pending,
+            leader=v.leader_id,
+            kraft_version=1 if self._dynamic else 0,
+            voter_ids=frozenset(self._voter_ids),  # the static voters (kraft.version 0)
         )
 
     def _deliver_one_shot(self, target: _Node, payload: tuple[object, ...]) -> None:
@@ -718,7 +741,7 @@ class SimReconfig(SimClients):
         if target.replica is None or target.inc != inc:
             return  # connection refused: nothing to check
         before = self._receiver(target)
-        self._one_shot, self._one_shot_answers = token, []
+        self._one_shot, self._one_shot_answers, self._one_shot_hints = token, [], []
         try:
             self._step(target, Receive(self.now, ADMIN, msg, None, reply_to=token), None,
                        int(ADMIN), msg)  # fmt: skip
@@ -728,6 +751,11 @@ class SimReconfig(SimClients):
             v = vc.one_shot_answered(msg, before, self._one_shot_answers, target.voter_hist)
             if v is not None:
                 self._violation(v.name, v.detail)
+            if isinstance(msg, UpdateVoterRequest):
+                for leader_id, leader_epoch in self._one_shot_hints:
+                    h = vc.update_voter_leader_hint(msg, before, leader_id, leader_epoch)
+                    if h is not None:
+                        self._violation(h.name, h.detail)
 
     # ------------------------------------------------------------------ snapshots (KIP-853)
 

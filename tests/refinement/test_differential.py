@@ -36,3 +36,40 @@ def test_a_voter_set_installed_at_the_wrong_offset_is_caught(monkeypatch):
     monkeypatch.setattr(LogMetadata, "install_snapshot", shifted)
     with pytest.raises(AssertionError):
         run_all(60, 30)
+
+
+def test_a_wrong_product_in_the_quorum_arithmetic_is_caught(monkeypatch):
+    """PyOps.mul is what KIP-595's successor backoff and the timeout bounds multiply with."""
+    from kraft.core import quorum_math
+
+    monkeypatch.setattr(quorum_math.PyOps, "mul", lambda self, a, b: a // b if b else 0)
+    with pytest.raises(AssertionError):
+        run_all(60, 30)
+
+
+def test_an_hwm_refused_for_a_majority_of_all_voters_is_caught(monkeypatch):
+    """A one- or two-voter quorum's majority is every voter: its HWM must still be computed."""
+    from kraft.core import quorum_math
+
+    original = quorum_math.high_watermark
+
+    def strict(ops, end_offsets, majority):  # type: ignore[no-untyped-def]
+        if majority >= len(end_offsets):
+            raise ValueError("no")
+        return original(ops, end_offsets, majority)
+
+    monkeypatch.setattr(quorum_math, "high_watermark", strict)
+    with pytest.raises(ValueError):
+        run_all(60, 30)
+
+
+def test_an_int_narrowed_unlike_java_is_caught(monkeypatch):
+    from refinement import differential
+
+    monkeypatch.setattr(
+        differential,
+        "int32",
+        lambda x: (x & 0xFFFFFFFF) - (1 << 31) if x & 1 << 31 else x & 0xFFFFFFFF,
+    )
+    with pytest.raises(AssertionError):
+        run_all(60, 30)

@@ -14,6 +14,7 @@ answer to (refinement.sim_reconfig, refinement.invariants_voter_changes).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import json
@@ -165,3 +166,55 @@ def test_snapshot_voters_round_trip() -> None:
     assert snapshot_voters(data) == rec
     assert snapshot_problem(OffsetAndEpoch(Epoch(3), Offset(9)), data) is None
     assert snapshot_voters(encode_history(OffsetAndEpoch(Epoch(3), Offset(9)), ())) is None
+
+
+def test_update_voter_answers_name_the_leader_the_replica_knows() -> None:
+    """UpdateVoterLeaderHint: Kafka's quorum.leaderAndEpoch() of the answering replica."""
+    history = _history((-1, _record(1, 2, 3)))
+    key = ReplicaKey(NodeId(2), directory_of(NodeId(2)))
+    upd = UpdateVoterRequest(None, Epoch(2), key, (Endpoint(LISTENER, "h", 1),), 0, 1)
+    leader = dataclasses.replace(_leader(history), leader=NodeId(1))
+    follower = dataclasses.replace(leader, state=ReplicaState.FOLLOWER, leader=NodeId(3))
+    unattached = dataclasses.replace(leader, state=ReplicaState.UNATTACHED, leader=None)
+    assert vc.update_voter_leader_hint(upd, leader, NodeId(1), Epoch(2)) is None
+    assert vc.update_voter_leader_hint(upd, follower, NodeId(3), Epoch(2)) is None
+    assert vc.update_voter_leader_hint(upd, unattached, NodeId(-1), Epoch(2)) is None
+    for r, leader_id, epoch in ((follower, 1, 2), (unattached, 1, 2), (leader, 1, 1)):
+        found = vc.update_voter_leader_hint(upd, r, NodeId(leader_id), Epoch(epoch))
+        assert found is not None and found.name == vc.UPDATE_VOTER_LEADER_HINT
+
+
+def test_a_static_leader_answers_update_voter_as_kafka_does() -> None:
+    """kraft.version 0: the range must hold 0, the id must be a voter's; nothing is written."""
+    static = dataclasses.replace(
+        _leader(()), kraft_version=0, voter_ids=frozenset({NodeId(1), NodeId(2), NodeId(3)})
+    )
+    eps = (Endpoint(LISTENER, "h", 1),)
+    key = ReplicaKey(NodeId(2), directory_of(NodeId(2)))
+    stranger = ReplicaKey(NodeId(7), directory_of(NodeId(7)))
+    cases = [
+        (UpdateVoterRequest(None, Epoch(2), key, eps, 0, 1), ErrorCode.NONE),
+        (UpdateVoterRequest(None, Epoch(2), key, eps, 1, 1), ErrorCode.INVALID_REQUEST),
+        (UpdateVoterRequest(None, Epoch(2), stranger, eps, 0, 2), ErrorCode.VOTER_NOT_FOUND),
+    ]
+    for req, want in cases:
+        assert vc.one_shot_answered(req, static, [want], ()) is None, (req, want)
+        wrong = ErrorCode.NONE if want is not ErrorCode.NONE else ErrorCode.INVALID_REQUEST
+        assert vc.one_shot_answered(req, static, [wrong], ()) is not None, (req, wrong)
+        assert vc.one_shot_answered(req, static, [], ()) is not None  # no answer
+    written = _history((7, _record(1, 2, 3)))
+    assert vc.one_shot_answered(cases[0][0], static, [ErrorCode.NONE], written) is not None
+
+
+def test_a_static_quorum_answers_one_shots_under_the_adversary() -> None:
+    """mixed+adversary's static quorum gets UpdateRaftVoter too, leaders and others."""
+    out = io.StringIO()
+    r = simulate(SimConfig(seed=1, profile=PROFILES["mixed+adversary"]), trace=out)
+    assert r.ok, r.summary()
+    answers: Counter[str] = Counter()
+    for line in out.getvalue().splitlines():
+        e = json.loads(line)
+        m = e.get("message") or {}
+        if e["action"] == "OperatorAnswered" and m.get("type") == "UpdateVoterResponse":
+            answers[str(m["error"])] += 1
+    assert {"0", "6"} <= set(answers), answers
