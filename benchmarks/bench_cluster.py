@@ -29,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from benchmarks.figure import Figure
+from kraft import event_loop
 from kraft.client import Address, ClientError, NodeInfo, node_info
 from kraft.cluster import LocalCluster, free_ports
 from kraft.protocol import FrameDecoder, MessageDict, RequestHeader
@@ -142,37 +144,76 @@ def _answer(payload: bytes) -> tuple[int, bool]:
     return corr, error == 0
 
 
-class _Conn:
-    """One pipelined connection: requests go out tagged, answers are matched by tag."""
+class _Conn(asyncio.Protocol):
+    """One pipelined connection, read by callbacks (the load generator shares the cores with
+    what it measures: no task, future or stream per answer): requests go out tagged, answers
+    are matched by tag. Each answer goes to `on_answer` (send time, success) when set, else is
+    kept for `answers()`."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(1 << 20)
         self.sent: dict[int, float] = {}
         self.corr = 0
+        self.on_answer: Callable[[float, bool], None] | None = None
+        self.on_lost: Callable[[BaseException], None] | None = None
+        self._got: list[tuple[float, bool]] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self.lost: BaseException | None = None
 
     @classmethod
     async def open(cls, address: Address) -> _Conn:
-        reader, writer = await asyncio.open_connection(address.host, address.port)
-        return cls(reader, writer)
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(cls, address.host, address.port)
+        return conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
 
     def send(self, frame: bytearray, at: float) -> None:
         self.corr += 1
         _CORR.pack_into(frame, _CORRELATION_AT, self.corr)
         self.sent[self.corr] = at
-        self.writer.write(bytes(frame))
+        assert self.transport is not None
+        self.transport.write(bytes(frame))
+
+    def data_received(self, data: bytes) -> None:
+        sent, on_answer = self.sent, self.on_answer
+        for payload in self.decoder.feed(data):
+            corr, ok = _answer(payload)
+            if on_answer is not None:
+                on_answer(sent.pop(corr), ok)
+            else:
+                self._got.append((sent.pop(corr), ok))
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc or ConnectionError("the node closed the connection")
+        if self.on_lost is not None:
+            self.on_lost(self.lost)
+        self._wake()
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
 
     async def answers(self) -> Iterator[tuple[float, bool]]:
-        """(send time, success) of the answers in the next chunk."""
-        chunk = await self.reader.read(1 << 16)
-        if not chunk:
-            raise ConnectionError("the node closed the connection")
-        sent = self.sent
-        return iter([(sent.pop(corr), ok) for corr, ok in map(_answer, self.decoder.feed(chunk))])
+        """(send time, success) of the answers received since the last call (waits for one)."""
+        while not self._got:
+            if self.lost is not None:
+                raise ConnectionError(f"the connection was lost: {self.lost}")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        got, self._got = self._got, []
+        return iter(got)
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 async def closed_loop(
@@ -186,23 +227,36 @@ async def closed_loop(
     clock = time.perf_counter
     t0 = clock() + warmup_s
     t1 = t0 + measure_s
+    finished = asyncio.get_running_loop().create_future()
+    running = clients
 
-    async def client(c: _Conn) -> None:
-        nonlocal errors
-        c.send(frame, clock())
-        while True:
-            for sent, ok in await c.answers():
-                now = clock()
-                if ok:
-                    done.append((now, now - sent))
-                else:
-                    errors += 1
-                if now >= t1:
-                    return
+    def client(c: _Conn) -> None:
+        def answered(sent: float, ok: bool) -> None:
+            nonlocal errors, running
+            now = clock()
+            if ok:
+                done.append((now, now - sent))
+            else:
+                errors += 1
+            if now < t1:
                 c.send(frame, now)
+                return
+            running -= 1
+            if not running and not finished.done():
+                finished.set_result(None)
+
+        def lost(e: BaseException) -> None:
+            if not finished.done() and c.sent:
+                finished.set_exception(ConnectionError(f"the node closed a connection: {e}"))
+
+        c.on_answer = answered
+        c.on_lost = lost
+        c.send(frame, clock())
 
     try:
-        await asyncio.gather(*(client(c) for c in conns))
+        for c in conns:
+            client(c)
+        await finished
     finally:
         for c in conns:
             c.close()
@@ -225,17 +279,16 @@ async def open_loop(
     interval = batch / rate
     total = int((t1 - start) / interval)
 
-    async def receive(c: _Conn) -> None:
+    def receive(sent: float, ok: bool) -> None:
         nonlocal errors
-        while True:
-            for sent, ok in await c.answers():
-                now = clock()
-                if ok:
-                    done.append((now, now - sent))
-                else:
-                    errors += 1
+        now = clock()
+        if ok:
+            done.append((now, now - sent))
+        else:
+            errors += 1
 
-    readers = [asyncio.create_task(receive(c)) for c in conns]
+    for c in conns:
+        c.on_answer = receive
     try:
         i = 0
         while i < total:
@@ -248,8 +301,6 @@ async def open_loop(
         while any(c.sent for c in conns) and clock() < deadline:
             await asyncio.sleep(0.01)
     finally:
-        for r in readers:
-            r.cancel()
         for c in conns:
             c.close()
     return summarise(done, errors, batch, t0, t1)
@@ -476,8 +527,8 @@ def _kraft_closed_loops(
 ) -> list[LoadResult]:
     out = []
     for r in range(runs):
-        leader = asyncio.run(wait_leader(cluster, list(cluster.node_ids)))
-        got = asyncio.run(
+        leader = event_loop.run(wait_leader(cluster, list(cluster.node_ids)))
+        got = event_loop.run(
             closed_loop(cluster.addresses[leader], clients, batch, WARMUP_S, MEASURE_S)
         )
         _log(f"{label} run {r}: {got}")
@@ -497,13 +548,15 @@ def measure(
         kraft_max = _kraft_closed_loops(cluster, runs, clients, batch, "kraft closed loop")
         half = _median([x.records_per_s for x in kraft_max]) / 2
         for r in range(runs):
-            leader = asyncio.run(wait_leader(cluster, nodes))
-            got = asyncio.run(
+            leader = event_loop.run(wait_leader(cluster, nodes))
+            got = event_loop.run(
                 open_loop(cluster.addresses[leader], half, batch, clients, WARMUP_S, MEASURE_S)
             )
             _log(f"kraft open loop at {half:,.0f}/s run {r}: {got}")
             kraft_half.append(got)
-        failover = asyncio.run(kraft_failover(cluster, failover_trials)) if failover_trials else []
+        failover = (
+            event_loop.run(kraft_failover(cluster, failover_trials)) if failover_trials else []
+        )
         _log(f"kraft failover: {failover}")
     with kraft_cluster() as cluster:
         label = "kraft closed loop with the default snapshot policy"

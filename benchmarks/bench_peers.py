@@ -46,6 +46,7 @@ from benchmarks.figure import Figure
 from benchmarks.peers import procstat
 from benchmarks.peers.etcd import EtcdCluster
 from benchmarks.peers.kafka_raft import KafkaRaftCluster
+from kraft import event_loop
 from kraft.client import Address
 from kraft.cluster import LocalCluster
 
@@ -173,10 +174,10 @@ def _kraft_pids(cluster: LocalCluster) -> list[int]:
 def _kraft_window(cluster: LocalCluster, load: Load) -> Sample:
     """Run one load (an awaitable factory given the leader's address) and read the servers'
     CPU around it."""
-    leader = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
+    leader = event_loop.run(bc.wait_leader(cluster, list(cluster.node_ids)))
     pids = _kraft_pids(cluster)
     cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
-    got = asyncio.run(load(cluster.addresses[leader]))
+    got = event_loop.run(load(cluster.addresses[leader]))
     cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
     return Sample(
         got.records_per_s,
@@ -205,7 +206,7 @@ def run_kraft(cfg: Config, res: Results) -> None:
             _log(f"kraft {name}: {sample}")
             res.add(name, "kraft", sample)
         if cfg.failover_trials:
-            took = asyncio.run(bc.kraft_failover(cluster, cfg.failover_trials))
+            took = event_loop.run(bc.kraft_failover(cluster, cfg.failover_trials))
             _log(f"kraft failover: {took}")
             res.failover_s.setdefault("kraft", []).extend(took)
 

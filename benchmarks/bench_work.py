@@ -13,7 +13,9 @@ the figures to compare between versions. With `--profile DIR` every node runs un
 (KRAFT_PROFILE_DIR) and writes DIR/node-<id>.prof when it stops.
 
 Each client is one connection with one append in flight (a closed loop, as
-benchmarks.bench_cluster and benchmarks.bench_peers load it), and sends `requests` appends; a
+benchmarks.bench_cluster and benchmarks.bench_peers load it; read by callbacks, bench_cluster's
+_Conn), and sends `requests` appends. The load and the nodes run on kraft.event_loop's loop
+(uvloop when installed; KRAFT_EVENT_LOOP=asyncio, inherited by the nodes, for asyncio's); a
 warm-up of `warmup` appends per client runs first and is not counted. In a closed loop a faster
 server also batches less (fewer appends share a step and an fsync), so CPU per record is best
 compared with `--rate R`: the same appends sent at R per second on a fixed schedule.
@@ -36,6 +38,7 @@ from pathlib import Path
 from benchmarks import bench_cluster as bc
 from benchmarks.bench_peers import QUORUM
 from benchmarks.peers import procstat
+from kraft import event_loop
 from kraft.client import Address
 from kraft.cluster import LocalCluster, free_ports
 from kraft.server.node import PROFILE_ENV
@@ -61,25 +64,41 @@ async def fixed_load(address: Address, clients: int, requests: int, batch: int =
     errors = records = 0
     clock = time.perf_counter
 
-    async def client(c: bc._Conn) -> None:
-        nonlocal errors, records
+    finished = asyncio.get_running_loop().create_future()
+    running = clients
+
+    def client(c: bc._Conn) -> None:
         left = requests
+
+        def answered(sent: float, ok: bool) -> None:
+            nonlocal errors, records, running, left
+            now = clock()
+            if ok:
+                lat.append((now - sent) * 1000)
+                records += batch
+            else:
+                errors += 1
+            left -= 1
+            if left:
+                c.send(frame, now)
+                return
+            running -= 1
+            if not running and not finished.done():
+                finished.set_result(None)
+
+        def lost(e: BaseException) -> None:
+            if not finished.done() and c.sent:
+                finished.set_exception(ConnectionError(f"the node closed a connection: {e}"))
+
+        c.on_answer = answered
+        c.on_lost = lost
         c.send(frame, clock())
-        while left:
-            for sent, ok in await c.answers():
-                now = clock()
-                if ok:
-                    lat.append((now - sent) * 1000)
-                    records += batch
-                else:
-                    errors += 1
-                left -= 1
-                if left:
-                    c.send(frame, now)
 
     cpu0, t0 = time.process_time(), clock()
     try:
-        await asyncio.gather(*(client(c) for c in conns))
+        for c in conns:
+            client(c)
+        await finished
     finally:
         for c in conns:
             c.close()
@@ -135,18 +154,18 @@ def run(
     try:
         cluster.format()
         cluster.start()
-        leader = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
+        leader = event_loop.run(bc.wait_leader(cluster, list(cluster.node_ids)))
         address = cluster.addresses[leader]
         if warmup:
-            asyncio.run(fixed_load(address, clients, warmup, batch))
+            event_loop.run(fixed_load(address, clients, warmup, batch))
         pids = {n: p for n in cluster.node_ids if (p := cluster.pid(n)) is not None}
         us0 = {n: _user_system(p) for n, p in pids.items()}
         if rate > 0:
-            got = asyncio.run(paced_load(address, clients, requests, rate))
+            got = event_loop.run(paced_load(address, clients, requests, rate))
         else:
-            got = asyncio.run(fixed_load(address, clients, requests, batch))
+            got = event_loop.run(fixed_load(address, clients, requests, batch))
         us1 = {n: _user_system(p) for n, p in pids.items()}
-        again = asyncio.run(bc.wait_leader(cluster, list(cluster.node_ids)))
+        again = event_loop.run(bc.wait_leader(cluster, list(cluster.node_ids)))
         if again != leader:
             raise RuntimeError(f"the leader changed during the load ({leader} -> {again})")
         cluster.stop_all(timeout_s=20.0)

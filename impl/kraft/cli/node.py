@@ -217,9 +217,9 @@ _START_FLAGS = {
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
-    import asyncio
     import logging
 
+    from kraft import event_loop
     from kraft.errors import KraftError
     from kraft.server.config import load_config
     from kraft.server.node import run_node
@@ -246,7 +246,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     try:
-        return asyncio.run(run_node(config))
+        return event_loop.run(run_node(config))
     except KraftError as e:
         return fail("start", str(e), 1)
 

@@ -318,10 +318,11 @@ class Node:
                 f"cannot listen on {config.listener_host}:{config.listener_port}: {e.strerror}"
             ) from None
         log.info(
-            "node %d (cluster %s) listening on %s:%d; stored election state: %s",
+            "node %d (cluster %s) listening on %s:%d (%s loop); stored election state: %s",
             config.node_id,
             meta.cluster_id,
             *node.address,
+            type(asyncio.get_running_loop()).__module__.partition(".")[0],
             "none" if election is None else election,
         )
         driver.on_fatal = node.request_stop
