@@ -16,13 +16,17 @@ new epoch, 4 grants, and the last voter leads {others, 4} with 4's vote.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memory_logs import key
-from scenario_harness import CLUSTER, DynamicCluster, controller_endpoints, elect
+from scenario_harness import CLUSTER, DynamicCluster, Node, controller_endpoints, elect
 
 from kraft.core.effects import Effect
 from kraft.core.events import Event, Receive, VoterVersionsChecked
+from kraft.core.log_metadata import LogState
 from kraft.core.messages import AddVoterRequest, Message, RemoveVoterRequest
 from kraft.core.vocabulary import ReplicaState
+from kraft.core.voter_records import voter_sets_in
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId
 
@@ -31,7 +35,14 @@ S = ReplicaState
 
 
 class _Dynamic(DynamicCluster):
-    """A dynamic quorum whose admin client's answers are dropped."""
+    """A dynamic quorum whose admin client's answers are dropped, and whose replicas restart
+    with the voter sets of their logs' Voters records too (as the node reads them at start)."""
+
+    def boot_state(self, n: Node) -> LogState:
+        state = super().boot_state(n)
+        data = n.log.read(n.log.start_offset, 1 << 30).data if n.log.end_offset > 0 else b""
+        logged = tuple(voter_sets_in(data)) if data else ()
+        return replace(state, voter_history=state.voter_history + logged)
 
     def send(self, src: int, dst: int, msg: Message, answering: object) -> None:
         if dst != ADMIN:  # the admin client's answers are not this test's subject
@@ -72,13 +83,12 @@ def test_a_removed_leader_that_restarts_ends_its_epoch_so_a_lagging_voter_can_vo
     assert c.view(4).state is S.FOLLOWER and c.view(4).leader_id == lead
     assert c.view(4).epoch == epoch and not c.view(4).is_voter  # a voter it does not know of
 
-    # The old leader restarts Resigned in its epoch, though no voter by its own log.
+    # The old leader restarts; the last voter leads {stays, dies, 4} with 4's vote, and 4
+    # follows it (before the fix: no leader ever again).
     c.heal()
+    seen = len(c.nodes[lead].states)
     c.start(lead)
-    assert c.view(lead).state is S.RESIGNED and c.view(lead).epoch == epoch
     assert not c.view(lead).is_voter
-
-    # The last voter leads {stays, dies, 4} with 4's vote, and 4 follows it.
     c.run_until(
         lambda: c.leader() == stays
         and c.view(4).leader_id == stays
@@ -86,6 +96,8 @@ def test_a_removed_leader_that_restarts_ends_its_epoch_so_a_lagging_voter_can_vo
         limit=30_000,
     )
     assert c.view(stays).epoch > epoch
+    # The old leader came back Resigned in its epoch, then went Unattached in the next.
+    assert c.nodes[lead].states[seen : seen + 2] == [(S.RESIGNED, epoch), (S.UNATTACHED, epoch + 1)]
     assert c.view(stays).voters == tuple(sorted((stays, dies, 4)))
     # 4 caught up with the records that made it a voter.
     c.run_until(lambda: c.view(4).is_voter)
