@@ -30,6 +30,20 @@ def test_leader_restarts_resigned_in_its_epoch() -> None:
     assert (h.view.state, h.view.epoch) == (S.CANDIDATE, 6)
 
 
+def test_leader_outside_its_voter_set_restarts_resigned_and_ends_its_epoch() -> None:
+    """Kafka's QuorumState.initialize makes a leader Resigned whether or not it is still a
+    voter by its log (a leader that removed itself, KIP-853); its election timeout then moves
+    it to the next epoch (pollResigned), an observer there, which looks for the leader."""
+    h = Harness(node=4, election=ElectionState(Epoch(4), leader_id=NodeId(4)),
+                log=build_log([(4, 1)]))  # fmt: skip
+    assert (h.view.state, h.view.epoch, h.view.is_voter) == (S.RESIGNED, 4, False)
+    assert not sent(h.start_effects, VoteRequest)
+    effects = h.tick()
+    assert (h.view.state, h.view.epoch, h.view.leader_id) == (S.UNATTACHED, 5, None)
+    assert not sent(effects, VoteRequest)  # an observer does not stand
+    assert [r.replica_epoch for _, r in sent(effects, FetchRequest)] == [5]
+
+
 def test_candidate_restarts_as_candidate_in_the_same_epoch() -> None:
     """Kafka: a replica that voted for itself restarts as Candidate in the same epoch and asks
     again (voters grant the same candidate again)."""

@@ -223,8 +223,13 @@ class Replica:
             # The log saw a later epoch than the file: trust the log, forget leader and vote.
             self._enter(U, log_epoch)
             self._persist()
-        elif voter and es.leader_id == me.id:
+        elif es.leader_id == me.id:
             # A leader comes back Resigned in its epoch: no second vote, no second leader.
+            # A voter or not (Kafka's QuorumState.initialize asks no voter set): a leader that
+            # removed itself ends its epoch too, going Unattached in the next one when its
+            # election timer runs out (Kafka's pollResigned). Back as an Unattached observer
+            # it would keep that epoch for good, and a lagging voter that still follows it
+            # there would refuse every pre-vote of that epoch: no leader ever again.
             self._enter(R, es.epoch, leader=me.id)
         elif voter and es.voted_for is not None and self._same_replica(es.voted_for, me):
             self._enter(C, es.epoch, voted=es.voted_for)
