@@ -216,29 +216,22 @@ class _Conn(asyncio.Protocol):
             self.transport.close()
 
 
-async def closed_loop(
-    address: Address, clients: int, batch: int, warmup_s: float, measure_s: float
-) -> LoadResult:
-    """`clients` connections, each with one append of `batch` records always in flight."""
-    frame = append_frame(batch)
-    conns = [await _Conn.open(address) for _ in range(clients)]
-    done: list[tuple[float, float]] = []
-    errors = 0
-    clock = time.perf_counter
-    t0 = clock() + warmup_s
-    t1 = t0 + measure_s
-    finished = asyncio.get_running_loop().create_future()
-    running = clients
+# What a connection does with each answer: (answer time, send time, ok) -> send again?
+OnAnswer = Callable[[float, float, bool], bool]
 
-    def client(c: _Conn) -> None:
+
+async def keep_sending(conns: list[_Conn], frame: bytearray, each: Callable[[], OnAnswer]) -> None:
+    """Every connection sends `frame`, then again straight from each answer while its own
+    `each()` callback says so; returns once every connection has stopped."""
+    clock = time.perf_counter
+    finished = asyncio.get_running_loop().create_future()
+    running = len(conns)
+
+    def start(c: _Conn, again: OnAnswer) -> None:
         def answered(sent: float, ok: bool) -> None:
-            nonlocal errors, running
+            nonlocal running
             now = clock()
-            if ok:
-                done.append((now, now - sent))
-            else:
-                errors += 1
-            if now < t1:
+            if again(now, sent, ok):
                 c.send(frame, now)
                 return
             running -= 1
@@ -255,11 +248,35 @@ async def closed_loop(
 
     try:
         for c in conns:
-            client(c)
+            start(c, each())
         await finished
     finally:
         for c in conns:
             c.close()
+
+
+async def closed_loop(
+    address: Address, clients: int, batch: int, warmup_s: float, measure_s: float
+) -> LoadResult:
+    """`clients` connections, each with one append of `batch` records always in flight."""
+    conns = [await _Conn.open(address) for _ in range(clients)]
+    done: list[tuple[float, float]] = []
+    errors = 0
+    t0 = time.perf_counter() + warmup_s
+    t1 = t0 + measure_s
+
+    def until_the_end() -> OnAnswer:
+        def again(now: float, sent: float, ok: bool) -> bool:
+            nonlocal errors
+            if ok:
+                done.append((now, now - sent))
+            else:
+                errors += 1
+            return now < t1
+
+        return again
+
+    await keep_sending(conns, append_frame(batch), until_the_end)
     return summarise(done, errors, batch, t0, t1)
 
 

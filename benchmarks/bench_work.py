@@ -24,7 +24,6 @@ compared with `--rate R`: the same appends sent at R per second on a fixed sched
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import shutil
@@ -58,50 +57,28 @@ class Load:
 async def fixed_load(address: Address, clients: int, requests: int, batch: int = 1) -> Load:
     """`clients` connections, each sending `requests` appends of `batch` records one after the
     other."""
-    frame = bc.append_frame(batch)
     conns = [await bc._Conn.open(address) for _ in range(clients)]
     lat: list[float] = []
     errors = records = 0
     clock = time.perf_counter
 
-    finished = asyncio.get_running_loop().create_future()
-    running = clients
-
-    def client(c: bc._Conn) -> None:
+    def counted() -> bc.OnAnswer:
         left = requests
 
-        def answered(sent: float, ok: bool) -> None:
-            nonlocal errors, records, running, left
-            now = clock()
+        def again(now: float, sent: float, ok: bool) -> bool:
+            nonlocal errors, records, left
             if ok:
                 lat.append((now - sent) * 1000)
                 records += batch
             else:
                 errors += 1
             left -= 1
-            if left:
-                c.send(frame, now)
-                return
-            running -= 1
-            if not running and not finished.done():
-                finished.set_result(None)
+            return left > 0
 
-        def lost(e: BaseException) -> None:
-            if not finished.done() and c.sent:
-                finished.set_exception(ConnectionError(f"the node closed a connection: {e}"))
-
-        c.on_answer = answered
-        c.on_lost = lost
-        c.send(frame, clock())
+        return again
 
     cpu0, t0 = time.process_time(), clock()
-    try:
-        for c in conns:
-            client(c)
-        await finished
-    finally:
-        for c in conns:
-            c.close()
+    await bc.keep_sending(conns, bc.append_frame(batch), counted)
     return Load(records, errors, lat, clock() - t0, time.process_time() - cpu0)
 
 
