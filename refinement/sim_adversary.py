@@ -1103,11 +1103,16 @@ class SimAdversary(SimLiveness):
         return self._vote_answer
 
     def _apply(
-        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
+        self,
+        node: _Node,
+        effects: list[Effect],
+        answering: Request | None,
+        src_id: int | None,
+        event: Event | None = None,
     ) -> None:
         if self._forging is not None and any(type(e) is MessageRefused for e in effects):
             self._forged_refused = True
-        super()._apply(node, effects, answering, src_id)
+        super()._apply(node, effects, answering, src_id, event)
 
     def _send(
         self,

@@ -363,25 +363,25 @@ class SimNetwork(SimBase):
                 "ReplicaRaised",
                 f"node {node.id} raised {type(exc).__name__}: {exc} on {type(event).__name__}",
             )
-        self._apply(node, effects, answering, src_id)
+        self._apply(node, effects, answering, src_id, event)
         if self._check:
-            if self._truncation_seen() and node.replica is not None:
+            running = node.replica
+            after = None if running is None else running.view()
+            if self._truncation_seen() and running is not None:
                 self._log_truncated(node)
-            held = self._ledger.after_step(
-                node.id, None if node.replica is None else node.replica.view().state
-            )
+            held = self._ledger.after_step(node.id, None if after is None else after.state)
             if held is not None:
                 self._violation(held.name, held.detail)
-            if node.replica is not None:
-                self._check_describe(node.id, node.replica)
+            if running is not None and after is not None:
+                self._check_describe(node.id, running, after)
                 if before is not None:
-                    wrote = log_written_by_its_role(
-                        node.id, before, node.replica.view().state, effects
-                    )
+                    wrote = log_written_by_its_role(node.id, before, after.state, effects)
                     if wrote is not None:
                         self._violation(wrote.name, wrote.detail)
                 if before_view is not None:
-                    self._check_leader_rules(node, event, effects, before_view, end_before)
+                    self._check_leader_rules(
+                        node, event, effects, before=before_view, after=after, end_before=end_before
+                    )
         if monitor is not None and node.replica is not None:
             found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
             if found is None:
@@ -407,15 +407,16 @@ class SimNetwork(SimBase):
         node: _Node,
         event: Event,
         effects: list[Effect],
+        *,
         before: ReplicaViewLike,
+        after: ReplicaViewLike,
         end_before: Offset,
     ) -> None:
         """The checkers of role changes and of what a new leader does
         (refinement.invariants_leader), after a step of a replica still running."""
         found = ldr.state_change_after_its_action(node.id, effects)
-        replica = node.replica
-        if found is None and replica is not None:
-            voters: tuple[NodeId, ...] = getattr(replica.view(), "voters", ())
+        if found is None:
+            voters: tuple[NodeId, ...] = getattr(after, "voters", ())
             found = ldr.become_leader_in_order(
                 node.id, effects, end_before=end_before, voters=voters, history=node.voter_hist
             )
@@ -443,11 +444,10 @@ class SimNetwork(SimBase):
         """After a step of `node` that truncated its log (all its effects performed): what
         must follow the log checks it here (refinement.sim_clients: the producer table)."""
 
-    def _check_describe(self, nid: NodeId, replica: SimReplica) -> None:
+    def _check_describe(self, nid: NodeId, replica: SimReplica, view: ReplicaViewLike) -> None:
         """DescribeQuorumMatches: what a leader would answer DescribeQuorum with, after each
         of its steps (refinement.invariants_describe); replicas that cannot describe are
         skipped."""
-        view = replica.view()
         if view.state is not ReplicaState.LEADER:
             return
         describe = getattr(replica, "describe_quorum", None)
@@ -484,8 +484,14 @@ class SimNetwork(SimBase):
                     self._violation(found.name, found.detail + " (the second on a later Tick)")
 
     def _apply(
-        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
+        self,
+        node: _Node,
+        effects: list[Effect],
+        answering: Request | None,
+        src_id: int | None,
+        event: Event | None = None,
     ) -> None:
+        """Perform a step's effects; `event` is the event stepped (None: a start)."""
         actions = self._actions
         tracing = self._trace is not None
         log = node.log

@@ -42,7 +42,7 @@ from kraft.core.effects import (
     WriteSnapshotChunk,
 )
 from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
-from kraft.core.messages import FetchRequest, FetchResponse, Message, Request
+from kraft.core.messages import FetchRequest, FetchResponse, Request
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
 from kraft.errors import ErrorCode
@@ -152,7 +152,6 @@ class SimSnapshots(SimNetwork):
         self._transfers: TransferMonitor | None = (
             TransferMonitor() if self._profile.snapshots and self._check else None
         )
-        self._step_event: Event | None = None
         # Slow validation (FaultProfile.slow_validation): each `.part`'s generation, per node
         # and snapshot (bumped when a transfer writes its first chunk or discards it), and the
         # generation each delayed SnapshotValidated was asked about, by the event's identity;
@@ -194,31 +193,15 @@ class SimSnapshots(SimNetwork):
 
     # ------------------------------------------------------------------ the transfer's checks
 
-    def _step(
+    def _apply(
         self,
         node: _Node,
-        event: Event,
+        effects: list[Effect],
         answering: Request | None,
         src_id: int | None,
-        msg: Message | None,
-        *,
-        is_tick: bool = False,
+        event: Event | None = None,
     ) -> None:
-        self._step_event = event
-        try:
-            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
-        finally:
-            self._step_event = None
-
-    def _stepped_event(self) -> Event | None:
-        """The event of the step being applied (None: a start). Read through a method: the
-        step sets it, and mypyc would otherwise keep what it was narrowed to."""
-        return self._step_event
-
-    def _apply(
-        self, node: _Node, effects: list[Effect], answering: Request | None, src_id: int | None
-    ) -> None:
-        super()._apply(node, effects, answering, src_id)
+        super()._apply(node, effects, answering, src_id, event)
         monitor = self._transfers
         snaps = node.snaps
         replica = node.replica
@@ -234,8 +217,6 @@ class SimSnapshots(SimNetwork):
             v.end_offset,
             v.last_epoch,
         )
-        event = self._stepped_event()
-        self._step_event = None  # a start applies its effects without a step
         found = monitor.step(node.id, node.inc, event, effects, view=seen, parts=snaps.parts)
         if found is not None:
             self._violation(found.name, found.detail)

@@ -90,9 +90,11 @@ def test_a_removed_leader_that_restarts_ends_its_epoch_so_a_lagging_voter_can_vo
     c.start(lead)
     assert not c.view(lead).is_voter
     c.run_until(
-        lambda: c.leader() == stays
-        and c.view(4).leader_id == stays
-        and c.view(4).epoch == c.view(stays).epoch,
+        lambda: (
+            c.leader() == stays
+            and c.view(4).leader_id == stays
+            and c.view(4).epoch == c.view(stays).epoch
+        ),
         limit=30_000,
     )
     assert c.view(stays).epoch > epoch

@@ -80,12 +80,9 @@ def _snaps(c: Cluster, i: int) -> MemorySnapshots:
     return snaps
 
 
-def _mid_transfer(c: Cluster, behind: int) -> tuple[int, OffsetAndEpoch]:
-    """Elect, cut `behind` off, commit, wait past a fetch timeout, snapshot the leader at its
-    HWM (its log start moves there), heal, and run until `behind` holds part of the snapshot
-    (not all of it): a transfer in the middle."""
-    voters = tuple(i for i in c.nodes if i != behind)
-    lead = _leader_of_voters(c, voters)
+def _snapshot_while_cut_off(c: Cluster, lead: int, behind: int) -> int:
+    """Cut `behind` off, commit, wait past a fetch timeout and snapshot the leader at its HWM
+    (its log start moves there); `behind` stays cut off. Returns that HWM."""
     c.isolate(behind)
     committed(c, lead, 12)
     c.run(c.now + 3000)
@@ -93,6 +90,16 @@ def _mid_transfer(c: Cluster, behind: int) -> tuple[int, OffsetAndEpoch]:
     assert hwm is not None
     c.step(lead, CreateSnapshot(c.now, hwm))
     c.run_until(lambda: c.view(lead).log_start_offset == hwm)
+    return hwm
+
+
+def _mid_transfer(c: Cluster, behind: int) -> tuple[int, OffsetAndEpoch]:
+    """Elect, cut `behind` off, commit, wait past a fetch timeout, snapshot the leader at its
+    HWM (its log start moves there), heal, and run until `behind` holds part of the snapshot
+    (not all of it): a transfer in the middle."""
+    voters = tuple(i for i in c.nodes if i != behind)
+    lead = _leader_of_voters(c, voters)
+    hwm = _snapshot_while_cut_off(c, lead, behind)
     [sid] = [s for s in _snaps(c, lead).complete if s.offset == hwm]
     size = len(_snaps(c, lead).complete[sid])
     c.heal()
@@ -227,13 +234,7 @@ def test_a_validation_longer_than_the_fetch_timeout_starts_no_election() -> None
     behind = next(i for i in (1, 2, 3) if i != lead)
     c.slow = behind
     c.hold_ms = 2 * FETCH_TIMEOUT_MS
-    c.isolate(behind)
-    committed(c, lead, 12)
-    c.run(c.now + 3000)
-    hwm = c.view(lead).high_watermark
-    assert hwm is not None
-    c.step(lead, CreateSnapshot(c.now, hwm))
-    c.run_until(lambda: c.view(lead).log_start_offset == hwm)
+    hwm = _snapshot_while_cut_off(c, lead, behind)
     c.heal()
 
     def validating() -> list[int]:
