@@ -121,7 +121,8 @@ def test_a_refusal_in_the_silent_leaders_name_does_not_resume_the_transfer() -> 
     c.run(c.now + 3000)
     after = [(d, m) for s, d, m in c.sent[before:] if s == 4]
     assert not any(isinstance(m, FetchSnapshotRequest) for _, m in after), after
-    assert [d for d, m in after if isinstance(m, FetchRequest)][:3] != [lead] * 3
+    # Still looking round: the voters are asked too, not the leader alone.
+    assert any(d != lead for d, m in after if isinstance(m, FetchRequest)), after
     assert c.nodes[4].log.start_offset == 0
 
 
