@@ -9,15 +9,21 @@ leader's own bookkeeping of its peers:
   runs with exactly once and nothing else among the voters (Kafka lists each voter, the leader
   included, even one that never fetched in the epoch); gives the leader's own entry (when it
   is a voter) its log end offset; and lists no replica key both as a voter and as an
-  observer (a voter's id may fetch as an observer under another directory id).
+  observer (a voter's id may fetch as an observer under another directory id). Where the
+  simulator sees every Fetch each leader takes (a static voter set, no forged messages), each
+  other voter's entry says -1 for its last fetch time and end offset until the leader took a
+  Fetch from it in this epoch (Kafka's LeaderState.ReplicaState starts with
+  lastFetchTimestamp -1 and no end offset), and after that a time no earlier than the last
+  Fetch taken, no later than now (a Fetch held for want of news counts again when answered,
+  as Kafka's purgatory completes it), and an end offset it fetched from.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from kraft.core.quorum_info import QuorumDescription
+from kraft.core.quorum_info import UNKNOWN, QuorumDescription
 from kraft.ids import Epoch, NodeId, Offset
 from refinement.invariants import Violation
 
@@ -32,9 +38,13 @@ def describe_quorum_matches(
     end_offset: Offset,
     voters: Iterable[NodeId],
     desc: QuorumDescription | None,
+    fetched: Mapping[NodeId, int] | None = None,
+    now: int = 0,
 ) -> Violation | None:
     """The leader `node` (in `epoch`, with this HWM and log end, running with the voter set
-    `voters`) would answer DescribeQuorum with `desc`; a violation when it is wrong."""
+    `voters`) would answer DescribeQuorum with `desc` at `now`; a violation when it is wrong.
+    `fetched`, when given: for each replica a Fetch of which this leader took in this epoch,
+    the time of the last one."""
 
     def bad(what: str) -> Violation:
         return Violation(
@@ -60,4 +70,16 @@ def describe_quorum_matches(
     )
     if both:
         return bad(f"with {both} both as voters and as observers")
+    if fetched is not None:
+        for d in desc.voters:
+            rid = d.replica.id
+            if rid == node:
+                continue
+            at = fetched.get(rid)
+            shown = f"{d.last_fetch_timestamp_ms} from {d.log_end_offset}"
+            if at is None:
+                if d.last_fetch_timestamp_ms != UNKNOWN or d.log_end_offset != UNKNOWN:
+                    return bad(f"with voter {rid} last fetching at {shown}, but it never did")
+            elif not at <= d.last_fetch_timestamp_ms <= now or d.log_end_offset < 0:
+                return bad(f"with voter {rid} last fetching at {shown}, but it did at t={at}")
     return None

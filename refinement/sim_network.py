@@ -135,6 +135,8 @@ class SimNetwork(SimBase):
         self._fetched: dict[NodeId, dict[NodeId, tuple[int, Epoch, int, Offset]]] = {}
         self._fetch_in_step: tuple[NodeId, NodeId, Offset] | None = None
         self._fetch_refused = False
+        # Whether the connection broke under the SendFailed being stepped (_send_failed).
+        self._failure_broken = False
         # The FetchSnapshot each (fetcher, leader) pair awaits an answer to (chunks_stale).
         self._chunk_awaited: dict[tuple[NodeId, NodeId], Request] = {}
         # OneVotePerEpoch's ghost: whom each replica granted its vote in each epoch.
@@ -215,7 +217,7 @@ class SimNetwork(SimBase):
                 del self._chunk_awaited[key]
             else:
                 self.result.chunks_stale += 1
-        if mtype is FetchRequest and self._profile.snapshots:
+        if mtype is FetchRequest and (self._profile.snapshots or self._check):
             assert isinstance(msg, FetchRequest)
             self._step_fetch(dst, event, msg, NodeId(src_id))
             return
@@ -275,7 +277,17 @@ class SimNetwork(SimBase):
         broken = self._profile.notice_breaks  # refused: the node is down
         if self._check and type(request) is EndQuorumEpochRequest:
             self._ledger.end_settled(src.id, NodeId(dst_id))
-        self._step(src, SendFailed(self.now, NodeId(dst_id), request, broken), None, None, None)
+        # Built as the node's driver builds it (kraft.server.peers, a request timeout or an
+        # unreachable address): a plain failure takes the event's default; the timing
+        # checkers are told which it was (_step), not what the event says.
+        dst = NodeId(dst_id)
+        self._failure_broken = broken
+        event = (
+            SendFailed(self.now, dst, request, broken=True)
+            if broken
+            else SendFailed(self.now, dst, request)
+        )
+        self._step(src, event, None, None, None)
 
     def _timing_started(self, node: _Node, effects: list[Effect]) -> None:
         """A replica started: the timing checkers (refinement.invariants_timing) start
@@ -373,7 +385,7 @@ class SimNetwork(SimBase):
             if held is not None:
                 self._violation(held.name, held.detail)
             if running is not None and after is not None:
-                self._check_describe(node.id, running, after)
+                self._check_describe(node, running, after)
                 if before is not None:
                     wrote = log_written_by_its_role(node.id, before, after.state, effects)
                     if wrote is not None:
@@ -383,7 +395,10 @@ class SimNetwork(SimBase):
                         node, event, effects, before=before_view, after=after, end_before=end_before
                     )
         if monitor is not None and node.replica is not None:
-            found = monitor.step(node.id, self.now, event, effects, replica.view().leader_id)
+            seen = event
+            if type(event) is SendFailed and event.broken is not self._failure_broken:
+                seen = dataclasses.replace(event, broken=self._failure_broken)
+            found = monitor.step(node.id, self.now, seen, effects, replica.view().leader_id)
             if found is None:
                 found = self._appends_where_reported(node, event, effects)
             if found is not None:
@@ -444,23 +459,36 @@ class SimNetwork(SimBase):
         """After a step of `node` that truncated its log (all its effects performed): what
         must follow the log checks it here (refinement.sim_clients: the producer table)."""
 
-    def _check_describe(self, nid: NodeId, replica: SimReplica, view: ReplicaViewLike) -> None:
+    def _check_describe(self, node: _Node, replica: SimReplica, view: ReplicaViewLike) -> None:
         """DescribeQuorumMatches: what a leader would answer DescribeQuorum with, after each
         of its steps (refinement.invariants_describe); replicas that cannot describe are
-        skipped."""
+        skipped. On a static voter set with no forged messages, the voters' last Fetches
+        the simulator saw the leader take are checked too."""
         if view.state is not ReplicaState.LEADER:
             return
         describe = getattr(replica, "describe_quorum", None)
         voters: tuple[NodeId, ...] | None = getattr(view, "voters", None)
         if describe is None or voters is None:
             return
+        fetched: dict[NodeId, int] | None = None
+        if not self._dynamic and self._profile.adversary_rate == 0:
+            fetched = {
+                rid: at
+                for rid, (inc, epoch, at, _) in self._fetched.get(node.id, {}).items()
+                if inc == node.inc and epoch == view.epoch
+            }
+            current = self._fetch_in_step
+            if current is not None and current[0] == node.id and not self._fetch_refused:
+                fetched[current[1]] = self.now
         found = describe_quorum_matches(
-            nid,
+            node.id,
             epoch=view.epoch,
             high_watermark=view.high_watermark,
             end_offset=view.end_offset,
             voters=voters,
             desc=describe(),
+            fetched=fetched,
+            now=self.now,
         )
         if found is not None:
             self._violation(found.name, found.detail)

@@ -1,6 +1,7 @@
 """DescribeQuorumMatches (refinement.invariants_describe): the simulator checks what a leader
 would answer DescribeQuorum with after each of its steps. A leader that leaves a voter out of
-its answer, or lists one twice, is caught on the first seed; the unmutated core holds it. And
+its answer, lists one twice, reports a voter that fetched as never having fetched, or a last
+fetch later than it was, is caught on the first seed; the unmutated core holds it. And
 LogWrittenByItsRole (refinement.invariants_roles) on the steps it judges."""
 
 from __future__ import annotations
@@ -33,6 +34,38 @@ class _ListsAVoterTwice(Replica):
         return None if d is None else replace(d, voters=(*d.voters, d.voters[0]))
 
 
+class _ForgetsAFetch(Replica):
+    """Reports every other voter as never having fetched."""
+
+    def describe_quorum(self) -> QuorumDescription | None:
+        d = super().describe_quorum()
+        if d is None:
+            return None
+        me = self.view().node_id
+        voters = tuple(
+            v if v.replica.id == me else replace(v, log_end_offset=-1, last_fetch_timestamp_ms=-1)
+            for v in d.voters
+        )
+        return replace(d, voters=voters)
+
+
+class _FetchedTooLate(Replica):
+    """Reports each other voter's last fetch a millisecond in the future."""
+
+    def describe_quorum(self) -> QuorumDescription | None:
+        d = super().describe_quorum()
+        if d is None:
+            return None
+        me = self.view().node_id
+        voters = tuple(
+            v
+            if v.replica.id == me or v.last_fetch_timestamp_ms < 0
+            else replace(v, last_fetch_timestamp_ms=v.last_fetch_timestamp_ms + 1)
+            for v in d.voters
+        )
+        return replace(d, voters=voters)
+
+
 def _factory(cls: type[Replica]):  # type: ignore[no-untyped-def]
     def build(setup: NodeSetup) -> SimReplica:
         replica = core_replica_factory(setup)
@@ -42,7 +75,7 @@ def _factory(cls: type[Replica]):  # type: ignore[no-untyped-def]
     return build
 
 
-@pytest.mark.parametrize("cls", [_DropsAVoter, _ListsAVoterTwice])
+@pytest.mark.parametrize("cls", [_DropsAVoter, _ListsAVoterTwice, _ForgetsAFetch, _FetchedTooLate])
 def test_a_wrong_voter_list_is_caught(cls: type[Replica]) -> None:
     r = simulate(
         SimConfig(seed=0, profile=PROFILES["mixed"], max_events=300), replica_factory=_factory(cls)

@@ -72,7 +72,9 @@ class FollowerRole:
     def send_fetch(self) -> None:
         """SendFetchRequest: ask the leader (or, to discover it, a voter; or, an observer
         whose leader went silent, the leader and the voters in turn) for what follows; while
-        a snapshot is being fetched from a leader that answers, ask for its next chunk."""
+        a snapshot is being fetched from a leader that answers, ask for its next chunk. "In
+        turn": round the list in ascending id order, each time the one after the last asked
+        (Kafka starts from a random one; this core stays deterministic)."""
         r = self._r
         silent = r._state is F and r._leader_silent
         if r._fetcher is not None and r._fetcher.active and r._state is F and not silent:
