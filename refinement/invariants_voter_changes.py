@@ -10,7 +10,9 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   before it commits), DUPLICATE_VOTER only when the voter id is
   in its voter set, VOTER_NOT_FOUND only when the voter is not (or is the last one), and
   REQUEST_TIMED_OUT to a change it accepted only while the change is not committed (a
-  committed change is answered NONE, kraft.core.commits' rule).
+  committed change is answered NONE, kraft.core.commits' rule). Each request is answered
+  once, and an AddRaftVoter still probing its new voter is settled in the step that hears the
+  probe's answer: its Voters record appended, or the request answered.
   The operator's own changes carry this cluster's id or none (Kafka accepts a null one), so
   INCONSISTENT_CLUSTER_ID is never right for them. The one-shot requests (UpdateRaftVoter,
   malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
@@ -47,7 +49,12 @@ import struct
 from dataclasses import dataclass
 
 from kraft.control_records import ControlRecordType, VoterEntry, VotersRecord
-from kraft.core.messages import AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest
+from kraft.core.messages import (
+    AddVoterRequest,
+    Message,
+    RemoveVoterRequest,
+    UpdateVoterRequest,
+)
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
@@ -138,6 +145,18 @@ def voter_change_answered(
         VOTER_CHANGE_ANSWERED,
         f"node {node} answered {_verb(add)} of {voter} with {error.name}, but {problem}"
         f" (HWM {hwm}; voter sets {_history_text(history)})",
+    )
+
+
+def answered_twice(node: NodeId, token: int, msg: Message) -> Violation:
+    """A voter change is answered once: a second answer to the same request (reply token),
+    such as a NONE at the commit of an AddRaftVoter already answered when appended
+    (KIP-1186's ack_when_committed false), is one the operator cannot match to anything."""
+    error = getattr(msg, "error", None)
+    return Violation(
+        VOTER_CHANGE_ANSWERED,
+        f"node {node} answered request {token} a second time: {type(msg).__name__}"
+        f" {error.name if isinstance(error, ErrorCode) else error}",
     )
 
 

@@ -26,6 +26,7 @@ from kraft.ids import NO_PRODUCER, Epoch, NodeId, Offset, ProducerId
 from kraft.records import iter_batches
 from kraft.storage.log_adapter import producer_batches_of
 from refinement import invariants as inv
+from refinement import invariants_answers as ans
 from refinement import invariants_producers as pinv
 from refinement.invariants import AckedRange
 from refinement.sim_base import _CLIENT_SEND, _Node
@@ -83,6 +84,8 @@ class SimClients(SimFaults):
         self._inflight: dict[NodeId, dict[int, _ClientRequest]] = {i: {} for i in self._nodes}
         # Accepted, not yet decided: rid -> (node, first, last, epoch, accepted at).
         self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch, int]] = {}
+        # The incarnation of its node that accepted each of them (UndecidedAppendHeld).
+        self._accepted_inc: dict[int, int] = {}
         self._client_leader: NodeId | None = None
         # The liveness phase's probe append, until acknowledged.
         self._probe: int | None = None
@@ -197,6 +200,31 @@ class SimClients(SimFaults):
         # A truncation is where the producer table must drop what the log dropped.
         if self._producers:
             self._check_producer_table(node)
+        self._check_undecided_held(node)
+
+    def _check_undecided_held(self, node: _Node) -> None:
+        """UndecidedAppendHeld (refinement.invariants_answers) after a step of `node` that
+        truncated its log or installed a snapshot."""
+        decided = {d.request_id for d in self._decided}
+        inc = node.inc
+        undecided = [
+            (rid, a[2], a[3])
+            for rid, a in self._accepted.items()
+            if a[0] == node.id and self._accepted_inc.get(rid) == inc and rid not in decided
+        ]
+        if not undecided:
+            return
+        log = node.log
+        entries = log.epoch_entries()
+
+        def epoch_at(offset: Offset) -> Epoch | None:
+            if offset < log.start_offset:
+                return None
+            return inv.epoch_at(entries, log.end_offset, offset)
+
+        found = ans.undecided_append_held(node.id, undecided, epoch_at)
+        if found is not None:
+            self._violation(found.name, found.detail)
 
     def _check_producer_table(self, node: _Node) -> None:
         """ProducerTableFollowsLog on a running replica."""
@@ -265,6 +293,7 @@ class SimClients(SimFaults):
             self.result.accepted += 1
             self._client_leader = node.id
             self._accepted[req.rid] = (node.id, first, last, epoch, self.now)
+            self._accepted_inc[req.rid] = node.inc
         elif res.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             req.target = res.leader_id
             if res.leader_id is not None and res.leader_id != node.id:
@@ -285,6 +314,7 @@ class SimClients(SimFaults):
         decided, self._decided = self._decided, []
         for d in decided:
             accepted = self._accepted.pop(d.request_id, None)
+            self._accepted_inc.pop(d.request_id, None)
             if accepted is None:
                 # Every accepted append is decided once, by the replica that accepted it.
                 self._violation(

@@ -20,6 +20,7 @@ from kraft.core.effects import (
     Effect,
     FlushLog,
     HighWatermarkMoved,
+    MessageRefused,
     PersistElectionState,
     Send,
     ShutdownComplete,
@@ -46,6 +47,7 @@ from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
 from kraft.records import KeyValue, decode_records, iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
+from refinement import invariants_answers as answers
 from refinement import invariants_effects as eff
 from refinement import invariants_leader as ldr
 from refinement import invariants_reconfig as recon
@@ -394,6 +396,8 @@ class SimNetwork(SimBase):
                     self._check_leader_rules(
                         node, event, effects, before=before_view, after=after, end_before=end_before
                     )
+                    if type(event) is Receive:
+                        self._check_answer_epoch(node, event, effects, before_view, after)
         if monitor is not None and node.replica is not None:
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
@@ -446,6 +450,30 @@ class SimNetwork(SimBase):
                 history=node.voter_hist,
                 resigned=ActionTaken(Action.RESIGN) in effects,
             )
+        if found is not None:
+            self._violation(found.name, found.detail)
+
+    def _check_answer_epoch(
+        self,
+        node: _Node,
+        event: Event,
+        effects: list[Effect],
+        before: ReplicaViewLike,
+        after: ReplicaViewLike,
+    ) -> None:
+        """AnswerEpochAdopted (refinement.invariants_answers) after a step that received an
+        answer."""
+        assert isinstance(event, Receive)
+        if type(event.message) not in _RESPONSE_TYPES:
+            return
+        found = answers.answer_epoch_adopted(
+            node.id,
+            event.message,
+            epoch_before=before.epoch,
+            epoch_after=after.epoch,
+            shutting_down=node.shutting_down,
+            refused=any(type(e) is MessageRefused for e in effects),
+        )
         if found is not None:
             self._violation(found.name, found.detail)
 

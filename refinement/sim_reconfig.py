@@ -176,6 +176,8 @@ class SimReconfig(SimClients):
         self._one_shot_hints: list[tuple[NodeId, Epoch]] = []
         self._next_one_shot = _ONE_SHOT
         self._answered_in_step: set[int] = set()
+        # Every operator's request answered so far (VoterChangeAnswered: answered once).
+        self._answered_tokens: set[int] = set()
         self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
         # The kraft.version range each probed replica's ApiVersions answer gave, by id
         # (VoterAddedWithProbedVersions).
@@ -255,9 +257,11 @@ class SimReconfig(SimClients):
         self._push(at, _LOCAL, node, (ev, node.inc))
 
     def _local(self, node: _Node, payload: tuple[Event, int]) -> None:
-        """A failed probe aborts the AddRaftVoter waiting for it (VoterChangeAnswered): the
-        leader answers it in the step that hears the failure, as Kafka's AddVoterHandler
-        does, not at the change's timeout."""
+        """The probe's answer settles the AddRaftVoter waiting for it (VoterChangeAnswered):
+        in the step that hears it, the leader either appends the change's Voters record or
+        answers the request (a failed probe, a kraft.version range without the leader's, a
+        new voter that is not caught up), as Kafka's AddVoterHandler.handleApiVersionsResponse
+        does on every path, never leaving it to the change's timeout."""
         event, inc = payload
         replica = node.replica
         if (
@@ -271,7 +275,7 @@ class SimReconfig(SimClients):
         assert isinstance(event, VoterVersionsChecked)
         waiting: list[tuple[int, ReplicaKey]] = []
         view = replica.view()
-        if event.error is not ErrorCode.NONE and view.state is ReplicaState.LEADER:
+        if view.state is ReplicaState.LEADER:
             latest = node.voter_hist[-1][1] if node.voter_hist else None
             for token, (at_inc, epoch, _, early) in self._changes_accepted.get(node.id, {}).items():
                 op = self._ops.get(token // 100)
@@ -286,13 +290,15 @@ class SimReconfig(SimClients):
                 ):
                     waiting.append((token, op.voter))
         self._answered_in_step = set()
+        hist = node.voter_hist
         super()._local(node, payload)
         for token, voter in waiting:
-            if token not in self._answered_in_step:
+            if token not in self._answered_in_step and node.voter_hist is hist:
                 self._violation(
                     vc.VOTER_CHANGE_ANSWERED,
                     f"node {node.id} heard {event.error.name} from the ApiVersions probe of"
-                    f" {voter} and left its AddRaftVoter (request {token}) unanswered",
+                    f" {voter} and neither answered its AddRaftVoter (request {token}) nor"
+                    " appended its Voters record",
                 )
 
     # ------------------------------------------------------------------ faults
@@ -524,6 +530,10 @@ class SimReconfig(SimClients):
             return
         if reply_to == self._asked:
             self._asked_answered = True
+        if self._check and reply_to in self._answered_tokens:
+            twice = vc.answered_twice(src.id, reply_to, msg)
+            self._violation(twice.name, twice.detail)
+        self._answered_tokens.add(reply_to)
         self._answered_in_step.add(reply_to)
         pending = self._changes_accepted.get(src.id, {})
         entry = pending.pop(reply_to, None)

@@ -390,6 +390,7 @@ class SimSnapshots(SimNetwork):
                 self._asked_gen[id(ev)] = self._part_gen.get((node.id, e.snapshot_id), 0)
             self._push(at, _LOCAL, node, (ev, node.inc))
         elif isinstance(e, InstallSnapshot):
+            self._truncated = True  # the log was emptied: what must follow it is checked
             self.result.snapshots_installed += 1
             if node.wiped:
                 self.result.installed_after_disk_loss += 1

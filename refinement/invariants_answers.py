@@ -1,0 +1,100 @@
+"""Checkers of what a replica makes of the answers it gets, and of the outcome it owes each
+client append while the append's records leave its log.
+
+- AnswerEpochAdopted: a replica that handles an answer to one of its requests (Vote,
+  BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) naming an epoch above its own, with
+  no error or with FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER (the errors that say the
+  request's epoch is stale), is in that epoch or a later one after the step: Kafka's
+  KafkaRaftClient.maybeHandleCommonResponse transitions to the epoch (as a follower of the
+  leader it names, or unattached) before it looks at the rest of any answer, a FetchSnapshot
+  answer's included. A replica that is shutting down may ignore news of a newer leader in an
+  EndQuorumEpoch answer (KIP-595: it is leaving). An answer the bounds check refused
+  (MessageRefused) is not handled at all.
+- UndecidedAppendHeld (kraft.core.commits): while a client append a replica accepted is not
+  decided (AppendCommitted or AppendLost), the replica's log still holds the append's last
+  record with the epoch it was accepted in. A truncation at or below that record, or the
+  install of a fetched snapshot (which empties the log), decides it lost in the very step
+  that drops it: the client hears of the loss then, not at some later high watermark, and a
+  later record at that offset is never taken for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from kraft.core.messages import (
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
+    Message,
+    VoteResponse,
+)
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset
+from refinement.invariants import Violation
+
+ANSWER_EPOCH_ADOPTED = "AnswerEpochAdopted"
+UNDECIDED_APPEND_HELD = "UndecidedAppendHeld"
+
+ANSWER_CHECKERS: tuple[str, ...] = (ANSWER_EPOCH_ADOPTED, UNDECIDED_APPEND_HELD)
+
+_ANSWERS = (
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
+)
+# The errors of an answer whose epoch a replica must adopt when it is above its own.
+_ADOPTING = frozenset(
+    {ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER}
+)
+
+
+def answer_epoch_adopted(
+    node: NodeId,
+    answer: Message,
+    *,
+    epoch_before: Epoch,
+    epoch_after: Epoch,
+    shutting_down: bool,
+    refused: bool,
+) -> Violation | None:
+    """AnswerEpochAdopted for one step of `node` that handled `answer`."""
+    if refused or not isinstance(answer, _ANSWERS):
+        return None
+    named = answer.leader_epoch
+    if named <= epoch_before or epoch_after >= named or answer.error not in _ADOPTING:
+        return None
+    if shutting_down and isinstance(answer, EndQuorumEpochResponse):
+        return None
+    return Violation(
+        ANSWER_EPOCH_ADOPTED,
+        f"node {node} in epoch {epoch_before} handled a {type(answer).__name__}"
+        f" ({answer.error.name}) naming leader {answer.leader_id} in epoch {named}, and is"
+        f" in epoch {epoch_after} after it (Kafka's maybeHandleCommonResponse moves to the"
+        " answer's epoch first)",
+    )
+
+
+def undecided_append_held(
+    node: NodeId,
+    undecided: Iterable[tuple[int, Offset, Epoch]],
+    epoch_at: Callable[[Offset], Epoch | None],
+) -> Violation | None:
+    """UndecidedAppendHeld after a step of `node` that truncated its log or installed a
+    snapshot: `undecided` holds (request id, last offset, epoch) of each append its current
+    incarnation accepted and has not decided (this step's decisions taken into account);
+    `epoch_at` reads its log."""
+    for rid, last, epoch in undecided:
+        held = epoch_at(last)
+        if held != epoch:
+            where = "no record" if held is None else f"a record of epoch {held}"
+            return Violation(
+                UNDECIDED_APPEND_HELD,
+                f"node {node} has not decided client append {rid} (last offset {last}, epoch"
+                f" {epoch}), but its log holds {where} at {last}: the step that dropped the"
+                " record must decide it lost (kraft.core.commits)",
+            )
+    return None
