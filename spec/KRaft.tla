@@ -324,7 +324,7 @@ BecomeCandidate(s) ==
 \*     date;
 \*   Follower: a pre-vote iff up to date and no Fetch was answered by its leader yet (a voter
 \*     cut off from a live leader cannot disrupt it); never a vote;
-\*   Candidate: a pre-vote iff up to date; never a vote;   Leader, Resigned: nothing.
+\*   Candidate, Resigned: a pre-vote iff up to date; never a vote;   Leader: nothing.
 \* A granted vote is persisted (Unattached -> Voted; a Prospective records it and restarts its
 \* tally); a granted pre-vote changes nothing.
 HandleVoteRequest(m) ==
@@ -346,7 +346,7 @@ HandleVoteRequest(m) ==
                            ELSE IF voted1 # Nil THEN voted1 = c
                            ELSE leader1 = Nil /\ upToDate
                       [] state1 = "Follower" -> pre /\ upToDate /\ ~fetched[s]
-                      [] state1 = "Candidate" -> pre /\ upToDate
+                      [] state1 \in {"Candidate", "Resigned"} -> pre /\ upToDate
                       [] OTHER -> FALSE
         vote == grant /\ ~pre /\ voted1 = Nil
     IN

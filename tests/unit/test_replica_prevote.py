@@ -258,13 +258,27 @@ def test_a_prospective_records_a_real_vote_in_its_epoch() -> None:
     assert not answer(h.recv(3, other)).vote_granted
 
 
-def test_leaders_and_resigned_replicas_refuse_pre_votes() -> None:
+def test_a_leader_refuses_pre_votes() -> None:
     h = leader()  # node 1 leads epoch 2 of voters 1, 2, 3; its log ends at (2, 3)
     assert not answer(h.recv(2, pre_vote(2, 2, last_epoch=2, end=99))).vote_granted
     assert h.view.state is S.LEADER
-    h2 = Harness(log=build_log(MINE), election=ElectionState(Epoch(3), leader_id=NodeId(1)))
-    assert h2.view.state is S.RESIGNED
-    assert not answer(h2.recv(2, pre_vote(2, 3, last_epoch=3, end=99))).vote_granted
+
+
+def test_a_resigned_replica_grants_a_pre_vote_iff_the_log_is_up_to_date() -> None:
+    """Kafka 4.3's ResignedState.canGrantVote: a pre-vote iff the candidate's log is up to
+    date, never a vote (the resigned leader voted for itself in its epoch); nothing moves."""
+
+    def resigned() -> Harness:
+        h = Harness(log=build_log(MINE), election=ElectionState(Epoch(3), leader_id=NodeId(1)))
+        assert h.view.state is S.RESIGNED
+        return h
+
+    h = resigned()
+    assert answer(h.recv(2, pre_vote(2, 3, last_epoch=3, end=99))).vote_granted
+    assert (h.view.state, h.view.epoch, h.view.voted_for) == (S.RESIGNED, 3, None)
+    behind = MINE[-1][0] - 1  # a log that ends in an older epoch than ours
+    assert not answer(h.recv(2, pre_vote(2, 3, last_epoch=behind, end=99))).vote_granted
+    assert not answer(resigned().recv(2, vote(2, 3, last_epoch=2, end=99))).vote_granted
 
 
 def test_a_pre_vote_in_a_larger_epoch_moves_the_receiver_to_that_epoch() -> None:

@@ -254,6 +254,8 @@ class ElectionRole:
             # A follower vouches for a pre-vote only until its leader answered a Fetch: a
             # voter cut off from a live leader cannot disrupt it (KIP-996).
             return req.pre_vote and not r._has_fetched and up_to_date
-        if st is C:
+        if st is C or st is R:
+            # Kafka 4.x (CandidateState, ResignedState): a pre-vote iff the log is up to date;
+            # never a vote, the epoch's vote being its own.
             return req.pre_vote and up_to_date
-        return False  # a leader or resigned replica has chosen
+        return False  # a leader has chosen
