@@ -170,6 +170,35 @@ def test_flush_after_roll_syncs_old_segment_new_segment_and_directory(
     log.close()
 
 
+def test_reopening_syncs_what_a_killed_process_wrote_before_counting_it_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records appended but never flushed (the process was killed: they may be in the page
+    cache only) are fsynced when the log is opened again, before flushed_offset covers them."""
+    log = SegmentedLog.open(tmp_path, segment_bytes=1000)
+    log.append_as_leader([b"x" * 400], Epoch(1), timestamp_ms=0)
+    log.flush()
+    log.append_as_leader([b"y" * 100], Epoch(1), timestamp_ms=0)
+    log.append_as_leader([b"z" * 400], Epoch(1), timestamp_ms=0)  # rolls; never flushed
+    assert log.segment_count == 2 and log.flushed_offset == 1
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    reopened = SegmentedLog.open(tmp_path, segment_bytes=1000)  # the first one never closed
+    assert reopened.flushed_offset == reopened.end_offset == 3
+    log_dir = str(tmp_path / LOG_DIR_NAME)
+    segments = sorted(p for p in synced if p.endswith(".log"))
+    assert segments == [f"{log_dir}/{0:020d}.log", f"{log_dir}/{2:020d}.log"]
+    assert log_dir in synced
+    reopened.close()
+    log.close()
+
+
 def test_read_region_sends_the_same_bytes_as_read(tmp_path: Path) -> None:
     with SegmentedLog.open(tmp_path, segment_bytes=4096) as log:
         fill(log, 40)

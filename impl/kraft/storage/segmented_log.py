@@ -216,7 +216,16 @@ class SegmentedLog:
             reason=found.reason,
             epoch_cache_rebuilt=rebuilt,
         )
+        log._sync_recovered()
         return log
+
+    def _sync_recovered(self) -> None:
+        """A killed process's last writes may be in the page cache only, not on the disk: fsync
+        what recovery kept (and the directory) before the log counts it flushed, since a
+        follower's next Fetch and a leader's high watermark claim it durable."""
+        for seg in self._segments:
+            os.fsync(seg.fd)
+        fsync_dir(self.dir)
 
     def _reconcile_epoch_checkpoint(self) -> bool:
         """Keep the checkpoint if it matches the log; else rewrite it from the log's batches."""
