@@ -114,7 +114,8 @@ class FaultProfile:
     # the network holds it until near a timer boundary of the requester, counted from when
     # the request left: its request timeout (quorum.request.timeout.ms), an election timeout
     # or a fetch timeout, give or take a retry backoff. The requester may already have sent
-    # the request again, given up on it or stood for election when the answer comes.
+    # the request again, given up on it or stood for election when the answer comes. The
+    # fault phase only: healing stops it (refinement.sim_liveness).
     hold_answer: float = 0.0
     # A request sent over a link a partition cuts fails back to its sender after a round trip
     # (SendFailed, not broken: a connection that cannot be set up) instead of vanishing, so

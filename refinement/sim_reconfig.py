@@ -54,8 +54,9 @@ other profile draws nothing here and runs as before.
 - Voter disk loss (`voter_disk_loss_rate`): a running voter crashes and loses its data
   directory; it restarts formatted anew, with a new directory id, so an observer and never the
   voter it was (KIP-856). The operator then removes the old identity and adds the new one (the
-  runbook). It strikes only while the voter set has three voters or more, none lost already,
-  and no change in flight, so that a majority of live identities remains.
+  runbook). It strikes only while every voter set in play (the committed one and any later
+  one a log states, committed or not) has three voters or more, none lost already, and no
+  change is in flight, so that a majority of live identities remains.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ from kraft.ids import NO_DIRECTORY, ClusterId, Epoch, NodeId, Offset, OffsetAndE
 from kraft.reassign import ReassignError, Step, StepKind, plan_reassignment
 from kraft.storage.bootstrap import DynamicVoter, voters_record_of
 from kraft.trace_format import message_json
+from refinement import invariants_reconfig as recon
 from refinement import invariants_voter_changes as vc
 from refinement import invariants_voter_texts as vt
 from refinement.sim_base import (
@@ -241,6 +243,19 @@ class SimReconfig(SimClients):
         """Voters whose directory was lost (no replica has that key any more)."""
         return sorted((k for k in keys if self._nodes[k.id].key != k), key=lambda k: k.id)
 
+    def _voter_sets_in_play(self) -> list[VoterSet]:
+        """The voter sets that may be in force once the cluster settles: the last committed
+        one and every later one a log states, committed or not (an uncommitted change may
+        still commit, or be truncated away), in each log that reaches the end of the committed
+        history (a shorter log cannot win an election: it will take the leader's sets)."""
+        committed = self._committed
+        end = committed[1] if committed is not None else Offset(0)
+        sets: list[VoterSet] = []
+        for node in self._nodes.values():
+            if node.log.end_offset >= end:
+                sets.extend(recon.sets_from(node.voter_hist, end - 1))
+        return sets
+
     # ------------------------------------------------------------------ the driver's probe
 
     def _check_versions(self, node: _Node, e: CheckVoterVersions) -> None:
@@ -314,15 +329,54 @@ class SimReconfig(SimClients):
         keys = self._current_voters()
         if self._ops or self._plan or len(keys) < 3 or self._dead(keys):
             return
+        # Every set still in play, not the latest alone: an AddRaftVoter answered when
+        # appended is no longer the operator's, and its Voters record may sit uncommitted on
+        # the leader's log alone. mixed+reconfig seed 85: the leader of {1, 2} appended
+        # {1, 2, 3} while cut off, answered, then lost its disk; the record went with it, and
+        # voter 1 alone could never be elected in {1, 2}.
+        in_play = self._voter_sets_in_play()
+        if any(len(v.voters) < 3 or self._dead(frozenset(v.voters)) for v in in_play):
+            return
         up = [
             self._nodes[k.id]
             for k in sorted(keys, key=lambda k: k.id)
             if self._nodes[k.id].replica is not None and not self._nodes[k.id].shutting_down
         ]
-        up = [n for n in up if self._may_stop(n)]
+        up = [n for n in up if self._may_stop(n) and self._electable_without(n, in_play)]
         if up:
             self.result.voter_disk_losses += 1
             self._lose_disk(up[int(self._rng.random() * len(up))])
+
+    def _electable_without(self, victim: _Node, in_play: list[VoterSet]) -> bool:
+        """Whether, in every voter set in play, the voters other than `victim` that count
+        themselves voters (their own log's latest set names them) are a majority of it.
+
+        A voter added by a record it has not fetched yet takes itself for an observer, and
+        only a leader could send it that record. Once it has fetched from a leader, it
+        refuses every pre-vote while it follows that leader (KIP-996), and an observer never
+        gives up on its leader: in Kafka 4.3.1, FollowerState.hasFetchedFromLeader is set by
+        a successful Fetch and never cleared, and pollFollowerAsObserver, unlike
+        pollFollowerAsVoter, ignores the fetch timeout (it only fetches from another node).
+        A Prospective that knows that leader goes back to following it when its pre-vote
+        fails, so no epoch is ever bumped and the observer never leaves its FollowerState.
+        mixed+reconfig seed 74: the leader of {1, 2, 5} lost its disk right after the record
+        adding 5 committed through 1, with 5 (a follower of that leader) still short of it;
+        voter 1 could never collect a majority of pre-votes, in Kafka too. The operator's
+        runbook asks for a live quorum; this schedule would need an unclean recovery."""
+        for voters in in_play:
+            aware = 0
+            for key in voters.voters:
+                node = self._nodes[key.id]
+                if (
+                    key.id != victim.id
+                    and node.key == key
+                    and node.voter_hist
+                    and node.voter_hist[-1][1].contains(key)
+                ):
+                    aware += 1
+            if aware < voters.majority:
+                return False
+        return True
 
     # ------------------------------------------------------------------ the operator
 
