@@ -84,10 +84,12 @@ def test_the_sweeps_reach_every_transfer_fault() -> None:
 
 
 def test_eventually_caught_up_fires_when_an_observer_cannot_catch_up() -> None:
-    """An observer whose Fetch answers never arrive does not catch up after the faults heal:
-    the liveness phase of disk-loss names it."""
+    """An observer that never gets a record (its Fetch answers that carry no error never
+    arrive; an error answer does, so it still learns the epochs, as AnswerEpochAdopted asks)
+    does not catch up after the faults heal: the liveness phase of disk-loss names it."""
     from kraft.core.events import Event, Receive
     from kraft.core.messages import FetchResponse, FetchSnapshotResponse
+    from kraft.errors import ErrorCode
     from refinement.sim import NodeSetup, SimReplica, core_replica_factory
 
     class Deaf:
@@ -98,8 +100,10 @@ def test_eventually_caught_up_fires_when_an_observer_cannot_catch_up() -> None:
             return self.inner.start()  # type: ignore[return-value]
 
         def step(self, event: Event) -> list[object]:
-            if isinstance(event, Receive) and isinstance(
-                event.message, FetchResponse | FetchSnapshotResponse
+            if (
+                isinstance(event, Receive)
+                and isinstance(event.message, FetchResponse | FetchSnapshotResponse)
+                and event.message.error is ErrorCode.NONE
             ):
                 return []
             return self.inner.step(event)  # type: ignore[return-value]
