@@ -25,6 +25,13 @@ Kafka's semantics written down here, not taken from the core:
   quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
   (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
   sent again when the request timeout runs out.
+- VoteRetryExact, BeginQuorumEpochRetryExact (within VoteRetryNotLate and
+  BeginQuorumEpochRetryNotLate): an error answer to the request in flight that Kafka counts as
+  a failure (INVALID_REQUEST, INVALID_VOTER_KEY, BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID,
+  ...; not FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER or UNKNOWN_LEADER_EPOCH, nor one naming
+  a newer epoch or, to a Prospective or Candidate, a leader of its epoch) backs that
+  destination off: the request is sent to it again quorum.retry.backoff.ms after the answer
+  (Kafka's RequestManager), neither before nor at the answered request's timeout.
 - FetchRetryExact (within FetchRetryNotEarly / FetchRetryNotLate): the first answer to the
   Fetch (or FetchSnapshot) in flight ends its request timeout (Kafka's RequestManager
   completes the request whose correlation id the answer carries). A failed one (an error
@@ -361,8 +368,8 @@ class TimingMonitor:
                     return Violation(
                         _LATE[kind],
                         f"node {node} ({g.state.value}, epoch {g.epoch}) sent its {kind}"
-                        f" request to {dst} at t={req.sent}ms, unanswered, and did not send it"
-                        f" again by t={req.due}ms",
+                        f" request to {dst} at t={req.sent}ms, unanswered or refused, and did"
+                        f" not send it again by t={req.due}ms",
                     )
         return None
 
@@ -434,7 +441,12 @@ class TimingMonitor:
                     req.due = None
             elif req is not None:
                 req.allowed = min(req.allowed, now + rb)
-                req.due = None
+                # A voter that knows no leader of our epoch refused the request in flight:
+                # asked again once the backoff ran out (VoteRetryExact).
+                backs_off = msg.leader_epoch < g.epoch or (
+                    msg.leader_epoch == g.epoch and msg.leader_id < 0
+                )
+                req.due = self._retried(req, ev, msg.error, now) if backs_off else None
         elif t is BeginQuorumEpochResponse:
             assert isinstance(msg, BeginQuorumEpochResponse)
             req = g.requests.get(("BeginQuorumEpoch", src))
@@ -452,7 +464,12 @@ class TimingMonitor:
             if req is not None and not (stale and g.state is L):
                 if msg.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
                     req.allowed = min(req.allowed, now + rb)
-                req.due = None
+                    # Refused by a voter not past our epoch: asked again once the backoff
+                    # ran out, unless it endorsed us meanwhile (BeginQuorumEpochRetryExact).
+                    stays = g.state is L and msg.leader_epoch <= g.epoch
+                    req.due = self._retried(req, ev, msg.error, now) if stays else None
+                else:
+                    req.due = None
         elif t is FetchResponse or t is FetchSnapshotResponse:
             assert isinstance(msg, FetchResponse | FetchSnapshotResponse)
             req = g.requests.get(("Fetch", None))
@@ -476,6 +493,25 @@ class TimingMonitor:
                 req.due = None
             if g.state is L and src in self.voters:
                 g.maybe_accepted = now
+
+    def _retried(self, req: _Request, ev: Receive, error: ErrorCode, now: int) -> int | None:
+        """VoteRetryExact, BeginQuorumEpochRetryExact: an error answer to the Vote or
+        BeginQuorumEpoch request in flight that Kafka counts as a failure (its
+        maybeHandleCommonResponse: BROKER_NOT_AVAILABLE, INVALID_VOTER_KEY, INVALID_REQUEST;
+        handleUnexpectedError: any other but the ones that move the replica to another
+        epoch or leader) backs the destination off (RequestManager.onResponseResult), and
+        the request, still wanted, is sent again when the backoff runs out: by then, not at
+        the answered request's timeout. Due only where the request was (a static quorum, no
+        answer or endorsement came since it was sent)."""
+        if (
+            error in _NO_BACKOFF
+            or req.due is None
+            or not self.static
+            or ev.in_reply_to is None
+            or ev.in_reply_to != req.message
+        ):
+            return None
+        return now + self.timing.retry_backoff_ms
 
     def _send_failed(self, g: _Ghost, now: int, ev: SendFailed) -> None:
         """A failed send backs off every request to that destination (Kafka's request manager
@@ -953,6 +989,17 @@ def _bytes_of(event: ClientAppend) -> int:
 _VOTER_CHANGES: frozenset[type] = frozenset({AddVoterRequest, RemoveVoterRequest})
 _ANSWERED = frozenset(
     {ErrorCode.NONE, ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE}
+)
+# Error answers to Vote and BeginQuorumEpoch after which Kafka backs off no request (its
+# maybeHandleCommonResponse handles them: a newer epoch or leader is learned, or a stale
+# answer is ignored).
+_NO_BACKOFF = frozenset(
+    {
+        ErrorCode.NONE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    }
 )
 _KIND: dict[type, str] = {
     VoteRequest: "Vote",
