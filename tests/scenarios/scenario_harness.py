@@ -352,3 +352,21 @@ class DynamicCluster(Cluster):
         )
         bootstrap = voter_set_of(VotersRecord(0, entries))
         return replace(super().boot_state(n), voter_history=((Offset(-1), bootstrap),))
+
+
+class Recording(Cluster):
+    """A cluster that remembers every node's effects and every message sent, with the time."""
+
+    def __init__(self, *args: object, **kw: object) -> None:
+        self.effects: dict[int, list[tuple[int, Effect]]] = {}
+        self.sent: list[tuple[int, int, int, Message]] = []  # (time, src, dst, message)
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+
+    def step(self, i: int, ev: Event) -> list[Effect]:
+        out = super().step(i, ev)
+        self.effects.setdefault(i, []).extend((self.now, e) for e in out)
+        return out
+
+    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
+        self.sent.append((self.now, src, dst, msg))
+        super().send(src, dst, msg, answering)

@@ -19,25 +19,22 @@ UndecidedAppendHeld, and refinement.invariants_snapshot_transfer):
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster, committed, elect
+from scenario_harness import CLUSTER, Cluster, Recording, committed, elect
 
 from kraft.core.effects import (
     AppendCommitted,
     AppendLost,
     AppendResult,
     DiscardSnapshotFetch,
-    Effect,
     InstallSnapshot,
     Send,
 )
-from kraft.core.events import CreateSnapshot, Event, Receive
+from kraft.core.events import CreateSnapshot, Receive
 from kraft.core.messages import (
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
-    Message,
-    Request,
 )
 from kraft.core.snapshots import UNKNOWN_SNAPSHOT
 from kraft.core.vocabulary import ReplicaState
@@ -47,24 +44,6 @@ from kraft.storage.memory_snapshots import MemorySnapshots
 
 S = ReplicaState
 RETRY_BACKOFF_MS = 20  # quorum.retry.backoff.ms (Kafka's default)
-
-
-class Recording(Cluster):
-    """A cluster that remembers every node's effects and every message sent, with the time."""
-
-    def __init__(self, *args: object, **kw: object) -> None:
-        self.effects: dict[int, list[tuple[int, Effect]]] = {}
-        self.sent: list[tuple[int, int, int, Message]] = []  # (time, src, dst, message)
-        super().__init__(*args, **kw)  # type: ignore[arg-type]
-
-    def step(self, i: int, ev: Event) -> list[Effect]:
-        out = super().step(i, ev)
-        self.effects.setdefault(i, []).extend((self.now, e) for e in out)
-        return out
-
-    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
-        self.sent.append((self.now, src, dst, msg))
-        super().send(src, dst, msg, answering)
 
 
 def _snaps(c: Cluster, i: int) -> MemorySnapshots:

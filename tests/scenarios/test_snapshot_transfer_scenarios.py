@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 
-from scenario_harness import Cluster, committed
+from scenario_harness import Cluster, Recording, committed
 
 from kraft.core.effects import (
     DiscardSnapshotFetch,
@@ -33,8 +33,6 @@ from kraft.core.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
-    Message,
-    Request,
 )
 from kraft.core.snapshots import UNKNOWN_SNAPSHOT
 from kraft.core.vocabulary import ReplicaState
@@ -45,24 +43,6 @@ from kraft.storage.memory_snapshots import MemorySnapshots
 S = ReplicaState
 RETRY_BACKOFF_MS = 20  # quorum.retry.backoff.ms (Kafka's default)
 FETCH_TIMEOUT_MS = 2000  # quorum.fetch.timeout.ms
-
-
-class Recording(Cluster):
-    """A cluster that remembers every node's effects and every message sent, with the time."""
-
-    def __init__(self, *args: object, **kw: object) -> None:
-        self.effects: dict[int, list[tuple[int, Effect]]] = {}
-        self.sent: list[tuple[int, int, int, Message]] = []  # (time, src, dst, message)
-        super().__init__(*args, **kw)  # type: ignore[arg-type]
-
-    def step(self, i: int, ev: Event) -> list[Effect]:
-        out = super().step(i, ev)
-        self.effects.setdefault(i, []).extend((self.now, e) for e in out)
-        return out
-
-    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
-        self.sent.append((self.now, src, dst, msg))
-        super().send(src, dst, msg, answering)
 
 
 def _leader_of_voters(c: Cluster, voters: tuple[int, ...]) -> int:
