@@ -82,10 +82,9 @@ class SimClients(SimFaults):
         self._next_rid = 1
         self._pending: dict[int, _ClientRequest] = {}
         self._inflight: dict[NodeId, dict[int, _ClientRequest]] = {i: {} for i in self._nodes}
-        # Accepted, not yet decided: rid -> (node, first, last, epoch, accepted at).
-        self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch, int]] = {}
-        # The incarnation of its node that accepted each of them (UndecidedAppendHeld).
-        self._accepted_inc: dict[int, int] = {}
+        # Accepted, not yet decided: rid -> (node, first, last, epoch, accepted at, the node's
+        # incarnation that accepted it: UndecidedAppendHeld).
+        self._accepted: dict[int, tuple[NodeId, Offset, Offset, Epoch, int, int]] = {}
         self._client_leader: NodeId | None = None
         # The liveness phase's probe append, until acknowledged.
         self._probe: int | None = None
@@ -210,7 +209,7 @@ class SimClients(SimFaults):
         undecided = [
             (rid, a[2], a[3])
             for rid, a in self._accepted.items()
-            if a[0] == node.id and self._accepted_inc.get(rid) == inc and rid not in decided
+            if a[0] == node.id and a[5] == inc and rid not in decided
         ]
         if not undecided:
             return
@@ -292,8 +291,7 @@ class SimClients(SimFaults):
             self._pending.pop(req.rid, None)
             self.result.accepted += 1
             self._client_leader = node.id
-            self._accepted[req.rid] = (node.id, first, last, epoch, self.now)
-            self._accepted_inc[req.rid] = node.inc
+            self._accepted[req.rid] = (node.id, first, last, epoch, self.now, node.inc)
         elif res.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             req.target = res.leader_id
             if res.leader_id is not None and res.leader_id != node.id:
@@ -314,7 +312,6 @@ class SimClients(SimFaults):
         decided, self._decided = self._decided, []
         for d in decided:
             accepted = self._accepted.pop(d.request_id, None)
-            self._accepted_inc.pop(d.request_id, None)
             if accepted is None:
                 # Every accepted append is decided once, by the replica that accepted it.
                 self._violation(

@@ -109,7 +109,7 @@ class SimLiveness(SimReconfig):
         # What is still undecided was accepted by an incarnation that died with it (or by a
         # live replica that has not caught up yet: its core would decide the same). Decided
         # only now, all at once: a live replica may still decide one itself meanwhile.
-        for rid, (_nid, _first, last, epoch, _at) in list(accepted.items()):
+        for rid, (_nid, _first, last, epoch, _at, _inc) in list(accepted.items()):
             # An older epoch is decided once the leader committed in its own epoch (the
             # probe): either that record is in the committed log or it never will be.
             if inv.epoch_at(snap.epochs, snap.log_end_offset, last) != epoch:

@@ -6,12 +6,13 @@ LogWrittenByItsRole (refinement.invariants_roles) on the steps it judges."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
 from kraft.core.effects import AppendToLog, TruncateLog
-from kraft.core.quorum_info import QuorumDescription
+from kraft.core.quorum_info import QuorumDescription, ReplicaDescription
 from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState as S
 from kraft.ids import Epoch, NodeId, Offset
@@ -34,36 +35,38 @@ class _ListsAVoterTwice(Replica):
         return None if d is None else replace(d, voters=(*d.voters, d.voters[0]))
 
 
+def _other_voters_edited(
+    replica: Replica, edit: Callable[[ReplicaDescription], ReplicaDescription]
+) -> QuorumDescription | None:
+    """The replica's DescribeQuorum answer with `edit` applied to every voter but itself."""
+    d = Replica.describe_quorum(replica)
+    if d is None:
+        return None
+    me = replica.view().node_id
+    return replace(d, voters=tuple(v if v.replica.id == me else edit(v) for v in d.voters))
+
+
 class _ForgetsAFetch(Replica):
     """Reports every other voter as never having fetched."""
 
     def describe_quorum(self) -> QuorumDescription | None:
-        d = super().describe_quorum()
-        if d is None:
-            return None
-        me = self.view().node_id
-        voters = tuple(
-            v if v.replica.id == me else replace(v, log_end_offset=-1, last_fetch_timestamp_ms=-1)
-            for v in d.voters
+        return _other_voters_edited(
+            self, lambda v: replace(v, log_end_offset=-1, last_fetch_timestamp_ms=-1)
         )
-        return replace(d, voters=voters)
 
 
 class _FetchedTooLate(Replica):
     """Reports each other voter's last fetch a millisecond in the future."""
 
     def describe_quorum(self) -> QuorumDescription | None:
-        d = super().describe_quorum()
-        if d is None:
-            return None
-        me = self.view().node_id
-        voters = tuple(
-            v
-            if v.replica.id == me or v.last_fetch_timestamp_ms < 0
-            else replace(v, last_fetch_timestamp_ms=v.last_fetch_timestamp_ms + 1)
-            for v in d.voters
+        return _other_voters_edited(
+            self,
+            lambda v: (
+                v
+                if v.last_fetch_timestamp_ms < 0
+                else replace(v, last_fetch_timestamp_ms=v.last_fetch_timestamp_ms + 1)
+            ),
         )
-        return replace(d, voters=voters)
 
 
 def _factory(cls: type[Replica]):  # type: ignore[no-untyped-def]
