@@ -110,6 +110,7 @@ class Sample:
     anon_mb: float = float("nan")  # the heap: RSS without mmapped files' pages
     steal: float = float("nan")  # share of the machine's CPU stolen by the hypervisor
     io_stall: float = float("nan")  # share of the window with every runnable task on I/O
+    send_lag_p99_ms: float = float("nan")  # kraft's open loops: how late the client sent
 
     @property
     def cpu_us_per_record(self) -> float:
@@ -151,6 +152,7 @@ def median_sample(samples: list[Sample]) -> Sample:
         _median([s.anon_mb for s in samples]),
         _median([s.steal for s in samples]),
         _median([s.io_stall for s in samples]),
+        _median([s.send_lag_p99_ms for s in samples]),
     )
 
 
@@ -214,7 +216,10 @@ def _kraft_window(cluster: LocalCluster, load: Load) -> Sample:
     leader = event_loop.run(bc.wait_leader(cluster, list(cluster.node_ids)))
     meter = Meter.start(_kraft_pids(cluster))
     got = event_loop.run(load(cluster.addresses[leader]))
-    return meter.sample(got.records_per_s, got.p50_ms, got.p99_ms)
+    return replace(
+        meter.sample(got.records_per_s, got.p50_ms, got.p99_ms),
+        send_lag_p99_ms=got.send_lag_p99_ms,
+    )
 
 
 def run_kraft(cfg: Config, res: Results) -> None:
