@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
@@ -85,6 +85,9 @@ class LoadResult:
     p99_ms: float
     requests: int
     errors: int
+    # Open loop only: how late the client sent, p99 over the window (a latency figure that
+    # grows with this one measured the client, not the servers).
+    send_lag_p99_ms: float = float("nan")
 
     def as_json(self) -> str:
         return json.dumps(
@@ -296,6 +299,8 @@ async def open_loop(
     interval = batch / rate
     total = int((t1 - start) / interval)
 
+    lags: list[float] = []
+
     def receive(sent: float, ok: bool) -> None:
         nonlocal errors
         now = clock()
@@ -311,7 +316,10 @@ async def open_loop(
         while i < total:
             now = clock()
             while i < total and start + i * interval <= now:
-                conns[i % clients].send(frame, start + i * interval)
+                due = start + i * interval
+                conns[i % clients].send(frame, due)
+                if due >= t0:
+                    lags.append((now - due) * 1000)
                 i += 1
             await asyncio.sleep(max(0.0, start + i * interval - clock()))
         deadline = clock() + 5.0
@@ -320,7 +328,7 @@ async def open_loop(
     finally:
         for c in conns:
             c.close()
-    return summarise(done, errors, batch, t0, t1)
+    return replace(summarise(done, errors, batch, t0, t1), send_lag_p99_ms=percentile(lags, 0.99))
 
 
 # ---------------------------------------------------------------------- the kraft cluster

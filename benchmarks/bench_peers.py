@@ -107,6 +107,10 @@ class Sample:
     cores: float  # the servers' CPU time over the window / its wall time
     rss_mb: float
     p50_is_p75: bool = False  # TestRaftServer prints p75, not p50
+    anon_mb: float = float("nan")  # the heap: RSS without mmapped files' pages
+    steal: float = float("nan")  # share of the machine's CPU stolen by the hypervisor
+    io_stall: float = float("nan")  # share of the window with every runnable task on I/O
+    send_lag_p99_ms: float = float("nan")  # kraft's open loops: how late the client sent
 
     @property
     def cpu_us_per_record(self) -> float:
@@ -145,7 +149,42 @@ def median_sample(samples: list[Sample]) -> Sample:
         _median([s.cores for s in samples]),
         _median([s.rss_mb for s in samples]),
         any(s.p50_is_p75 for s in samples),
+        _median([s.anon_mb for s in samples]),
+        _median([s.steal for s in samples]),
+        _median([s.io_stall for s in samples]),
+        _median([s.send_lag_p99_ms for s in samples]),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Meter:
+    """The servers' CPU and the machine's counters at the start of a window."""
+
+    pids: list[int]
+    cpu_s: float
+    t: float
+    machine: procstat.Machine
+
+    @classmethod
+    def start(cls, pids: list[int]) -> Meter:
+        return cls(pids, procstat.cpu_seconds(pids), time.perf_counter(), procstat.machine())
+
+    def sample(
+        self, records_per_s: float, p50_ms: float, p99_ms: float, p50_is_p75: bool = False
+    ) -> Sample:
+        """The window's figures, read now, at its end."""
+        cpu_s, t, machine = procstat.cpu_seconds(self.pids), time.perf_counter(), procstat.machine()
+        return Sample(
+            records_per_s,
+            p50_ms,
+            p99_ms,
+            _cores(self.cpu_s, cpu_s, self.t, t),
+            procstat.rss_bytes(self.pids) / 1e6,
+            p50_is_p75,
+            procstat.anon_bytes(self.pids) / 1e6,
+            procstat.steal_share(self.machine, machine),
+            procstat.io_stall_share(self.machine, machine, t - self.t),
+        )
 
 
 # ---------------------------------------------------------------------- load shapes
@@ -175,16 +214,11 @@ def _kraft_window(cluster: LocalCluster, load: Load) -> Sample:
     """Run one load (an awaitable factory given the leader's address) and read the servers'
     CPU around it."""
     leader = event_loop.run(bc.wait_leader(cluster, list(cluster.node_ids)))
-    pids = _kraft_pids(cluster)
-    cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
+    meter = Meter.start(_kraft_pids(cluster))
     got = event_loop.run(load(cluster.addresses[leader]))
-    cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
-    return Sample(
-        got.records_per_s,
-        got.p50_ms,
-        got.p99_ms,
-        _cores(cpu0, cpu1, t0, t1),
-        procstat.rss_bytes(pids) / 1e6,
+    return replace(
+        meter.sample(got.records_per_s, got.p50_ms, got.p99_ms),
+        send_lag_p99_ms=got.send_lag_p99_ms,
     )
 
 
@@ -224,28 +258,26 @@ async def _kafka_window(cluster: KafkaRaftCluster, cfg: Config, attempts: int = 
     await asyncio.sleep(cfg.kafka_warmup_s)
     for attempt in range(attempts):
         first = await cluster.leader()
-        pids = cluster.pids()
         mark = cluster.output_size(first.leader_id)
-        cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
+        meter = Meter.start(cluster.pids())
+        t0 = meter.t
         # The high watermark each second too, logged: a stall inside the window shows.
         seen = [(t0, first.high_watermark)]
         while time.perf_counter() < t0 + cfg.window_s:
             await asyncio.sleep(min(1.0, max(0.0, t0 + cfg.window_s - time.perf_counter())))
             got = await cluster.leader()
             seen.append((time.perf_counter(), got.high_watermark))
-        cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
+        t1 = time.perf_counter()
         last = await cluster.leader()
         _log(f"kafka: committed/s each second: {per_second(seen)}")
         if last.leader_epoch != first.leader_epoch:
             _log(f"kafka: the leader changed inside the window (attempt {attempt + 1})")
             continue
         stats = cluster.stats(first.leader_id, mark)
-        return Sample(
+        return meter.sample(
             (last.high_watermark - first.high_watermark) / (t1 - t0),
             stats[-1].p75_ms if stats else float("nan"),
             stats[-1].p99_ms if stats else float("nan"),
-            _cores(cpu0, cpu1, t0, t1),
-            procstat.rss_bytes(pids) / 1e6,
             p50_is_p75=True,
         )
     raise RuntimeError(f"TestRaftServer changed leader in each of {attempts} windows")
@@ -326,17 +358,9 @@ def run_etcd(cfg: Config, res: Results) -> None:
             (names[-1], 32, int(cfg.window_s * cfg.single_rate), cfg.single_rate),
         ]
         for name, clients, count, rate in runs:
-            pids = cluster.pids()
-            cpu0, t0 = procstat.cpu_seconds(pids), time.perf_counter()
+            meter = Meter.start(cluster.pids())
             got = cluster.put(clients, count, rate)
-            cpu1, t1 = procstat.cpu_seconds(pids), time.perf_counter()
-            sample = Sample(
-                got.requests_per_s,
-                got.p50_ms,
-                got.p99_ms,
-                _cores(cpu0, cpu1, t0, t1),
-                procstat.rss_bytes(pids) / 1e6,
-            )
+            sample = meter.sample(got.requests_per_s, got.p50_ms, got.p99_ms)
             _log(f"etcd {name}: {sample}")
             res.add(name, "etcd", sample)
     finally:
@@ -358,6 +382,23 @@ def rotations(systems: tuple[str, ...], runs: int) -> Iterator[tuple[str, ...]]:
         yield systems[k:] + systems[:k]
 
 
+def settle(quiet_share: float = 0.01, limit_s: float = 60.0) -> float:
+    """After a system's data was deleted: flush the page cache and wait for the disk to go
+    quiet (a second with I/O stalling under `quiet_share` of it), so the next system does not
+    pay for the last one's writeback and discards (the filesystem may be mounted with
+    `discard`). Returns the seconds waited."""
+    t0 = time.perf_counter()
+    os.sync()
+    while time.perf_counter() - t0 < limit_s:
+        a = procstat.machine()
+        if a.io_full_us is None:
+            break
+        time.sleep(1.0)
+        if procstat.io_stall_share(a, procstat.machine(), 1.0) < quiet_share:
+            break
+    return time.perf_counter() - t0
+
+
 def measure(cfg: Config, systems: tuple[str, ...] = SYSTEMS) -> Results:
     res = Results()
     for name in shape_names(cfg):  # the table's rows in this order, whoever measures first
@@ -371,6 +412,7 @@ def measure(cfg: Config, systems: tuple[str, ...] = SYSTEMS) -> Results:
             except (RuntimeError, TimeoutError, OSError, ValueError) as e:
                 res.errors.append(f"{system}, run {r + 1}: {type(e).__name__}: {e}")
                 _log(res.errors[-1])
+            _log(f"the disk settled in {settle():.1f} s after {system}")
     return res
 
 
@@ -390,8 +432,30 @@ def cell(s: Sample | None) -> str:
     return (
         f"{_num(s.records_per_s)}/s; {p50} {_num(s.p50_ms, 1)} ms, p99 {_num(s.p99_ms, 1)} ms; "
         f"{_num(s.cpu_us_per_record, 1)} µs CPU/record ({_num(s.cores, 2)} cores); "
-        f"RSS {_num(s.rss_mb)} MB"
+        f"RSS {_num(s.rss_mb)} MB (heap {_num(s.anon_mb)} MB)"
     )
+
+
+def _pct(v: float) -> str:
+    return "—" if math.isnan(v) else f"{v * 100:.1f} %"
+
+
+def machine_line(res: Results) -> str:
+    """What the machine lost during each system's windows (medians over its windows)."""
+    parts = []
+    for system in SYSTEMS:
+        samples = [x for by in res.shapes.values() for x in by.get(system, [])]
+        if samples:
+            steal = _median([x.steal for x in samples])
+            stall = _median([x.io_stall for x in samples])
+            worst = max(
+                (x.io_stall for x in samples if not math.isnan(x.io_stall)), default=math.nan
+            )
+            parts.append(
+                f"{LABELS[system]}: CPU stolen {_pct(steal)}, I/O full stall {_pct(stall)} "
+                f"(worst window {_pct(worst)})"
+            )
+    return "Machine during the windows (medians): " + "; ".join(parts) + "." if parts else ""
 
 
 def ratio(a: float, b: float) -> str:
@@ -453,7 +517,10 @@ def render_table(res: Results, title: str) -> str:
         "Kafka's bulk figure is the best committed rate over the offers its leader held through "
         "(`Config.kafka_offers`); a rate equal to the highest offer means Kafka's maximum is at "
         "least that, and kraft's ratio to it an upper bound (650 K/s offered committed 620-660 K/s "
-        "between leader changes in a probe on this machine).",
+        "between leader changes in a probe on this machine). RSS counts the pages of mmapped "
+        "files (kraft maps its log segments); heap is its anonymous part (RssAnon).",
+        "",
+        machine_line(res),
         "",
         *(f"Not measured: {e}" for e in res.errors),
     ]

@@ -108,10 +108,58 @@ def test_proc_status_rss() -> None:
     assert procstat.parse_status_rss_bytes("Name:\tzombie\n") == 0
 
 
+def test_proc_status_anonymous_part_of_rss() -> None:
+    status = "VmRSS:\t  900 kB\nRssAnon:\t  300 kB\nRssFile:\t  600 kB\n"
+    assert procstat.parse_status_kb_field(status, "RssAnon") == 300 * 1024
+    assert procstat.parse_status_kb_field(status, "RssShmem") == 0
+
+
+def test_proc_stat_steal_and_io_pressure() -> None:
+    stat = "cpu  100 5 50 800 20 0 10 15 7 0\ncpu0 50 2 25 400 10 0 5 8 3 0\n"
+    # user nice system idle iowait irq softirq steal; guest is inside user, not added again
+    assert procstat.parse_proc_stat_cpu(stat) == (1000, 15)
+    pressure = (
+        "some avg10=0.60 avg60=5.33 avg300=8.71 total=25101538\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=4156\n"
+    )
+    assert procstat.parse_pressure_full_us(pressure) == 4156
+    assert procstat.parse_pressure_full_us("some avg10=0.00 total=1\n") is None
+    a = procstat.Machine(1000, 15, 1_000_000)
+    b = procstat.Machine(1200, 65, 1_500_000)
+    assert procstat.steal_share(a, b) == pytest.approx(0.25)
+    assert procstat.io_stall_share(a, b, 2.0) == pytest.approx(0.25)
+    assert math.isnan(procstat.io_stall_share(a, procstat.Machine(1200, 65, None), 2.0))
+    assert math.isnan(procstat.steal_share(a, a))
+
+
 def test_proc_readers_on_this_process() -> None:
     assert procstat.cpu_seconds([os.getpid()]) > 0
     assert procstat.rss_bytes([os.getpid()]) > 0
     assert procstat.cpu_seconds([2**22 + 12345]) == 0  # no such process
+    assert 0 < procstat.anon_bytes([os.getpid()]) <= procstat.rss_bytes([os.getpid()])
+    assert procstat.machine().total_ticks > 0
+
+
+def test_a_window_meter_reads_the_servers_and_the_machine() -> None:
+    meter = bp.Meter.start([os.getpid()])
+    sum(i * i for i in range(200_000))  # some CPU inside the window
+    got = meter.sample(1000.0, 1.0, 2.0)
+    assert got.records_per_s == 1000.0 and got.cores > 0
+    assert 0 < got.anon_mb <= got.rss_mb
+    assert got.steal >= 0 or math.isnan(got.steal)
+
+
+def test_the_table_says_what_the_machine_lost_in_each_systems_windows() -> None:
+    names = bp.shape_names(bp.QUICK)
+    res = bp.Results()
+    res.add(names[0], "kraft", bp.Sample(1.0, 1.0, 1.0, 1.0, 500.0, anon_mb=120.0, io_stall=0.02))
+    res.add(names[1], "kraft", bp.Sample(1.0, 1.0, 1.0, 1.0, 500.0, steal=0.1, io_stall=0.3))
+    res.add(names[1], "etcd", bp.Sample(1.0, 1.0, 1.0, 1.0, 400.0, steal=0.0))
+    table = bp.render_table(res, "T")
+    assert "RSS 500 MB (heap 120 MB)" in table
+    line = next(x for x in table.splitlines() if x.startswith("Machine during the windows"))
+    assert "kraft: CPU stolen 10.0 %, I/O full stall 16.0 % (worst window 30.0 %)" in line
+    assert "etcd: CPU stolen 0.0 %, I/O full stall — (worst window —)" in line
 
 
 def test_systems_alternate_between_runs() -> None:
