@@ -13,8 +13,9 @@ each pinned to what Apache Kafka 4.3.1 does (or, where Kafka has no rule, to thi
 - a FetchSnapshot chunk that cannot belong to the snapshot (no bytes, or a size other than the
   one the transfer was told) sends the fetcher back to Fetch after quorum.retry.backoff.ms,
   neither at once nor later (this project's rule; the retry-timing checkers' FetchRetryExact);
-- a SnapshotValidated answer that arrives while the transfer is still fetching chunks (the
-  node's validation thread answering an abandoned transfer of the same snapshot) changes
+- a SnapshotValidated answer that arrives while the transfer is still fetching chunks (one
+  about an abandoned transfer of the same snapshot, which the node's store and the simulator
+  drop by the `.part`'s generation; the core does not rely on its driver for that) changes
   nothing: nothing is installed, the transfer goes on;
 - under Kafka's retention policy a follower's log start never passes its leader's, whatever
   its own retention asks for (KIP-630: a follower's log start moves up to the leader's).
