@@ -128,6 +128,11 @@ class FaultProfile:
     # is dropped, as the node's store drops it (kraft.server.snapshot_store.validate_later).
     slow_validation: float = 0.0
     validate_ms: tuple[int, int] = (0, 0)
+    # Per FetchSnapshotResponse carrying a chunk: the answer comes mangled so that it cannot
+    # belong to the snapshot (no bytes, or a size the chunk ends past), as a broken or
+    # confused leader might send: the fetcher starts over from Fetch after the retry backoff
+    # (kraft.core.snapshot_transfer; FetchRetryExact). Drawn from its own generator.
+    mangle_chunk: float = 0.0
 
     @property
     def snapshots(self) -> bool:
@@ -280,3 +285,6 @@ ADVERSARY_PROFILES: tuple[str, ...] = tuple(
 )
 # The profiles whose voter set changes (each run by the reconfiguration sweeps).
 RECONFIG_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.dynamic)
+# Mangled FetchSnapshot chunks (`mangle_chunk`) where answers are held: the retry timing
+# after an answer that cannot belong to the snapshot.
+PROFILES["mixed+snapshots+delays"] = replace(PROFILES["mixed+snapshots+delays"], mangle_chunk=0.02)

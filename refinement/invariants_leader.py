@@ -20,11 +20,19 @@ with KIP-996 and KIP-853, as Apache Kafka 4.x implements them), on each step's e
 - RemovedLeaderResignsAtOnce: a leader that is not in its voter set, whose removal committed
   (its HWM passed the Voters record that left it out), resigns on its next tick (Kafka's
   pollLeader acts on isResignRequested before anything else).
+- RemovedLeaderResignsNotEarly: nor does it resign for its removal before that: a leader out
+  of its voter set that resigns on a tick while the Voters record that left it out is not yet
+  below its HWM (Kafka's RemoveVoterHandler.highWatermarkUpdated asks the resignation once
+  `highWatermark > lastOffset` of that record) must have resigned for want of fetches
+  (check-quorum), which it cannot have done while every voter of that set fetched from it
+  within the last check-quorum timeout (1.5 x quorum.fetch.timeout.ms) under that set. Only
+  fetches the leader certainly counted are given (in its epoch, by a voter's exact key,
+  answered at once with no error, divergence or snapshot), so the checker never cries wolf.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kraft.control_records import (
     KRaftVersionRecord,
@@ -51,12 +59,14 @@ STATE_CHANGE_AFTER_ITS_ACTION = "StateChangeAfterItsAction"
 BECOME_LEADER_IN_ORDER = "BecomeLeaderInOrder"
 START_OF_EPOCH_VOTERS = "StartOfEpochVoters"
 REMOVED_LEADER_RESIGNS_AT_ONCE = "RemovedLeaderResignsAtOnce"
+REMOVED_LEADER_RESIGNS_NOT_EARLY = "RemovedLeaderResignsNotEarly"
 
 LEADER_CHECKERS: tuple[str, ...] = (
     STATE_CHANGE_AFTER_ITS_ACTION,
     BECOME_LEADER_IN_ORDER,
     START_OF_EPOCH_VOTERS,
     REMOVED_LEADER_RESIGNS_AT_ONCE,
+    REMOVED_LEADER_RESIGNS_NOT_EARLY,
 )
 
 _L = ReplicaState.LEADER
@@ -190,4 +200,39 @@ def removed_leader_resigns_at_once(
         REMOVED_LEADER_RESIGNS_AT_ONCE,
         f"leader {node} is out of the voter set its Voters record at {offset} states, committed"
         f" (HWM {high_watermark}), and took a tick without resigning",
+    )
+
+
+def removed_leader_resigns_not_early(
+    node: NodeId,
+    key: ReplicaKey,
+    *,
+    now: int,
+    high_watermark: Offset | None,
+    history: VoterHistory,
+    fetched_at: Mapping[NodeId, int],
+    check_quorum_ms: int,
+) -> Violation | None:
+    """RemovedLeaderResignsNotEarly for one Tick in which a leader out of its voter set
+    resigned (not shutting down), with that `high_watermark` before the tick; `history`: the
+    voter sets its log states; `fetched_at`: when each voter last made a Fetch the leader
+    counted, under the latest voter set of `history`."""
+    if not history:
+        return None
+    offset, voters = history[-1]
+    if offset < 0 or voters.contains(key):
+        return None
+    if high_watermark is not None and offset < high_watermark:
+        return None  # committed: it had to resign
+    others = [v for v in voters.ids if v != key.id]
+    if len(others) < voters.majority or any(
+        now - fetched_at.get(v, -(1 << 62)) >= check_quorum_ms for v in others
+    ):
+        return None  # check-quorum may have run out
+    return Violation(
+        REMOVED_LEADER_RESIGNS_NOT_EARLY,
+        f"leader {node} resigned at t={now}ms, out of the voter set its Voters record at"
+        f" {offset} states, which is not committed (HWM {high_watermark}), although every"
+        f" voter of that set fetched from it within the check-quorum timeout"
+        f" ({check_quorum_ms}ms): {dict(sorted((v, fetched_at[v]) for v in others))}",
     )

@@ -40,7 +40,10 @@ Kafka's semantics written down here, not taken from the core:
   deadline of the answered request. After SnapshotRequired (a replica built without
   snapshots told to fetch one; this project's rule, kraft.core.follower) the next Fetch comes
   exactly MIN(SNAPSHOT_REFETCH_RETRIES x retry backoff, fetch timeout / 2) later, in the same
-  step when that is 0.
+  step when that is 0. A successful answer to the FetchSnapshot in flight whose chunk cannot
+  belong to the snapshot (no bytes, or ending past its size) is a failed one too (this
+  project's rule, kraft.core.snapshot_transfer): the next Fetch comes exactly the retry
+  backoff later, not in the same step.
 - DiscoveryFetchDoesNotWait: a Fetch to a replica that is not the sender's known leader (an
   observer looking for the leader, a Follower whose leader went silent) asks no long poll,
   max_wait_ms 0 (README's deviations: Kafka sends fetchMaxWaitMs there, which a non-leader
@@ -475,8 +478,13 @@ class TimingMonitor:
             req = g.requests.get(("Fetch", None))
             if req is not None:
                 # A snapshot the leader no longer has, or a position past its end, is an
-                # answer (Kafka handles it and fetches again at once), not a failure.
-                ok = msg.error in _ANSWERED
+                # answer (Kafka handles it and fetches again at once), not a failure; a chunk
+                # that cannot belong to the snapshot is one (this project's rule).
+                ok = msg.error in _ANSWERED and not (
+                    t is FetchSnapshotResponse
+                    and not req.answered
+                    and _chunk_not_of_snapshot(g, ev, req)
+                )
                 req.allowed = min(req.allowed, now if ok else now + rb)
                 req.due = None
                 if not req.answered:
@@ -811,7 +819,7 @@ class TimingMonitor:
                 and src == g.leader
                 and msg.leader_epoch == g.epoch
                 and msg.error not in _ANSWERED
-            )
+            ) or _chunk_not_of_snapshot(g, event, req)
         if type(msg) is not FetchResponse:
             return False
         assert isinstance(msg, FetchResponse)
@@ -978,6 +986,28 @@ def append_at_reported_offsets(
             f" {len(held)} other records there: {list(held)[:3]} for {list(sent)[:3]}",
         )
     return None
+
+
+def _chunk_not_of_snapshot(g: _Ghost, event: Receive, req: _Request) -> bool:
+    """The leader's successful answer to the FetchSnapshot in flight (the snapshot and
+    position it asked) carries a chunk that cannot belong to the snapshot: no bytes, no size,
+    or a chunk ending past the size. This project's rule (kraft.core.snapshot_transfer;
+    Kafka's handleFetchSnapshotResponse appends whatever comes): the fetcher starts over from
+    Fetch after quorum.retry.backoff.ms."""
+    msg = event.message
+    asked = req.message
+    if type(msg) is not FetchSnapshotResponse or type(asked) is not FetchSnapshotRequest:
+        return False
+    assert isinstance(msg, FetchSnapshotResponse) and isinstance(asked, FetchSnapshotRequest)
+    return (
+        g.state is F
+        and event.src == g.leader
+        and msg.leader_epoch == g.epoch
+        and msg.error is ErrorCode.NONE
+        and msg.snapshot_id == asked.snapshot_id
+        and msg.position == asked.position
+        and (not msg.chunk or msg.size <= 0 or msg.position + len(msg.chunk) > msg.size)
+    )
 
 
 def _bytes_of(event: ClientAppend) -> int:

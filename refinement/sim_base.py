@@ -107,6 +107,8 @@ class _StopRun(Exception):  # noqa: N818 (control flow, not an error)
 
 class _Node:
     __slots__ = (
+        "fetch_scope",
+        "fetched_at",
         "id",
         "inc",
         "is_voter",
@@ -149,6 +151,11 @@ class _Node:
         # KIP-853 (a dynamic quorum): the voter sets its storage states, by offset (the
         # bootstrap's at -1, then its log's Voters records); empty for a static quorum.
         self.voter_hist: tuple[tuple[Offset, VoterSet], ...] = ()
+        # Ghost (RemovedLeaderResignsNotEarly): while it leads, when each voter last made a
+        # Fetch it certainly counted for check-quorum, gathered under `fetch_scope`
+        # (incarnation, epoch, latest voter set); another scope starts them afresh.
+        self.fetched_at: dict[NodeId, int] = {}
+        self.fetch_scope: tuple[int, Epoch, tuple[Offset, VoterSet]] | None = None
         self.snap = NodeState(
             node_id=node_id,
             incarnation=0,

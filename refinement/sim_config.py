@@ -188,6 +188,7 @@ class SimResult:
     installed_after_disk_loss: int = 0
     disk_losses: int = 0
     chunks_corrupted: int = 0
+    chunks_mangled: int = 0
     chunks_lost: int = 0
     chunks_stale: int = 0
     transfer_crashes: dict[str, int] = field(default_factory=dict)
@@ -245,6 +246,7 @@ class SimResult:
                 ("chunks_lost", self.chunks_lost),
                 ("chunks_stale", self.chunks_stale),
                 ("chunks_corrupted", self.chunks_corrupted),
+                ("chunks_mangled", self.chunks_mangled),
                 ("transfer_crashes", sum(self.transfer_crashes.values())),
                 ("transfers_leader_changed", self.transfers_leader_changed),
                 ("disk_losses", self.disk_losses),

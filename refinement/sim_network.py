@@ -6,6 +6,7 @@ to the in-memory logs, and the focused invariant checks after every step.
 from __future__ import annotations
 
 import dataclasses
+import random
 from bisect import bisect_left
 from typing import IO, TYPE_CHECKING, cast
 
@@ -117,6 +118,8 @@ class SimNetwork(SimBase):
         self._loss = self._profile.loss
         self._duplicate = self._profile.duplicate
         self._corrupt = self._profile.corrupt
+        self._mangle = self._profile.mangle_chunk
+        self._mangle_rng = random.Random(f"{config.seed}/mangle")
         # KIP-630 ghosts, kept only under a profile that takes snapshots. The longest history
         # any leader exposed as committed (SnapshotMatchesLog); per leader, the last Fetch it
         # accepted from each replica: (its incarnation, epoch, time, fetch offset)
@@ -441,6 +444,7 @@ class SimNetwork(SimBase):
             )
         if found is None and type(event) is Tick and before.state is ReplicaState.LEADER:
             voter: bool = getattr(before, "is_voter", True)
+            resigned = ActionTaken(Action.RESIGN) in effects
             found = ldr.removed_leader_resigns_at_once(
                 node.id,
                 node.key,
@@ -448,10 +452,71 @@ class SimNetwork(SimBase):
                 voter=voter,
                 high_watermark=before.high_watermark,
                 history=node.voter_hist,
-                resigned=ActionTaken(Action.RESIGN) in effects,
+                resigned=resigned,
             )
+            if (
+                found is None
+                and resigned
+                and not voter
+                and node.voter_hist
+                and not node.shutting_down
+                and not node.stop_requested
+            ):
+                scope = (node.inc, before.epoch, node.voter_hist[-1])
+                found = ldr.removed_leader_resigns_not_early(
+                    node.id,
+                    node.key,
+                    now=self.now,
+                    high_watermark=before.high_watermark,
+                    history=node.voter_hist,
+                    fetched_at=node.fetched_at if node.fetch_scope == scope else {},
+                    check_quorum_ms=int(
+                        self._timing_of().fetch_timeout_ms * timing_inv.CHECK_QUORUM_FACTOR
+                    ),
+                )
+        elif (
+            type(event) is Receive
+            and before.state is ReplicaState.LEADER
+            and after.state is ReplicaState.LEADER
+            and node.voter_hist
+        ):
+            assert isinstance(event, Receive)
+            self._note_counted_fetch(node, event, effects, before.epoch)
         if found is not None:
             self._violation(found.name, found.detail)
+
+    def _note_counted_fetch(
+        self, node: _Node, event: Receive, effects: list[Effect], epoch: Epoch
+    ) -> None:
+        """RemovedLeaderResignsNotEarly's ghost: a leader's Fetch from a voter that it
+        certainly counted for check-quorum (in its epoch, the voter's exact key, answered in
+        the step with no error, divergence or snapshot)."""
+        msg = event.message
+        if type(msg) is not FetchRequest:
+            return
+        assert isinstance(msg, FetchRequest)
+        latest = node.voter_hist[-1]
+        if (
+            msg.replica_epoch != epoch
+            or msg.replica.id != event.src
+            or not latest[1].contains(msg.replica)
+        ):
+            return
+        for e in effects:
+            if type(e) is Send and e.dst == event.src and type(e.message) is FetchResponse:
+                answer = e.message
+                assert isinstance(answer, FetchResponse)
+                if (
+                    answer.error is ErrorCode.NONE
+                    and answer.diverging_epoch is None
+                    and answer.snapshot_id is None
+                ):
+                    scope = (node.inc, epoch, latest)
+                    if node.fetch_scope != scope:
+                        node.fetch_scope = scope
+                        node.fetched_at = {}
+                    node.fetched_at[event.src] = self.now
+                return
 
     def _check_answer_epoch(
         self,
@@ -713,6 +778,9 @@ class SimNetwork(SimBase):
         if self._corrupt and mtype is FetchSnapshotResponse and rng.random() < self._corrupt:
             assert isinstance(msg, FetchSnapshotResponse)
             msg = self._corrupted(src, msg)
+        if self._mangle and mtype is FetchSnapshotResponse:
+            assert isinstance(msg, FetchSnapshotResponse)
+            msg = self._mangled(msg)
         payload = (src.id, msg, in_reply_to, dst.inc)
         at = self.now + self._delay()
         if self._hold and in_reply_to is not None and rng.random() < self._hold:
@@ -773,6 +841,17 @@ class SimNetwork(SimBase):
         flipped[at] ^= 1 + int(self._rng.random() * 255)
         self.result.chunks_corrupted += 1
         return dataclasses.replace(msg, chunk=bytes(flipped))
+
+    def _mangled(self, msg: FetchSnapshotResponse) -> FetchSnapshotResponse:
+        """Now and then (FaultProfile.mangle_chunk), a chunk answer that cannot belong to the
+        snapshot: its bytes gone, or a size that the chunk ends past."""
+        rng = self._mangle_rng
+        if msg.error is not ErrorCode.NONE or not msg.chunk or rng.random() >= self._mangle:
+            return msg
+        self.result.chunks_mangled += 1
+        if rng.random() < 0.5:
+            return dataclasses.replace(msg, chunk=b"")
+        return dataclasses.replace(msg, size=msg.position + len(msg.chunk) - 1)
 
     def _drop(self, src: int, dst: NodeId, msg: object, reason: str) -> None:
         self.result.dropped += 1
