@@ -563,6 +563,8 @@ class SimNetwork(SimBase):
                     self._ledger.end_sent(node.id, e.dst)
                 if check and type(e.message) in _RESPONSE_TYPES:
                     found = self._ledger.response_sent(node.id, e.dst, e.message, e.reply_to)
+                    if found is None:
+                        found = answers.error_answer_defaults(node.id, e.dst, e.message)
                     if found is not None:
                         self._violation(found.name, found.detail)
                 self._send(node, e.dst, e.message, answering, src_id)
