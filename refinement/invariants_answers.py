@@ -26,6 +26,12 @@ client append while the append's records leave its log.
   generated 0/0: its schema names no default; a receiver reads the error first either way).
   A Fetch answer without error carries at most one of records, a diverging epoch and a
   snapshot id (Kafka reads records only for a fetch position that is valid).
+- AnswerNamesSendersLeader: a Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch or FetchSnapshot
+  answer names the sender's epoch when it sent it and the leader it knew then, -1 when it knew
+  none (Kafka's quorum.epoch() and quorum.leaderIdOrSentinel(), on error answers too). Seen
+  from outside a step: the epoch lies between the sender's epochs before and after the step;
+  when the step kept both its epoch and its leader (a replica never forgets its epoch's
+  leader, so none was known in between either), the leader is the one it knew throughout.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ from refinement.invariants import Violation
 ANSWER_EPOCH_ADOPTED = "AnswerEpochAdopted"
 UNDECIDED_APPEND_HELD = "UndecidedAppendHeld"
 ERROR_ANSWER_DEFAULTS = "ErrorAnswerDefaults"
+ANSWER_NAMES_SENDERS_LEADER = "AnswerNamesSendersLeader"
 
 ANSWER_CHECKERS: tuple[str, ...] = (
     ANSWER_EPOCH_ADOPTED,
     UNDECIDED_APPEND_HELD,
     ERROR_ANSWER_DEFAULTS,
+    ANSWER_NAMES_SENDERS_LEADER,
 )
 
 _ANSWERS = (
@@ -163,3 +171,30 @@ def _off_default(answer: Message) -> str | None:
         if len(answer.chunk) > 0:
             return f"{len(answer.chunk)} snapshot bytes"
     return None
+
+
+def answer_names_senders_leader(
+    node: NodeId,
+    dst: NodeId,
+    answer: Message,
+    *,
+    before: tuple[Epoch, NodeId | None],
+    after: tuple[Epoch, NodeId | None],
+) -> Violation | None:
+    """AnswerNamesSendersLeader for one answer `node` sent to `dst` in a step that took it
+    from (epoch, leader) `before` to `after`."""
+    if not isinstance(answer, _ANSWERS):
+        return None
+    named = (answer.leader_epoch, answer.leader_id)
+    if not before[0] <= answer.leader_epoch <= after[0]:
+        why = f"epoch {before[0]} before the step and {after[0]} after it"
+    elif before == after and answer.leader_id != (-1 if after[1] is None else after[1]):
+        why = f"leader {after[1]} in epoch {after[0]} throughout the step"
+    else:
+        return None
+    return Violation(
+        ANSWER_NAMES_SENDERS_LEADER,
+        f"node {node} sent {dst} a {type(answer).__name__} ({_error_name(answer)}) naming"
+        f" leader {named[1]} in epoch {named[0]}, with {why} (Kafka names"
+        " quorum.leaderIdOrSentinel() and quorum.epoch())",
+    )
