@@ -16,6 +16,22 @@ client append while the append's records leave its log.
   install of a fetched snapshot (which empties the log), decides it lost in the very step
   that drops it: the client hears of the loss then, not at some later high watermark, and a
   later record at that offset is never taken for it.
+- ErrorAnswerDefaults: an answer a replica sends carries nothing in the fields Kafka 4.3.1
+  leaves at their defaults. An error answer: a Vote answer grants nothing (every error path
+  of KafkaRaftClient.handleVoteRequest builds it with voteGranted false); a Fetch answer
+  (buildEmptyFetchResponse) has high watermark -1, no records, no diverging epoch and no
+  snapshot id; a FetchSnapshot answer (RaftUtil.singletonFetchSnapshotResponse, the error
+  set and nothing else) has size 0, position 0, no bytes and the snapshot id of no snapshot,
+  which the core writes (-1, -1) (Kafka leaves FetchSnapshotResponseData.SnapshotId at its
+  generated 0/0: its schema names no default; a receiver reads the error first either way).
+  A Fetch answer without error carries at most one of records, a diverging epoch and a
+  snapshot id (Kafka reads records only for a fetch position that is valid).
+- AnswerNamesSendersLeader: a Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch or FetchSnapshot
+  answer names the sender's epoch when it sent it and the leader it knew then, -1 when it knew
+  none (Kafka's quorum.epoch() and quorum.leaderIdOrSentinel(), on error answers too). Seen
+  from outside a step: the epoch lies between the sender's epochs before and after the step;
+  when the step kept both its epoch and its leader (a replica never forgets its epoch's
+  leader, so none was known in between either), the leader is the one it knew throughout.
 """
 
 from __future__ import annotations
@@ -31,13 +47,20 @@ from kraft.core.messages import (
     VoteResponse,
 )
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from refinement.invariants import Violation
 
 ANSWER_EPOCH_ADOPTED = "AnswerEpochAdopted"
 UNDECIDED_APPEND_HELD = "UndecidedAppendHeld"
+ERROR_ANSWER_DEFAULTS = "ErrorAnswerDefaults"
+ANSWER_NAMES_SENDERS_LEADER = "AnswerNamesSendersLeader"
 
-ANSWER_CHECKERS: tuple[str, ...] = (ANSWER_EPOCH_ADOPTED, UNDECIDED_APPEND_HELD)
+ANSWER_CHECKERS: tuple[str, ...] = (
+    ANSWER_EPOCH_ADOPTED,
+    UNDECIDED_APPEND_HELD,
+    ERROR_ANSWER_DEFAULTS,
+    ANSWER_NAMES_SENDERS_LEADER,
+)
 
 _ANSWERS = (
     VoteResponse,
@@ -46,6 +69,8 @@ _ANSWERS = (
     FetchResponse,
     FetchSnapshotResponse,
 )
+# The snapshot id of an error FetchSnapshot answer, written out here (not taken from the core).
+_NO_SNAPSHOT_ID = OffsetAndEpoch(Epoch(-1), Offset(-1))
 # The errors of an answer whose epoch a replica must adopt when it is above its own.
 _ADOPTING = frozenset(
     {ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER}
@@ -98,3 +123,78 @@ def undecided_append_held(
                 " record must decide it lost (kraft.core.commits)",
             )
     return None
+
+
+def error_answer_defaults(node: NodeId, dst: NodeId, answer: Message) -> Violation | None:
+    """ErrorAnswerDefaults for one answer `node` sends to `dst`."""
+    wrong = _off_default(answer)
+    if wrong is None:
+        return None
+    return Violation(
+        ERROR_ANSWER_DEFAULTS,
+        f"node {node} sent {dst} a {type(answer).__name__} ({_error_name(answer)}) with"
+        f" {wrong}, where Kafka 4.3.1 leaves the field at its default",
+    )
+
+
+def _error_name(answer: Message) -> str:
+    error = getattr(answer, "error", None)
+    return error.name if isinstance(error, ErrorCode) else "?"
+
+
+def _off_default(answer: Message) -> str | None:
+    """The first field of `answer` off Kafka's default, described, or None."""
+    if isinstance(answer, VoteResponse):
+        if answer.error is not ErrorCode.NONE and answer.vote_granted:
+            return "the vote granted"
+        return None
+    if isinstance(answer, FetchResponse):
+        carried = [
+            name
+            for name, present in (
+                ("records", len(answer.records) > 0),
+                (f"diverging epoch {answer.diverging_epoch}", answer.diverging_epoch is not None),
+                (f"snapshot id {answer.snapshot_id}", answer.snapshot_id is not None),
+            )
+            if present
+        ]
+        if answer.error is not ErrorCode.NONE:
+            if answer.high_watermark != -1:
+                return f"high watermark {answer.high_watermark}"
+            return carried[0] if carried else None
+        return " and ".join(carried) if len(carried) > 1 else None
+    if isinstance(answer, FetchSnapshotResponse) and answer.error is not ErrorCode.NONE:
+        if answer.snapshot_id != _NO_SNAPSHOT_ID:
+            return f"snapshot id {answer.snapshot_id}"
+        if answer.size != 0 or answer.position != 0:
+            return f"size {answer.size} and position {answer.position}"
+        if len(answer.chunk) > 0:
+            return f"{len(answer.chunk)} snapshot bytes"
+    return None
+
+
+def answer_names_senders_leader(
+    node: NodeId,
+    dst: NodeId,
+    answer: Message,
+    *,
+    before: tuple[Epoch, NodeId | None],
+    after: tuple[Epoch, NodeId | None],
+) -> Violation | None:
+    """AnswerNamesSendersLeader for one answer `node` sent to `dst` in a step that took it
+    from (epoch, leader) `before` to `after`."""
+    if not isinstance(answer, _ANSWERS):
+        return None
+    named = (answer.leader_epoch, answer.leader_id)
+    if not before[0] <= answer.leader_epoch <= after[0]:
+        why = f"epoch {before[0]} before the step and {after[0]} after it"
+    elif before == after and answer.leader_id != (-1 if after[1] is None else after[1]):
+        why = f"leader {after[1]} in epoch {after[0]} throughout the step"
+    else:
+        return None
+    return Violation(
+        ANSWER_NAMES_SENDERS_LEADER,
+        f"node {node} sent {dst} a {type(answer).__name__} ({_error_name(answer)}) naming"
+        f" leader {named[1]} in epoch {named[0]}, with {why} (Kafka names"
+        " quorum.leaderIdOrSentinel() and quorum.epoch())",
+    )

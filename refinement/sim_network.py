@@ -401,6 +401,7 @@ class SimNetwork(SimBase):
                     )
                     if type(event) is Receive:
                         self._check_answer_epoch(node, event, effects, before_view, after)
+                    self._check_answers_sent(node, effects, before_view, after)
         if monitor is not None and node.replica is not None:
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
@@ -542,6 +543,28 @@ class SimNetwork(SimBase):
         if found is not None:
             self._violation(found.name, found.detail)
 
+    def _check_answers_sent(
+        self,
+        node: _Node,
+        effects: list[Effect],
+        before: ReplicaViewLike,
+        after: ReplicaViewLike,
+    ) -> None:
+        """AnswerNamesSendersLeader (refinement.invariants_answers) for the answers a step
+        sent."""
+        was = (before.epoch, before.leader_id)
+        now = (after.epoch, after.leader_id)
+        for e in effects:
+            if type(e) is Send:
+                assert isinstance(e, Send)
+                if type(e.message) not in _RESPONSE_TYPES:
+                    continue
+                found = answers.answer_names_senders_leader(
+                    node.id, e.dst, e.message, before=was, after=now
+                )
+                if found is not None:
+                    self._violation(found.name, found.detail)
+
     def _truncation_seen(self) -> bool:
         """Whether the step just applied truncated its node's log (and forget it). Read
         through a method: mypyc would keep a value narrowed before _apply set it."""
@@ -628,6 +651,8 @@ class SimNetwork(SimBase):
                     self._ledger.end_sent(node.id, e.dst)
                 if check and type(e.message) in _RESPONSE_TYPES:
                     found = self._ledger.response_sent(node.id, e.dst, e.message, e.reply_to)
+                    if found is None:
+                        found = answers.error_answer_defaults(node.id, e.dst, e.message)
                     if found is not None:
                         self._violation(found.name, found.detail)
                 self._send(node, e.dst, e.message, answering, src_id)
