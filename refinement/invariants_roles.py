@@ -18,6 +18,7 @@ leader it timed out on, a Candidate, a Voted or Unattached replica, a Resigned l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
 from kraft.core.effects import (
     AdvanceLogStartOffset,
@@ -100,6 +101,16 @@ def past_epoch_answer_ignored(
                 PAST_EPOCH_ANSWER_IGNORED,
                 f"node {node} in epoch {epoch_before} handled a {type(answer).__name__}"
                 f" ({answer.error.name}) from {src} naming epoch {answer.leader_epoch} and"
-                f" emitted {e}",
+                f" emitted {_described(e)}",
             )
     return None
+
+
+def _described(e: Effect) -> str:
+    """An effect with its fields, bytes left out (records, snapshot chunks)."""
+    shown = ", ".join(
+        f"{f.name}={getattr(e, f.name)}"
+        for f in fields(e)
+        if not isinstance(getattr(e, f.name), bytes | memoryview)
+    )
+    return f"{type(e).__name__}({shown})"
