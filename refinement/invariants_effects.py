@@ -20,6 +20,11 @@ requests and client appends it was given and has not answered (`EffectLedger`):
   incarnation it was given to: none for an append it was not given or already answered, and
   none left unanswered by a replica that is not leading (a leader holds only what lingers in
   its accumulator, and only with quorum.append.linger.ms > 0).
+- AppendDecidedAfterAccepted: a client append's outcome (AppendCommitted or AppendLost) comes
+  after the AppendResult that accepted it, in the effects of the incarnation that accepted it,
+  and only once: also when both come in one step (a producer's resend of a batch that already
+  committed is accepted and decided at once, kraft.core.commits). A driver reading the effects
+  in order learns that an append was accepted, at which offsets, before it learns its fate.
 - ShutdownCompleteOnce: a replica says ShutdownComplete at most once per incarnation. A driver
   may step a replica with events it had queued after the one that completed the shutdown (the
   node's driver does, until its loop stops): those bring no second ShutdownComplete.
@@ -57,6 +62,7 @@ from refinement.invariants import Violation
 RESPONSE_ANSWERS_ITS_REQUEST = "ResponseAnswersItsRequest"
 REQUEST_ANSWERED = "RequestAnswered"
 CLIENT_APPEND_ANSWERED_ONCE = "ClientAppendAnsweredOnce"
+APPEND_DECIDED_AFTER_ACCEPTED = "AppendDecidedAfterAccepted"
 SHUTDOWN_COMPLETE_ONCE = "ShutdownCompleteOnce"
 SHUTDOWN_AWAITS_END_QUORUM_EPOCH = "ShutdownAwaitsEndQuorumEpoch"
 
@@ -90,6 +96,8 @@ class _Incarnation:
     requests: dict[int, Held] = field(default_factory=dict)
     answered: set[int] = field(default_factory=set)
     appends: set[int] = field(default_factory=set)
+    # Client appends it accepted (AppendResult without error) and has not decided.
+    accepted: set[int] = field(default_factory=set)
     shutdowns: int = 0
     # When it was told to shut down, and the voters its EndQuorumEpoch since then went to
     # that have neither answered nor failed.
@@ -171,6 +179,22 @@ class EffectLedger:
             CLIENT_APPEND_ANSWERED_ONCE,
             f"node {node} answered client append {request_id}, which it was not given or had"
             " answered already",
+        )
+
+    def append_accepted(self, node: NodeId, request_id: int) -> None:
+        """An AppendResult without error: the append awaits its outcome."""
+        self._of(node).accepted.add(request_id)
+
+    def append_decided(self, node: NodeId, request_id: int, outcome: str) -> Violation | None:
+        """AppendDecidedAfterAccepted for one AppendCommitted or AppendLost (`outcome`)."""
+        inc = self._of(node)
+        if request_id in inc.accepted:
+            inc.accepted.discard(request_id)
+            return None
+        return Violation(
+            APPEND_DECIDED_AFTER_ACCEPTED,
+            f"node {node} said {outcome} for client append {request_id}, which it had not"
+            " answered accepted before (or had decided already)",
         )
 
     # ------------------------------------------------------------------ shutdown

@@ -24,6 +24,8 @@ follower must not append it (the simulated log refuses a batch whose CRC fails: 
 Forged answers in the leader's name carry batches each well formed that cannot extend the
 follower's log (an epoch past its own or back before its log's last, a base offset other than
 its log end, gaps and overlaps between batches): refused whole, quietly (no timer moves either).
+A Fetch answer in the leader's name that names a past epoch (as one delayed across the leader's
+re-election would) is dropped as no longer relevant, whatever it carries.
 A stranger's vote request of the next epoch reaches leaders, now and then one that just held a
 Fetch, so that the answers of a step-down are checked (refinement.invariants_effects).
 GrantedVoteIsDurable is checked on every granted vote under every profile (it draws nothing,
@@ -770,6 +772,37 @@ def _fetch_answer_from_non_leader(t: Target, rng: random.Random) -> Forgery | No
     return _forgery("FetchResponse from a replica that is not the leader", src, msg, None)
 
 
+def _fetch_answer_past_epoch(t: Target, rng: random.Random) -> Forgery | None:
+    """A Fetch answer from our leader naming an epoch below ours (an answer delayed across
+    its re-election): Kafka's maybeHandleCommonResponse drops it as no longer relevant.
+    Carrying records that would extend our log with a HWM past them, or a snapshot id, or a
+    diverging epoch at our HWM, it must move nothing."""
+    if t.state is not F or t.leader_id is None or t.leader_id == t.key.id or t.epoch < 1:
+        return None
+    end = int(t.end_offset)
+    hwm = t.high_watermark if t.high_watermark is not None else Offset(0)
+    records = b""
+    diverging = snapshot = None
+    draw = rng.random()
+    if draw < 0.5:
+        records = _batch(end, t.last_epoch, 1 + int(rng.random() * 2))
+    elif draw < 0.75:
+        snapshot = OffsetAndEpoch(epoch=Epoch(t.epoch - 1), offset=Offset(max(end, 1)))
+    else:
+        diverging = OffsetAndEpoch(epoch=t.last_epoch, offset=Offset(max(hwm, t.log_start)))
+    msg = FetchResponse(
+        ErrorCode.NONE,
+        t.leader_id,
+        Epoch(t.epoch - 1),
+        high_watermark=Offset(end + 3),
+        log_start_offset=Offset(-1),
+        diverging_epoch=diverging,
+        snapshot_id=snapshot,
+        records=records,
+    )
+    return _forgery("FetchResponse of a past epoch from our leader", t.leader_id, msg, None)
+
+
 def _batch(base: int, epoch: int, count: int) -> bytes:
     """A well-formed data batch (its CRC right) of `count` records at `base` in `epoch`."""
     values = [(None, b"forged-%d" % k) for k in range(count)]
@@ -866,17 +899,19 @@ _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("fetch-impostor", _fetch_impostor),
     ("fetch-snapshot-wrong-cluster", _fetch_snapshot_wrong_cluster),
     ("fetch-snapshot-future", _fetch_snapshot_future),
+    ("fetch-answer-past-epoch", _fetch_answer_past_epoch),
 )
 
 # Every kind of forgery, by name. A Fetch from an epoch the leader's log never had needs a
 # leader whose log skips an epoch (one whose election appended nothing): it comes up four times
-# a round so that it finds one.
+# a round so that it finds one; a Fetch past the leader's log end twice (it needs a leader).
 CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *_bounds_forgers(),
     *_SEMANTIC,
     *(("fetch-unknown-epoch", _fetch_unknown_epoch),) * 3,
     *(("fetch-answer-epoch-ahead", _fetch_answer_bad_batches("epoch-ahead")),) * 2,
     *(("fetch-answer-gap-first", _fetch_answer_bad_batches("gap-first")),) * 2,
+    ("fetch-past-end", _fetch_past_end),
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -889,6 +924,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
+    "fetch-answer-past-epoch": frozenset({F}),
     **{f"fetch-answer-{v}": frozenset({F}) for v in _BAD_BATCHES},
     "vote-to-holding-leader": frozenset({L}),
 }

@@ -56,7 +56,7 @@ from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
 from refinement.invariants_describe import describe_quorum_matches
-from refinement.invariants_roles import log_written_by_its_role
+from refinement.invariants_roles import log_written_by_its_role, past_epoch_answer_ignored
 from refinement.sim_base import (
     _DELIVER,
     _REQUEST_MESSAGES,
@@ -527,8 +527,8 @@ class SimNetwork(SimBase):
         before: ReplicaViewLike,
         after: ReplicaViewLike,
     ) -> None:
-        """AnswerEpochAdopted (refinement.invariants_answers) after a step that received an
-        answer."""
+        """AnswerEpochAdopted (refinement.invariants_answers) and PastEpochAnswerIgnored
+        (refinement.invariants_roles) after a step that received an answer."""
         assert isinstance(event, Receive)
         if type(event.message) not in _RESPONSE_TYPES:
             return
@@ -540,6 +540,10 @@ class SimNetwork(SimBase):
             shutting_down=node.shutting_down,
             refused=any(type(e) is MessageRefused for e in effects),
         )
+        if found is None:
+            found = past_epoch_answer_ignored(
+                node.id, event.src, event.message, before.epoch, effects
+            )
         if found is not None:
             self._violation(found.name, found.detail)
 
@@ -717,9 +721,15 @@ class SimNetwork(SimBase):
                     found = self._ledger.append_answered(node.id, e.request_id)
                     if found is not None:
                         self._violation(found.name, found.detail)
+                    if e.error is ErrorCode.NONE:
+                        self._ledger.append_accepted(node.id, e.request_id)
                 self._append_result(node, e)
             elif t is AppendCommitted or t is AppendLost:
                 assert isinstance(e, AppendCommitted | AppendLost)
+                if check:
+                    found = self._ledger.append_decided(node.id, e.request_id, t.__name__)
+                    if found is not None:
+                        self._violation(found.name, found.detail)
                 self._decided.append(e)
             elif t is ShutdownComplete:
                 if check:
