@@ -1,6 +1,7 @@
 """The mutation campaign's score, time and core scaling: `python -m benchmarks.bench_mutation`.
 
-One deterministic sample of the core's mutants (default 40, seed 5) through the model-based
+One deterministic sample of the core's mutants (default 40, seed 41: a sample whose survivors
+nobody has worked yet, so its score estimates what a new mutant meets) through the model-based
 layers (scenarios, simulator sweep, hypothesis, TLC traces: issue #16's goal leaves the unit
 tests out), the same campaign on local[1] and then on local[2]. Reported: the mutation score
 (killed / non-equivalent, refinement/mutation/equivalent.toml), wall-clock seconds per
@@ -23,7 +24,7 @@ from refinement.mutation.report import load_equivalents
 from refinement.pipeline.spark import session
 
 SAMPLE = 40
-SEED = 5
+SEED = 41  # a fresh sample: the survivors of seeds 5-37 were each worked, so those overstate
 GOAL = 0.95
 
 
