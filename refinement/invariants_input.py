@@ -212,11 +212,12 @@ def granted_vote_log_up_to_date(
     whose log is at least as up-to-date as the granting replica's (`before`: the replica as
     the request reached it; handling a vote request moves no log): a larger last epoch, or
     the same and an end offset at least as large (KIP-595 "Vote"). Kafka 4.3.1 checks it in
-    every state that grants (`EpochState.canGrantVote`: Unattached, Voted and Prospective;
-    Follower, Candidate and Resigned for a pre-vote, KIP-996). The one grant without it is a
-    real vote granted again to the candidate this replica already voted for in this epoch
-    (`UnattachedState` / `ProspectiveState` with a vote cast: the log was compared when the
-    vote was cast). Compared as tuples here, not with the core's `log_up_to_date`."""
+    every state that grants (`canGrantVote` of UnattachedState, with or without a vote (our
+    Voted), and ProspectiveState through `QuorumState.unattachedOrProspectiveCanGrantVote`;
+    of FollowerState, CandidateState and ResignedState for a pre-vote, KIP-996). The one
+    grant without it is a real vote granted again to the candidate this replica already
+    voted for in this epoch (the log was compared when the vote was cast). Compared as
+    tuples here, not with the core's `log_up_to_date`."""
     if resp is None or not resp.vote_granted:
         return None
     if (
