@@ -239,14 +239,17 @@ def with_delays(base: FaultProfile) -> FaultProfile:
     """`base` with late and failed answers: `NAME+delays`. Answers are held until about
     when their request times out, or past an election or fetch timeout (`hold_answer`), and
     where `base` partitions, a request over a cut link fails back to its sender
-    (`refuse_cut`). Two observers run, so that the answers to Fetches looking for the leader
-    are held too. With snapshots, the driver's validation of a fetched snapshot is slow now and
-    then (`slow_validation`)."""
+    (`refuse_cut`); a request to a node that is down fails as a refused connection does
+    (`notice_breaks`: a follower's fetch timer runs out early, and never later than it
+    would have, refinement.invariants_timing). Two observers run, so that the answers to
+    Fetches looking for the leader are held too. With snapshots, the driver's validation of a
+    fetched snapshot is slow now and then (`slow_validation`)."""
     return replace(
         base,
         name=f"{base.name}+delays",
         hold_answer=0.15,
         refuse_cut=True,
+        notice_breaks=True,
         observers=max(base.observers, 2),
         slow_validation=0.5 if base.snapshots else 0.0,
         validate_ms=(2600, 6000) if base.snapshots else (0, 0),

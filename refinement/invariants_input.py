@@ -20,6 +20,10 @@ Each checker is a pure function returning a `Violation` or None:
   persists its vote before granting it"); a Prospective, Unattached or Voted replica alike.
 - `VoteRecordedOnlyWhenGranted`: handling a vote request records a vote only by granting it:
   a pre-vote (KIP-996) binds nothing, and a real vote refused leaves no vote behind.
+- `GrantedVoteLogUpToDate`: a vote or a pre-vote is granted only to a candidate whose log
+  (last epoch, end offset) is at least as up-to-date as the granting replica's at that step
+  (KIP-595; Kafka's `canGrantVote` in every state that grants), except a real vote granted
+  again to the candidate the replica already voted for in that epoch.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ OUT_OF_BOUNDS_REFUSED = "OutOfBoundsRefused"
 REJECTED_MESSAGE_CHANGES_NOTHING = "RejectedMessageChangesNothing"
 GRANTED_VOTE_IS_DURABLE = "GrantedVoteIsDurable"
 VOTE_RECORDED_ONLY_WHEN_GRANTED = "VoteRecordedOnlyWhenGranted"
+GRANTED_VOTE_LOG_UP_TO_DATE = "GrantedVoteLogUpToDate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,4 +191,50 @@ def vote_recorded_only_when_granted(
         f"node {node} recorded a vote for {after.voted_for} in epoch {after.epoch} (was"
         f" {before}) on {'a pre-vote' if req.pre_vote else 'a vote'} request of"
         f" {req.candidate} and {answer}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Granter:
+    """What GrantedVoteLogUpToDate reads of a replica as a vote request reaches it."""
+
+    state: ReplicaState
+    epoch: Epoch
+    voted_for: ReplicaKey | None
+    last_epoch: Epoch
+    end_offset: Offset
+
+
+def granted_vote_log_up_to_date(
+    node: NodeId, before: Granter, req: VoteRequest, resp: VoteResponse | None
+) -> Violation | None:
+    """GrantedVoteLogUpToDate: a granted answer, to a vote or a pre-vote, went to a candidate
+    whose log is at least as up-to-date as the granting replica's (`before`: the replica as
+    the request reached it; handling a vote request moves no log): a larger last epoch, or
+    the same and an end offset at least as large (KIP-595 "Vote"). Kafka 4.3.1 checks it in
+    every state that grants (`canGrantVote` of UnattachedState, with or without a vote (our
+    Voted), and ProspectiveState through `QuorumState.unattachedOrProspectiveCanGrantVote`;
+    of FollowerState, CandidateState and ResignedState for a pre-vote, KIP-996). The one
+    grant without it is a real vote granted again to the candidate this replica already
+    voted for in this epoch (the log was compared when the vote was cast). Compared as
+    tuples here, not with the core's `log_up_to_date`."""
+    if resp is None or not resp.vote_granted:
+        return None
+    if (
+        not req.pre_vote
+        and before.epoch == req.candidate_epoch
+        and before.voted_for is not None
+        and VoterSet((before.voted_for,)).contains(req.candidate)
+    ):
+        return None
+    theirs = (int(req.last_epoch), int(req.last_end_offset))
+    mine = (int(before.last_epoch), int(before.end_offset))
+    if theirs >= mine:
+        return None
+    kind = "pre-vote" if req.pre_vote else "vote"
+    return Violation(
+        GRANTED_VOTE_LOG_UP_TO_DATE,
+        f"node {node} ({before.state.value}, epoch {before.epoch}, log (last epoch, end"
+        f" offset) {mine}) granted its {kind} in epoch {req.candidate_epoch} to"
+        f" {req.candidate}, whose log is {theirs}",
     )

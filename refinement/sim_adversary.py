@@ -28,8 +28,8 @@ A Fetch answer in the leader's name that names a past epoch (as one delayed acro
 re-election would) is dropped as no longer relevant, whatever it carries.
 A stranger's vote request of the next epoch reaches leaders, now and then one that just held a
 Fetch, so that the answers of a step-down are checked (refinement.invariants_effects).
-GrantedVoteIsDurable is checked on every granted vote under every profile (it draws nothing,
-so traces are unchanged).
+GrantedVoteIsDurable and GrantedVoteLogUpToDate are checked on every granted vote under
+every profile (they draw nothing, so traces are unchanged).
 """
 
 from __future__ import annotations
@@ -609,6 +609,23 @@ def _end_not_successor(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
+def _end_second_leader(t: Target, _rng: random.Random) -> Forgery | None:
+    """Another replica resigning as the leader of our epoch, naming us its first successor,
+    while we follow the leader we know of that epoch. Only our own leader's resignation
+    makes a follower stand early (KIP-595; Kafka 4.3.1's handleEndQuorumEpochRequest
+    overrides the fetch timeout only when `FollowerState.leaderId()` is the request's
+    leader; its maybeTransition first throws IllegalStateException on the inconsistent
+    leader, so Kafka prescribes no answer). Nothing moves, the fetch timer included."""
+    known = t.leader_id
+    if known is None or known == t.key.id or t.state is not F:
+        return None
+    other = next((p.id for p in t.peers if p.id not in (known, t.key.id)), None)
+    if other is None:
+        return None
+    msg = EndQuorumEpochRequest(t.cluster_id, other, t.epoch, (t.key.id,))
+    return _forgery("EndQuorumEpochRequest of a second leader", other, msg, None, quiet=True)
+
+
 def _fetch(t: Target, **kw: int) -> FetchRequest:
     return FetchRequest(
         cluster_id=ClusterId(t.cluster_id),
@@ -889,6 +906,7 @@ _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("end-wrong-cluster", _end_wrong_cluster),
     ("end-stale", _end_stale),
     ("end-not-successor", _end_not_successor),
+    ("end-second-leader", _end_second_leader),
     ("fetch-wrong-cluster", _fetch_wrong_cluster),
     ("fetch-last-epoch-ahead", _fetch_last_epoch_ahead),
     ("fetch-future-epoch", _fetch_future_epoch),
@@ -920,6 +938,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "begin-second-leader": frozenset({F, L}),
     "begin-other-voter": frozenset({F}),
     "end-not-successor": frozenset({F}),
+    "end-second-leader": frozenset({F}),
     "fetch-past-end": frozenset({L}),
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
@@ -1121,11 +1140,18 @@ class SimAdversary(SimLiveness):
             super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
             return
         before = node.persisted
+        seen = None
+        if node.replica is not None:
+            v = node.replica.view()
+            seen = inp.Granter(v.state, v.epoch, v.voted_for, v.last_epoch, v.end_offset)
         self._vote_answer = None
         super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+        answer = self._last_vote_answer()
         found = inp.vote_recorded_only_when_granted(
-            node.id, before, node.persisted, answering, self._last_vote_answer()
+            node.id, before, node.persisted, answering, answer
         )
+        if found is None and seen is not None:
+            found = inp.granted_vote_log_up_to_date(node.id, seen, answering, answer)
         if found is not None:
             self._violation(found.name, found.detail)
 

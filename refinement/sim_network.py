@@ -173,13 +173,15 @@ class SimNetwork(SimBase):
             if replica is None and type(msg) in _REQUEST_TYPES:
                 # Connection refused: the sender learns it after a round trip.
                 src = self._nodes[NodeId(src_id)]
-                self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
+                failed = (dst.id, msg, src.inc, True)
+                self._push(self.now + self._delay(), _SEND_FAILED, src, failed)
             return
         if self._blocked and (src_id, dst.id) in self._blocked:
             self._drop(src_id, dst.id, msg, "partition")
             if self._profile.refuse_cut and type(msg) in _REQUEST_TYPES:
                 src = self._nodes[NodeId(src_id)]
-                self._push(self.now + self._delay(), _SEND_FAILED, src, (dst.id, msg, src.inc))
+                failed = (dst.id, msg, src.inc, False)  # not refused: no connection
+                self._push(self.now + self._delay(), _SEND_FAILED, src, failed)
             return
         mtype = type(msg)
         if mtype is EndQuorumEpochResponse and self._check:
@@ -275,11 +277,12 @@ class SimNetwork(SimBase):
         self._step(node, Tick(self.now), None, None, None, is_tick=True)
 
     def _send_failed(self, src: _Node, payload: tuple[object, ...]) -> None:
-        dst_id, request, inc = payload
+        dst_id, request, inc, refused = payload
         if src.replica is None or src.inc != inc:
             return
         assert isinstance(dst_id, int) and isinstance(request, _REQUEST_MESSAGES)
-        broken = self._profile.notice_breaks  # refused: the node is down
+        # Refused (the node is down) breaks the connection; a cut link only fails the request.
+        broken = self._profile.notice_breaks and refused is True
         if self._check and type(request) is EndQuorumEpochRequest:
             self._ledger.end_settled(src.id, NodeId(dst_id))
         # Built as the node's driver builds it (kraft.server.peers, a request timeout or an

@@ -1,7 +1,7 @@
 """Scenario tests of the follower's fetch timer when its connection to the leader breaks: a
 voter that sees the connection to its leader refused or reset under a Fetch of this epoch
 stands within a quarter election timeout (this project's deviation, README), not a whole fetch
-timeout later. The simulator's profiles do not break connections; this drives it."""
+timeout later. Of the simulator's profiles only `+delays` break connections; this drives it."""
 
 from __future__ import annotations
 
