@@ -1,0 +1,95 @@
+"""Scenario tests of two rules the simulator's sweep of seed 41's sample did not reach:
+
+- the idempotent-producer table lives in the log (kraft.core.producers: any replica rebuilds it
+  by reading its log in order), so a follower that installs a snapshot keeps none of the batches
+  its log held before: its table is what a restart on the same storage rebuilds, and a
+  producer's resend of a batch that is now only inside the snapshot is not answered from a
+  batch the log no longer holds;
+- a broken connection to the leader cuts the fetch timer of a VOTER only (the deviation
+  documented on FollowerRole.leader_connection_broke: it hastens a pre-vote): an observer never
+  stands, so its fetch timer keeps the full fetch timeout and it goes on following.
+"""
+
+from __future__ import annotations
+
+from memory_logs import key
+from scenario_harness import CLUSTER, Cluster, committed
+
+from kraft.core.effects import AppendResult
+from kraft.core.events import ClientAppend, CreateSnapshot, SendFailed
+from kraft.core.messages import FetchRequest
+from kraft.core.vocabulary import ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset, ProducerId
+
+P = ProducerId(41)
+ELECTION_TIMEOUT_MS = 1000
+FETCH_TIMEOUT_MS = 2000
+
+
+def _leader(c: Cluster) -> int:
+    c.run_until(
+        lambda: (
+            (ld := c.leader()) is not None
+            and all(c.view(i).leader_id == ld for i in c.nodes)
+            and all(c.view(i).end_offset == c.view(ld).end_offset > 0 for i in c.nodes)
+        )
+    )
+    leader = c.leader()
+    assert leader is not None
+    return leader
+
+
+def test_a_snapshot_install_leaves_the_producer_table_to_what_the_log_holds() -> None:
+    c = Cluster(3, seed=41, snapshots=True, election_timeout_ms=ELECTION_TIMEOUT_MS)
+    lead = _leader(c)
+    behind = next(i for i in c.nodes if i != lead)
+    # An idempotent batch, committed and on every log: the follower's table holds it.
+    effects = c.step(lead, ClientAppend(c.now, ((None, b"p0"),), 1, P, 0))
+    [result] = [e for e in effects if isinstance(e, AppendResult)]
+    assert result.error is ErrorCode.NONE
+    committed(c, lead, 1)
+    c.run_until(lambda: c.view(behind).end_offset == c.view(lead).end_offset)
+    assert [b.producer for b in c.r(behind).producer_batches()] == [P]
+    # Cut off, it misses more appends; the leader snapshots past them and its log starts there.
+    c.isolate(behind)
+    committed(c, lead, 6)
+    c.run(c.now + 3 * FETCH_TIMEOUT_MS // 2)
+    hwm = c.view(lead).high_watermark
+    assert hwm is not None
+    c.step(lead, CreateSnapshot(c.now, hwm))
+    c.run_until(lambda: c.view(lead).log_start_offset == hwm)
+    c.heal()
+    c.run_until(lambda: c.view(behind).log_start_offset == hwm)
+    # Installed: its log starts at the snapshot's end and holds no producer batch, so neither
+    # does its table, just as a restart on that storage rebuilds it.
+    assert c.r(behind).producer_batches() == ()
+    c.crash(behind)
+    c.start(behind)
+    assert c.r(behind).producer_batches() == ()
+
+
+def test_an_observers_broken_leader_connection_leaves_its_fetch_timer_alone() -> None:
+    c = Cluster(3, observers=1, seed=41, election_timeout_ms=ELECTION_TIMEOUT_MS,
+                fetch_timeout_ms=FETCH_TIMEOUT_MS)  # fmt: skip
+    observer = 4
+    lead = _leader(c)
+    epoch = c.view(observer).epoch
+    assert c.view(observer).state is ReplicaState.FOLLOWER
+    c.isolate(observer)  # no answer from the leader resets its fetch timer from now on
+    deadline = c.r(observer)._fetch_deadline
+    assert deadline is not None and deadline > c.now + ELECTION_TIMEOUT_MS // 4
+    fetch = FetchRequest(CLUSTER, key(observer), Epoch(epoch), Offset(0), Epoch(0), Offset(0))
+    c.step(observer, SendFailed(c.now, NodeId(lead), fetch, broken=True))
+    assert c.r(observer)._fetch_deadline == deadline
+    seen = len(c.nodes[observer].states)
+    c.run(c.now + ELECTION_TIMEOUT_MS // 4)
+    assert c.nodes[observer].states[seen:] == []
+    assert c.view(observer).state is ReplicaState.FOLLOWER
+    # A voter in the same place has its timer cut to within a quarter of an election timeout.
+    voter = next(i for i in c.nodes if i not in (lead, observer))
+    c.isolate(voter)
+    fetch = FetchRequest(CLUSTER, key(voter), Epoch(epoch), Offset(0), Epoch(0), Offset(0))
+    c.step(voter, SendFailed(c.now, NodeId(lead), fetch, broken=True))
+    cut = c.r(voter)._fetch_deadline
+    assert cut is not None and cut < c.now + ELECTION_TIMEOUT_MS // 4
