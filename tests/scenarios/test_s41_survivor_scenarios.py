@@ -1,4 +1,4 @@
-"""Scenario tests of two rules the simulator's sweep of seed 41's sample did not reach:
+"""Scenario tests of three rules the simulator's sweep of seed 41's sample did not reach:
 
 - the idempotent-producer table lives in the log (kraft.core.producers: any replica rebuilds it
   by reading its log in order), so a follower that installs a snapshot keeps none of the batches
@@ -7,17 +7,32 @@
   batch the log no longer holds;
 - a broken connection to the leader cuts the fetch timer of a VOTER only (the deviation
   documented on FollowerRole.leader_connection_broke: it hastens a pre-vote): an observer never
-  stands, so its fetch timer keeps the full fetch timeout and it goes on following.
+  stands, so its fetch timer keeps the full fetch timeout and it goes on following;
+- a voter added while leading brings the progress of the observer entry of its own replica id,
+  not that of an observer entry whose key (claimed by a Fetch from another node) is a voter's.
 """
 
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster, committed
+from scenario_harness import (
+    CLUSTER,
+    Cluster,
+    DynamicCluster,
+    committed,
+    controller_endpoints,
+    elect,
+)
 
 from kraft.core.effects import AppendResult
-from kraft.core.events import ClientAppend, CreateSnapshot, SendFailed
-from kraft.core.messages import FetchRequest
+from kraft.core.events import (
+    ClientAppend,
+    CreateSnapshot,
+    Receive,
+    SendFailed,
+    VoterVersionsChecked,
+)
+from kraft.core.messages import AddVoterRequest, FetchRequest
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, ProducerId
@@ -93,3 +108,32 @@ def test_an_observers_broken_leader_connection_leaves_its_fetch_timer_alone() ->
     c.step(voter, SendFailed(c.now, NodeId(lead), fetch, broken=True))
     cut = c.r(voter)._fetch_deadline
     assert cut is not None and cut < c.now + ELECTION_TIMEOUT_MS // 4
+
+
+def test_a_new_voter_brings_its_own_progress_not_that_of_a_key_claiming_another_voter() -> None:
+    """A Fetch's claimed replica key is believed as sent (README: no authentication), so a
+    sender that is not a voter but claims a voter's key is kept as an observer under that key.
+    When a voter is added later, its progress is the one it earned fetching as an observer
+    under its own key: the leader takes the observer entry of the same replica id only."""
+    c = DynamicCluster(3, observers=1, seed=7, election_timeout_ms=1000, fetch_timeout_ms=2000)
+    new = 4
+    c.crash(new)  # it starts fetching only after the forged key is on record
+    lead = elect(c)
+    claimed = next(i for i in (1, 2, 3) if i != lead)
+    epoch = c.view(lead).epoch
+    forged = FetchRequest(CLUSTER, key(claimed), Epoch(epoch), Offset(0), Epoch(0), Offset(0))
+    c.step(lead, Receive(c.now, NodeId(new), forged))
+    c.start(new)
+    c.append(lead, b"x")
+    end = c.view(lead).end_offset
+    c.run_until(lambda: c.view(lead).high_watermark == end and c.view(new).end_offset == end)
+    c.step(lead, Receive(c.now, NodeId(-1), AddVoterRequest(CLUSTER, key(new),
+                                                            controller_endpoints(new)), reply_to=1))  # fmt: skip
+    c.step(lead, VoterVersionsChecked(c.now, NodeId(new), ErrorCode.NONE, (0, 1)))
+    assert c.view(lead).voters == (1, 2, 3, new)
+    quorum = c.r(lead).describe_quorum()
+    assert quorum is not None
+    voters = sorted(d.replica.id for d in quorum.voters)
+    assert voters == [1, 2, 3, new]
+    assert [d for d in quorum.voters if d.replica.id == new][0].replica == key(new)
+    assert new not in [d.replica.id for d in quorum.observers]
