@@ -127,13 +127,13 @@ def test_a_new_voter_brings_its_own_progress_not_that_of_a_key_claiming_another_
     c.append(lead, b"x")
     end = c.view(lead).end_offset
     c.run_until(lambda: c.view(lead).high_watermark == end and c.view(new).end_offset == end)
-    c.step(lead, Receive(c.now, NodeId(-1), AddVoterRequest(CLUSTER, key(new),
-                                                            controller_endpoints(new)), reply_to=1))  # fmt: skip
+    add = AddVoterRequest(CLUSTER, key(new), controller_endpoints(new))
+    c.step(lead, Receive(c.now, NodeId(-1), add, reply_to=1))  # an admin client: no node id
     c.step(lead, VoterVersionsChecked(c.now, NodeId(new), ErrorCode.NONE, (0, 1)))
     assert c.view(lead).voters == (1, 2, 3, new)
     quorum = c.r(lead).describe_quorum()
     assert quorum is not None
     voters = sorted(d.replica.id for d in quorum.voters)
     assert voters == [1, 2, 3, new]
-    assert [d for d in quorum.voters if d.replica.id == new][0].replica == key(new)
+    assert next(d for d in quorum.voters if d.replica.id == new).replica == key(new)
     assert new not in [d.replica.id for d in quorum.observers]
