@@ -42,7 +42,12 @@ arguments. Nothing in such a right-hand side runs code of the program, reads eit
 indexes or divides (no KeyError, IndexError or ZeroDivisionError to tell which ran first), so
 the state after the pair is the same either way. A subscript target, a method call or any other
 call keeps the swap. "Property" and "frozen dataclass" are read from every core file (`generate`
-passes them; `mutants_of_source` alone sees its own file). Skipping a site changes no other
+passes them; `mutants_of_source` alone sees its own file). A field is "no property" when no core
+class defines a property of that name, except a field of the method's own instance: in a method
+(undecorated, its first parameter never rebound) of a class with no base, no decorator, no
+subclass in the core and no `__setattr__`/`__getattr__`-like hook, `self.voters` is a property
+only if that class defines one or binds the name in its body (`self` is then of that class
+exactly), whatever other classes call their properties. Skipping a site changes no other
 mutant's id: an id hashes the site's own text, and the occurrence number counts only identical
 sites, which are skipped alike.
 
@@ -141,14 +146,18 @@ class Facts:
     properties: frozenset[str] = frozenset()
     immutable: frozenset[str] = frozenset()
     hooks: frozenset[str] = frozenset()  # the dunder methods the modules define
+    subclassed: frozenset[str] = frozenset()  # the names of the bases of the modules' classes
 
     @staticmethod
     def of(sources: Iterable[str]) -> Facts:
         props: set[str] = set()
         immutable: set[str] = set()
         hooks: set[str] = set()
+        bases: set[str] = set()
         for source in sources:
             for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ClassDef):
+                    bases.update(_name_of(b) for b in node.bases)
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     if node.name.startswith("__") and node.name.endswith("__"):
                         hooks.add(node.name)
@@ -163,7 +172,63 @@ class Facts:
                     methods = [b for b in node.body if isinstance(b, ast.FunctionDef)]
                     if all(b.name != "__post_init__" for b in methods):
                         immutable.add(node.name)
-        return Facts(frozenset(props), frozenset(immutable), frozenset(hooks))
+        return Facts(frozenset(props), frozenset(immutable), frozenset(hooks), frozenset(bases))
+
+
+def _name_of(e: ast.expr) -> str:
+    """The name a base class expression ends in (`Base`, `mod.Base`, `Generic[T]` -> Generic)."""
+    if isinstance(e, ast.Subscript):
+        e = e.value
+    if isinstance(e, ast.Name):
+        return e.id
+    return e.attr if isinstance(e, ast.Attribute) else ""
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+_ATTRIBUTE_HOOKS = frozenset({"__setattr__", "__getattr__", "__getattribute__", "__delattr__"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Self:
+    """Inside a method of a class `C` that has no base, no decorator, no subclass in the core
+    and no attribute hook: `name` (the first parameter, never rebound) is a `C` itself, so an
+    attribute `name.attr` is a property only if `C` defines one (`props`); `C`'s own names
+    bound in its body to a value (a descriptor may hide there) count as properties too."""
+
+    name: str
+    props: frozenset[str]
+
+
+def _self_of(
+    cls: ast.ClassDef, fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts
+) -> _Self | None:
+    if cls.bases or cls.keywords or cls.decorator_list or cls.name in facts.subclassed:
+        return None
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if fn.decorator_list or not params:
+        return None
+    name = params[0].arg
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return None
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return None
+        if isinstance(node, ast.arg) and node is not params[0] and node.arg == name:
+            return None
+    props: set[str] = set()
+    for b in cls.body:
+        if isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef):
+            if b.name in _ATTRIBUTE_HOOKS:
+                return None
+            if any(_name_of(d) in _PROPERTY_DECORATORS for d in b.decorator_list):
+                props.add(b.name)
+        elif isinstance(b, ast.Assign):
+            props.update(t.id for t in b.targets if isinstance(t, ast.Name))
+        elif (
+            isinstance(b, ast.AnnAssign) and b.value is not None and isinstance(b.target, ast.Name)
+        ):
+            props.add(b.target.id)
+    return _Self(name, frozenset(props))
 
 
 def _frozen_dataclass(cls: ast.ClassDef) -> bool:
@@ -283,9 +348,11 @@ def _is_effect(stmt: ast.stmt) -> bool:
     return False
 
 
-def _assigned_attrs(stmt: ast.stmt, facts: Facts, postponed: bool) -> list[str] | None:
+def _assigned_attrs(
+    stmt: ast.stmt, facts: Facts, postponed: bool, me: _Self | None = None
+) -> list[str] | None:
     """The attribute names a plain assignment to `name.attr` targets writes, or None if
-    `stmt` is not one (see the module docstring)."""
+    `stmt` is not one (see the module docstring); `me`: the method's own instance, if known."""
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and postponed:
@@ -294,7 +361,10 @@ def _assigned_attrs(stmt: ast.stmt, facts: Facts, postponed: bool) -> list[str] 
         return None
     out: list[str] = []
     for t in targets:
-        if not isinstance(t, ast.Attribute) or t.attr in facts.properties:
+        if not isinstance(t, ast.Attribute):
+            return None
+        own = me is not None and isinstance(t.value, ast.Name) and t.value.id == me.name
+        if t.attr in (me.props if own and me is not None else facts.properties):
             return None
         if not _attribute_chain(t.value, facts):
             return None
@@ -350,11 +420,13 @@ def _inert(e: ast.expr, facts: Facts, avoid: set[str]) -> bool:
     return False
 
 
-def independent(a: ast.stmt, b: ast.stmt, facts: Facts, postponed: bool = True) -> bool:
+def independent(
+    a: ast.stmt, b: ast.stmt, facts: Facts, postponed: bool = True, me: _Self | None = None
+) -> bool:
     """Whether swapping the adjacent statements `a; b` gives the same program by construction
     (the rule of the module docstring)."""
-    ta = _assigned_attrs(a, facts, postponed)
-    tb = _assigned_attrs(b, facts, postponed)
+    ta = _assigned_attrs(a, facts, postponed, me)
+    tb = _assigned_attrs(b, facts, postponed, me)
     if ta is None or tb is None:
         return False
     names = set(ta) | set(tb)
@@ -372,6 +444,8 @@ class _Collector:
         self._scope: list[str] = []
         self._facts = facts or Facts()
         self._postponed = postponed
+        self._class: ast.ClassDef | None = None  # the class whose body is being walked
+        self._self: _Self | None = None
 
     def add(self, site: _Site) -> None:
         self.sites.append((".".join(self._scope), site))
@@ -385,7 +459,7 @@ class _Collector:
         for i in range(len(body) - 1):
             a, b = body[i], body[i + 1]
             if effects[i] and effects[i + 1] and ast.dump(a) != ast.dump(b):
-                if independent(a, b, self._facts, self._postponed):
+                if independent(a, b, self._facts, self._postponed, self._self):
                     continue
                 original = f"{ast.unparse(a)}; {ast.unparse(b)}"
                 replacement = f"{ast.unparse(b)}; {ast.unparse(a)}"
@@ -397,14 +471,21 @@ class _Collector:
                 return
             for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
                 self.expr(d)
+            saved = self._class, self._self
+            self._self = None if self._class is None else _self_of(self._class, s, self._facts)
+            self._class = None
             self._scope.append(s.name)
             self.block(s.body)
             self._scope.pop()
+            self._class, self._self = saved
             return
         if isinstance(s, ast.ClassDef):
+            saved = self._class, self._self
+            self._class, self._self = s, None
             self._scope.append(s.name)
             self.block(s.body, enum_body=_is_enum(s))
             self._scope.pop()
+            self._class, self._self = saved
             return
         if isinstance(s, ast.Assert | ast.Raise | ast.Import | ast.ImportFrom | ast.Pass):
             return

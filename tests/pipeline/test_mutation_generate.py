@@ -150,3 +150,59 @@ def test_a_swap_of_the_same_field_or_a_dependent_pair_is_kept():
     assert "a.x = 1; b.x = 2" in swapped  # a and b may be one object
     assert "a.y = 1; b.z = a.y" in swapped
     assert "b.x = 2; a.y = 1" not in swapped
+
+
+OWN_FIELDS = """
+from __future__ import annotations
+
+
+class Other:
+    @property
+    def voters(self) -> int:
+        return 0
+
+
+class State:
+    def __init__(self) -> None:
+        self.voters: dict[int, int] = {}
+        self.observers: dict[int, int] = {}
+        self.count = 0
+
+
+class Kept:
+    voters = Other()
+
+    def __init__(self) -> None:
+        self.voters: dict[int, int] = {}
+        self.observers: dict[int, int] = {}
+
+
+class Base:
+    def reset(self, other: Base) -> None:
+        self.voters: dict[int, int] = {}
+        self.observers: dict[int, int] = {}
+        other.voters = {}
+        other.observers = {}
+
+
+class Sub(Base):
+    pass
+"""
+
+
+def test_own_fields_of_a_plain_class_are_no_property_named_elsewhere():
+    swaps = [
+        m for m in mutants_of_source("kraft/core/x.py", OWN_FIELDS) if m.operator == "stmt-swap"
+    ]
+    by_function: dict[str, set[str]] = {}
+    for m in swaps:
+        by_function.setdefault(m.function, set()).add(m.original)
+    # `voters` is a property of Other, but State's own `self.voters` cannot be one: State has
+    # no base, no subclass and no property of that name, so no pair of its __init__ is swapped.
+    assert "State.__init__" not in by_function
+    # Kept binds `voters` in its body (a descriptor may hide there), Base has a subclass, and
+    # `other` is not the method's own instance: those swaps stay.
+    pair = "self.voters: dict[int, int] = {}; self.observers: dict[int, int] = {}"
+    assert by_function["Kept.__init__"] == {pair}
+    assert pair in by_function["Base.reset"]
+    assert "other.voters = {}; other.observers = {}" in by_function["Base.reset"]
