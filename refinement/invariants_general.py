@@ -8,6 +8,12 @@ delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
   a pre-vote records no vote, so two leaders of one epoch could follow from counting it).
   The voter set is the one the replica held just before the step it won in (the set it
   counts against); a grant is a fact of its epoch, so grants are kept across restarts.
+- CandidateByPreVotes: likewise a Prospective that becomes Candidate (with pre-vote on)
+  holds pre-vote grants of a majority of its voter set in its epoch: granted answers with
+  no error to its pre-vote VoteRequests of that epoch (its own counts). A late grant of a
+  real vote of an earlier candidacy in the same epoch is not a pre-vote (the voter granted
+  a vote it may since have given up by moving on, and KIP-996 counts answers per round).
+  A Prospective told UNSUPPORTED_VERSION stands at once (Kafka), so that step is exempt.
 - ActionTakenForEveryHandledMessage: every message a replica handles (one it did not refuse
   as out of bounds, MessageRefused) yields the spec action that handles it, once: a trace
   with a handled message and no Handle... action, or with two, does not refine the spec. A
@@ -52,11 +58,13 @@ from kraft.ids import Epoch, NodeId, Offset
 from refinement.invariants import Violation
 
 LEADER_ELECTED_BY_VOTES = "LeaderElectedByVotes"
+CANDIDATE_BY_PRE_VOTES = "CandidateByPreVotes"
 ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE = "ActionTakenForEveryHandledMessage"
 COMMIT_AFTER_HIGH_WATERMARK = "CommitAfterHighWatermark"
 
 GENERAL_CHECKERS = (
     LEADER_ELECTED_BY_VOTES,
+    CANDIDATE_BY_PRE_VOTES,
     ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
     COMMIT_AFTER_HIGH_WATERMARK,
 )
@@ -88,6 +96,49 @@ def real_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | N
     if in_reply_to.candidate_epoch != msg.leader_epoch:
         return None
     return msg.leader_epoch
+
+
+def pre_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | None:
+    """The epoch in which `msg` grants its receiver a pre-vote, or None (an answer whose
+    request is unknown is taken as one, to stay silent rather than guess)."""
+    if not msg.vote_granted or msg.error is not ErrorCode.NONE:
+        return None
+    if in_reply_to is None:
+        return msg.leader_epoch
+    if not isinstance(in_reply_to, VoteRequest) or not in_reply_to.pre_vote:
+        return None
+    if in_reply_to.candidate_epoch != msg.leader_epoch:
+        return None
+    return msg.leader_epoch
+
+
+def candidate_by_pre_votes(
+    node: NodeId,
+    effects: Sequence[Effect],
+    *,
+    epoch: Epoch,
+    voters: Collection[NodeId],
+    granted: dict[Epoch, set[NodeId]],
+) -> Violation | None:
+    """CandidateByPreVotes over one step's effects (pre-vote on, no UNSUPPORTED_VERSION
+    answer in the step); `epoch` and `voters` are the replica's before the step, `granted`
+    the pre-votes it was delivered, by epoch."""
+    if not voters:
+        return None
+    for e in effects:
+        if type(e) is not StateChanged:
+            continue
+        assert isinstance(e, StateChanged)
+        if e.old is not ReplicaState.PROSPECTIVE or e.new is not ReplicaState.CANDIDATE:
+            continue
+        votes = (granted.get(epoch, set()) | {node}) & set(voters)
+        if 2 * len(votes) <= len(voters):
+            return Violation(
+                CANDIDATE_BY_PRE_VOTES,
+                f"node {node} went Prospective -> Candidate from epoch {epoch} with pre-votes"
+                f" of {sorted(votes)} only, not a majority of its voters {sorted(voters)}",
+            )
+    return None
 
 
 def leader_elected_by_votes(

@@ -161,6 +161,8 @@ class SimNetwork(SimBase):
         self._ledger = eff.EffectLedger(linger=config.timing.append_linger_ms > 0)
         # LeaderElectedByVotes' ghost: the real votes delivered to each replica, by epoch.
         self._real_votes: dict[NodeId, dict[Epoch, set[NodeId]]] = {}
+        # CandidateByPreVotes' ghost: the pre-votes delivered to each replica, by epoch.
+        self._pre_votes: dict[NodeId, dict[Epoch, set[NodeId]]] = {}
         self._next_token = _FIRST_TOKEN
         # Whether the step being applied truncated the node's log (_log_truncated after it).
         self._truncated = False
@@ -193,6 +195,10 @@ class SimNetwork(SimBase):
             if voted is not None:
                 votes = self._real_votes.setdefault(dst.id, {})
                 votes.setdefault(voted, set()).add(NodeId(src_id))
+            pre = gen.pre_vote_epoch(msg, cast(Request | None, in_reply_to))
+            if pre is not None:
+                pres = self._pre_votes.setdefault(dst.id, {})
+                pres.setdefault(pre, set()).add(NodeId(src_id))
         if mtype is EndQuorumEpochResponse and self._check:
             self._ledger.end_settled(dst.id, NodeId(src_id))
         if mtype in _REQUEST_TYPES:
@@ -507,6 +513,23 @@ class SimNetwork(SimBase):
         found = gen.leader_elected_by_votes(
             node.id, effects, voters=voters, granted=self._real_votes.get(node.id, {})
         )
+        replica = node.replica
+        if (
+            found is None
+            and getattr(replica, "pre_vote_enabled", True)
+            and not (
+                type(event) is Receive
+                and type(event.message) is VoteResponse
+                and event.message.error is ErrorCode.UNSUPPORTED_VERSION
+            )
+        ):
+            found = gen.candidate_by_pre_votes(
+                node.id,
+                effects,
+                epoch=before.epoch,
+                voters=voters,
+                granted=self._pre_votes.get(node.id, {}),
+            )
         if found is None and type(event) is Receive:
             assert isinstance(event, Receive)
             found = gen.action_taken_for_handled_message(
