@@ -50,6 +50,7 @@ from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
 from refinement import invariants_answers as answers
 from refinement import invariants_effects as eff
+from refinement import invariants_general as gen
 from refinement import invariants_leader as ldr
 from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
@@ -158,6 +159,10 @@ class SimNetwork(SimBase):
         # The effect contract (refinement.invariants_effects): the reply token each delivered
         # request carries, and what each running incarnation was given and has not answered.
         self._ledger = eff.EffectLedger(linger=config.timing.append_linger_ms > 0)
+        # LeaderElectedByVotes' ghost: the real votes delivered to each replica, by epoch.
+        self._real_votes: dict[NodeId, dict[Epoch, set[NodeId]]] = {}
+        # CandidateByPreVotes' ghost: the pre-votes delivered to each replica, by epoch.
+        self._pre_votes: dict[NodeId, dict[Epoch, set[NodeId]]] = {}
         self._next_token = _FIRST_TOKEN
         # Whether the step being applied truncated the node's log (_log_truncated after it).
         self._truncated = False
@@ -184,6 +189,16 @@ class SimNetwork(SimBase):
                 self._push(self.now + self._delay(), _SEND_FAILED, src, failed)
             return
         mtype = type(msg)
+        if mtype is VoteResponse and self._check:
+            assert isinstance(msg, VoteResponse)
+            voted = gen.real_vote_epoch(msg, cast(Request | None, in_reply_to))
+            if voted is not None:
+                votes = self._real_votes.setdefault(dst.id, {})
+                votes.setdefault(voted, set()).add(NodeId(src_id))
+            pre = gen.pre_vote_epoch(msg, cast(Request | None, in_reply_to))
+            if pre is not None:
+                pres = self._pre_votes.setdefault(dst.id, {})
+                pres.setdefault(pre, set()).add(NodeId(src_id))
         if mtype is EndQuorumEpochResponse and self._check:
             self._ledger.end_settled(dst.id, NodeId(src_id))
         if mtype in _REQUEST_TYPES:
@@ -405,6 +420,7 @@ class SimNetwork(SimBase):
                     if type(event) is Receive:
                         self._check_answer_epoch(node, event, effects, before_view, after)
                     self._check_answers_sent(node, effects, before_view, after)
+                    self._check_general(node, event, effects, before_view)
         if monitor is not None and node.replica is not None:
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
@@ -486,6 +502,43 @@ class SimNetwork(SimBase):
         ):
             assert isinstance(event, Receive)
             self._note_counted_fetch(node, event, effects, before.epoch)
+        if found is not None:
+            self._violation(found.name, found.detail)
+
+    def _check_general(
+        self, node: _Node, event: Event, effects: list[Effect], before: ReplicaViewLike
+    ) -> None:
+        """The general step checkers (refinement.invariants_general)."""
+        voters: tuple[NodeId, ...] = getattr(before, "voters", ())
+        found = gen.leader_elected_by_votes(
+            node.id, effects, voters=voters, granted=self._real_votes.get(node.id, {})
+        )
+        replica = node.replica
+        if (
+            found is None
+            and getattr(replica, "pre_vote_enabled", True)
+            and not (
+                type(event) is Receive
+                and type(event.message) is VoteResponse
+                and event.message.error is ErrorCode.UNSUPPORTED_VERSION
+            )
+        ):
+            found = gen.candidate_by_pre_votes(
+                node.id,
+                effects,
+                epoch=before.epoch,
+                voters=voters,
+                granted=self._pre_votes.get(node.id, {}),
+            )
+        if found is None and type(event) is Receive:
+            assert isinstance(event, Receive)
+            found = gen.action_taken_for_handled_message(
+                node.id, event.message, effects, snapshots=node.snaps is not None
+            )
+        if found is None:
+            found = gen.commit_after_high_watermark(
+                node.id, effects, high_watermark=before.high_watermark
+            )
         if found is not None:
             self._violation(found.name, found.detail)
 

@@ -1,0 +1,214 @@
+"""General checkers of one replica step, over the effects it returned and what the simulator
+delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
+
+- LeaderElectedByVotes: a replica that becomes Leader in epoch e holds real votes of a
+  majority of its voter set, counted from the VoteResponses the simulator delivered to it:
+  granted, with no error, in epoch e, answering a VoteRequest of epoch e that was not a
+  pre-vote (its own vote counts, being a candidate). A pre-vote grant never counts (KIP-996:
+  a pre-vote records no vote, so two leaders of one epoch could follow from counting it).
+  The voter set is the one the replica held just before the step it won in (the set it
+  counts against); a grant is a fact of its epoch, so grants are kept across restarts.
+- CandidateByPreVotes: likewise a Prospective that becomes Candidate (with pre-vote on)
+  holds pre-vote grants of a majority of its voter set in its epoch: granted answers with
+  no error to its pre-vote VoteRequests of that epoch (its own counts). A late grant of a
+  real vote of an earlier candidacy in the same epoch is not a pre-vote (the voter granted
+  a vote it may since have given up by moving on, and KIP-996 counts answers per round).
+  A Prospective told UNSUPPORTED_VERSION stands at once (Kafka), so that step is exempt.
+- ActionTakenForEveryHandledMessage: every message a replica handles (one it did not refuse
+  as out of bounds, MessageRefused) yields the spec action that handles it, once: a trace
+  with a handled message and no Handle... action, or with two, does not refine the spec. A
+  Fetch may yield more than one HandleFetchRequest (a raised high watermark completes the
+  Fetches a leader holds in the same step); a FetchSnapshotResponse yields none in a replica
+  with no snapshot support (it ignores them).
+- CommitAfterHighWatermark: an AppendCommitted comes after, in the step's effects, the
+  HighWatermarkMoved that passed its last offset (or the step began with the high watermark
+  already past it): a driver reading the effects in order never learns of a commit before
+  the high watermark that decides it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from kraft.core.effects import (
+    ActionTaken,
+    AppendCommitted,
+    Effect,
+    HighWatermarkMoved,
+    MessageRefused,
+    StateChanged,
+)
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Request,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.core.vocabulary import Action, ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import Epoch, NodeId, Offset
+from refinement.invariants import Violation
+
+LEADER_ELECTED_BY_VOTES = "LeaderElectedByVotes"
+CANDIDATE_BY_PRE_VOTES = "CandidateByPreVotes"
+ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE = "ActionTakenForEveryHandledMessage"
+COMMIT_AFTER_HIGH_WATERMARK = "CommitAfterHighWatermark"
+
+GENERAL_CHECKERS = (
+    LEADER_ELECTED_BY_VOTES,
+    CANDIDATE_BY_PRE_VOTES,
+    ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
+    COMMIT_AFTER_HIGH_WATERMARK,
+)
+
+_HANDLE_ACTION: dict[type, Action] = {
+    VoteRequest: Action.HANDLE_VOTE_REQUEST,
+    VoteResponse: Action.HANDLE_VOTE_RESPONSE,
+    BeginQuorumEpochRequest: Action.HANDLE_BEGIN_QUORUM_EPOCH_REQUEST,
+    BeginQuorumEpochResponse: Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE,
+    EndQuorumEpochRequest: Action.HANDLE_END_QUORUM_EPOCH_REQUEST,
+    EndQuorumEpochResponse: Action.HANDLE_END_QUORUM_EPOCH_RESPONSE,
+    FetchRequest: Action.HANDLE_FETCH_REQUEST,
+    FetchResponse: Action.HANDLE_FETCH_RESPONSE,
+    FetchSnapshotRequest: Action.HANDLE_FETCH_SNAPSHOT_REQUEST,
+    FetchSnapshotResponse: Action.HANDLE_FETCH_SNAPSHOT_RESPONSE,
+}
+
+
+def real_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | None:
+    """The epoch in which `msg` grants its receiver a real vote, or None: a granted answer
+    with no error to a VoteRequest of that epoch that was not a pre-vote. An answer whose
+    request is unknown is taken as a vote (the checker stays silent rather than guess)."""
+    if not msg.vote_granted or msg.error is not ErrorCode.NONE:
+        return None
+    if in_reply_to is None:
+        return msg.leader_epoch
+    if not isinstance(in_reply_to, VoteRequest) or in_reply_to.pre_vote:
+        return None
+    if in_reply_to.candidate_epoch != msg.leader_epoch:
+        return None
+    return msg.leader_epoch
+
+
+def pre_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | None:
+    """The epoch in which `msg` grants its receiver a pre-vote, or None (an answer whose
+    request is unknown is taken as one, to stay silent rather than guess)."""
+    if not msg.vote_granted or msg.error is not ErrorCode.NONE:
+        return None
+    if in_reply_to is None:
+        return msg.leader_epoch
+    if not isinstance(in_reply_to, VoteRequest) or not in_reply_to.pre_vote:
+        return None
+    if in_reply_to.candidate_epoch != msg.leader_epoch:
+        return None
+    return msg.leader_epoch
+
+
+def candidate_by_pre_votes(
+    node: NodeId,
+    effects: Sequence[Effect],
+    *,
+    epoch: Epoch,
+    voters: Collection[NodeId],
+    granted: dict[Epoch, set[NodeId]],
+) -> Violation | None:
+    """CandidateByPreVotes over one step's effects (pre-vote on, no UNSUPPORTED_VERSION
+    answer in the step); `epoch` and `voters` are the replica's before the step, `granted`
+    the pre-votes it was delivered, by epoch."""
+    if not voters:
+        return None
+    for e in effects:
+        if type(e) is not StateChanged:
+            continue
+        assert isinstance(e, StateChanged)
+        if e.old is not ReplicaState.PROSPECTIVE or e.new is not ReplicaState.CANDIDATE:
+            continue
+        votes = (granted.get(epoch, set()) | {node}) & set(voters)
+        if 2 * len(votes) <= len(voters):
+            return Violation(
+                CANDIDATE_BY_PRE_VOTES,
+                f"node {node} went Prospective -> Candidate from epoch {epoch} with pre-votes"
+                f" of {sorted(votes)} only, not a majority of its voters {sorted(voters)}",
+            )
+    return None
+
+
+def leader_elected_by_votes(
+    node: NodeId,
+    effects: Sequence[Effect],
+    *,
+    voters: Collection[NodeId],
+    granted: dict[Epoch, set[NodeId]],
+) -> Violation | None:
+    """LeaderElectedByVotes over one step's effects; `voters` is the replica's voter set
+    before the step, `granted` the real votes it was delivered, by epoch."""
+    if not voters:
+        return None
+    for e in effects:
+        if type(e) is not StateChanged:
+            continue
+        assert isinstance(e, StateChanged)
+        if e.new is not ReplicaState.LEADER or e.old is ReplicaState.LEADER:
+            continue
+        votes = (granted.get(e.epoch, set()) | {node}) & set(voters)
+        if 2 * len(votes) <= len(voters):
+            return Violation(
+                LEADER_ELECTED_BY_VOTES,
+                f"node {node} became Leader in epoch {e.epoch} with real votes of"
+                f" {sorted(votes)} only, not a majority of its voters {sorted(voters)}",
+            )
+    return None
+
+
+def action_taken_for_handled_message(
+    node: NodeId, msg: Message, effects: Sequence[Effect], *, snapshots: bool
+) -> Violation | None:
+    """ActionTakenForEveryHandledMessage over the effects of the step that received `msg`."""
+    want = _HANDLE_ACTION.get(type(msg))
+    if want is None:
+        return None
+    if any(type(e) is MessageRefused for e in effects):
+        return None
+    count = sum(1 for e in effects if isinstance(e, ActionTaken) and e.action is want)
+    if count == 1:
+        return None
+    if count > 1 and type(msg) is FetchRequest:
+        return None
+    if count == 0 and type(msg) is FetchSnapshotResponse and not snapshots:
+        return None
+    return Violation(
+        ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
+        f"node {node} handled a {type(msg).__name__} with {count} {want.value} actions"
+        f" (want exactly one)",
+    )
+
+
+def commit_after_high_watermark(
+    node: NodeId, effects: Sequence[Effect], *, high_watermark: Offset | None
+) -> Violation | None:
+    """CommitAfterHighWatermark over one step's effects; `high_watermark` is the replica's
+    before the step (None: unknown)."""
+    hwm = high_watermark
+    for e in effects:
+        if type(e) is HighWatermarkMoved:
+            assert isinstance(e, HighWatermarkMoved)
+            if hwm is None or e.high_watermark > hwm:
+                hwm = e.high_watermark
+        elif type(e) is AppendCommitted:
+            assert isinstance(e, AppendCommitted)
+            if hwm is None or hwm <= e.last_offset:
+                return Violation(
+                    COMMIT_AFTER_HIGH_WATERMARK,
+                    f"node {node} said AppendCommitted(request {e.request_id},"
+                    f" [{e.first_offset}, {e.last_offset}]) with its high watermark at {hwm}"
+                    f" so far in the step (no HighWatermarkMoved past {e.last_offset} before it)",
+                )
+    return None
