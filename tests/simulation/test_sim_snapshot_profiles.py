@@ -84,13 +84,20 @@ def test_the_sweeps_reach_every_transfer_fault() -> None:
 
 
 def test_eventually_caught_up_fires_when_an_observer_cannot_catch_up() -> None:
-    """An observer that never gets a record (its Fetch answers that carry no error never
-    arrive; an error answer does, so it still learns the epochs, as AnswerEpochAdopted asks)
+    """An observer that never gets a record (its Fetch answers that carry no error are thrown
+    away unread; an error answer is read, so it still learns the epochs, as AnswerEpochAdopted asks)
     does not catch up after the faults heal: the liveness phase of disk-loss names it."""
+    from kraft.core.effects import ActionTaken
     from kraft.core.events import Event, Receive
     from kraft.core.messages import FetchResponse, FetchSnapshotResponse
+    from kraft.core.vocabulary import Action
     from kraft.errors import ErrorCode
     from refinement.sim import NodeSetup, SimReplica, core_replica_factory
+
+    HANDLED = {
+        FetchResponse: Action.HANDLE_FETCH_RESPONSE,
+        FetchSnapshotResponse: Action.HANDLE_FETCH_SNAPSHOT_RESPONSE,
+    }
 
     class Deaf:
         def __init__(self, inner: SimReplica) -> None:
@@ -105,7 +112,9 @@ def test_eventually_caught_up_fires_when_an_observer_cannot_catch_up() -> None:
                 and isinstance(event.message, FetchResponse | FetchSnapshotResponse)
                 and event.message.error is ErrorCode.NONE
             ):
-                return []
+                # Handled and thrown away: the step names its action (as every handled
+                # message must, ActionTakenForEveryHandledMessage) and does nothing else.
+                return [ActionTaken(HANDLED[type(event.message)])]
             return self.inner.step(event)  # type: ignore[return-value]
 
         def next_deadline_ms(self) -> int:
