@@ -83,33 +83,31 @@ _HANDLE_ACTION: dict[type, Action] = {
 }
 
 
-def real_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | None:
-    """The epoch in which `msg` grants its receiver a real vote, or None: a granted answer
-    with no error to a VoteRequest of that epoch that was not a pre-vote. An answer whose
-    request is unknown is taken as a vote (the checker stays silent rather than guess)."""
+def granted_epoch(
+    msg: VoteResponse, in_reply_to: Request | None, *, pre_vote: bool
+) -> Epoch | None:
+    """The epoch in which `msg` grants its receiver a real vote (`pre_vote` False) or a
+    pre-vote (True), or None: a granted answer with no error to a VoteRequest of that epoch of
+    that kind. An answer whose request is unknown is taken as either (the checkers stay silent
+    rather than guess)."""
     if not msg.vote_granted or msg.error is not ErrorCode.NONE:
         return None
     if in_reply_to is None:
         return msg.leader_epoch
-    if not isinstance(in_reply_to, VoteRequest) or in_reply_to.pre_vote:
+    if not isinstance(in_reply_to, VoteRequest) or in_reply_to.pre_vote is not pre_vote:
         return None
     if in_reply_to.candidate_epoch != msg.leader_epoch:
         return None
     return msg.leader_epoch
 
 
-def pre_vote_epoch(msg: VoteResponse, in_reply_to: Request | None) -> Epoch | None:
-    """The epoch in which `msg` grants its receiver a pre-vote, or None (an answer whose
-    request is unknown is taken as one, to stay silent rather than guess)."""
-    if not msg.vote_granted or msg.error is not ErrorCode.NONE:
-        return None
-    if in_reply_to is None:
-        return msg.leader_epoch
-    if not isinstance(in_reply_to, VoteRequest) or not in_reply_to.pre_vote:
-        return None
-    if in_reply_to.candidate_epoch != msg.leader_epoch:
-        return None
-    return msg.leader_epoch
+def _short_of_majority(
+    node: NodeId, voters: Collection[NodeId], grants: set[NodeId]
+) -> list[NodeId] | None:
+    """The voters that granted (the node's own vote counting), sorted, when they are no
+    majority of `voters`; None when they are."""
+    votes = (grants | {node}) & set(voters)
+    return sorted(votes) if 2 * len(votes) <= len(voters) else None
 
 
 def candidate_by_pre_votes(
@@ -131,12 +129,12 @@ def candidate_by_pre_votes(
         assert isinstance(e, StateChanged)
         if e.old is not ReplicaState.PROSPECTIVE or e.new is not ReplicaState.CANDIDATE:
             continue
-        votes = (granted.get(epoch, set()) | {node}) & set(voters)
-        if 2 * len(votes) <= len(voters):
+        short = _short_of_majority(node, voters, granted.get(epoch, set()))
+        if short is not None:
             return Violation(
                 CANDIDATE_BY_PRE_VOTES,
                 f"node {node} went Prospective -> Candidate from epoch {epoch} with pre-votes"
-                f" of {sorted(votes)} only, not a majority of its voters {sorted(voters)}",
+                f" of {short} only, not a majority of its voters {sorted(voters)}",
             )
     return None
 
@@ -158,12 +156,12 @@ def leader_elected_by_votes(
         assert isinstance(e, StateChanged)
         if e.new is not ReplicaState.LEADER or e.old is ReplicaState.LEADER:
             continue
-        votes = (granted.get(e.epoch, set()) | {node}) & set(voters)
-        if 2 * len(votes) <= len(voters):
+        short = _short_of_majority(node, voters, granted.get(e.epoch, set()))
+        if short is not None:
             return Violation(
                 LEADER_ELECTED_BY_VOTES,
                 f"node {node} became Leader in epoch {e.epoch} with real votes of"
-                f" {sorted(votes)} only, not a majority of its voters {sorted(voters)}",
+                f" {short} only, not a majority of its voters {sorted(voters)}",
             )
     return None
 

@@ -191,14 +191,10 @@ class SimNetwork(SimBase):
         mtype = type(msg)
         if mtype is VoteResponse and self._check:
             assert isinstance(msg, VoteResponse)
-            voted = gen.real_vote_epoch(msg, cast(Request | None, in_reply_to))
-            if voted is not None:
-                votes = self._real_votes.setdefault(dst.id, {})
-                votes.setdefault(voted, set()).add(NodeId(src_id))
-            pre = gen.pre_vote_epoch(msg, cast(Request | None, in_reply_to))
-            if pre is not None:
-                pres = self._pre_votes.setdefault(dst.id, {})
-                pres.setdefault(pre, set()).add(NodeId(src_id))
+            for pre_vote, ghost in ((False, self._real_votes), (True, self._pre_votes)):
+                epoch = gen.granted_epoch(msg, cast(Request | None, in_reply_to), pre_vote=pre_vote)
+                if epoch is not None:
+                    ghost.setdefault(dst.id, {}).setdefault(epoch, set()).add(NodeId(src_id))
         if mtype is EndQuorumEpochResponse and self._check:
             self._ledger.end_settled(dst.id, NodeId(src_id))
         if mtype in _REQUEST_TYPES:

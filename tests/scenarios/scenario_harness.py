@@ -321,6 +321,21 @@ def elect(c: Cluster) -> int:
     return lead
 
 
+def settled(c: Cluster) -> int:
+    """Run until one leader is followed by every node and every log ends where the leader's
+    does, past its LeaderChange record; the leader's id."""
+    c.run_until(
+        lambda: (
+            (ld := c.leader()) is not None
+            and all(c.view(i).leader_id == ld for i in c.nodes)
+            and all(c.view(i).end_offset == c.view(ld).end_offset > 0 for i in c.nodes)
+        )
+    )
+    lead = c.leader()
+    assert lead is not None
+    return lead
+
+
 def committed(c: Cluster, lead: int, n: int) -> int:
     """Append n values one by one; wait until the leader's HWM covers them."""
     for k in range(n):

@@ -22,6 +22,7 @@ from scenario_harness import (
     committed,
     controller_endpoints,
     elect,
+    settled,
 )
 
 from kraft.core.effects import AppendResult
@@ -42,22 +43,9 @@ ELECTION_TIMEOUT_MS = 1000
 FETCH_TIMEOUT_MS = 2000
 
 
-def _leader(c: Cluster) -> int:
-    c.run_until(
-        lambda: (
-            (ld := c.leader()) is not None
-            and all(c.view(i).leader_id == ld for i in c.nodes)
-            and all(c.view(i).end_offset == c.view(ld).end_offset > 0 for i in c.nodes)
-        )
-    )
-    leader = c.leader()
-    assert leader is not None
-    return leader
-
-
 def test_a_snapshot_install_leaves_the_producer_table_to_what_the_log_holds() -> None:
     c = Cluster(3, seed=41, snapshots=True, election_timeout_ms=ELECTION_TIMEOUT_MS)
-    lead = _leader(c)
+    lead = settled(c)
     behind = next(i for i in c.nodes if i != lead)
     # An idempotent batch, committed and on every log: the follower's table holds it.
     effects = c.step(lead, ClientAppend(c.now, ((None, b"p0"),), 1, P, 0))
@@ -88,7 +76,7 @@ def test_an_observers_broken_leader_connection_leaves_its_fetch_timer_alone() ->
     c = Cluster(3, observers=1, seed=41, election_timeout_ms=ELECTION_TIMEOUT_MS,
                 fetch_timeout_ms=FETCH_TIMEOUT_MS)  # fmt: skip
     observer = 4
-    lead = _leader(c)
+    lead = settled(c)
     epoch = c.view(observer).epoch
     assert c.view(observer).state is ReplicaState.FOLLOWER
     c.isolate(observer)  # no answer from the leader resets its fetch timer from now on

@@ -17,7 +17,7 @@ forged EndQuorumEpoch, and FetchTimeoutNotLate see them when a run gets there):
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster
+from scenario_harness import CLUSTER, Cluster, settled
 
 from kraft.core.effects import Effect, Send
 from kraft.core.events import Receive, SendFailed
@@ -38,15 +38,7 @@ def _settled() -> tuple[Cluster, int, int, int]:
     """Three voters following one leader, its LeaderChange record on every log: the leader, a
     follower and the third voter."""
     c = Cluster(3, seed=2, election_timeout_ms=ELECTION_TIMEOUT_MS, fetch_timeout_ms=2000)
-    c.run_until(
-        lambda: (
-            (ld := c.leader()) is not None
-            and all(c.view(i).leader_id == ld for i in c.nodes)
-            and all(c.view(i).end_offset == c.view(ld).end_offset > 0 for i in c.nodes)
-        )
-    )
-    leader = c.leader()
-    assert leader is not None
+    leader = settled(c)
     follower, third = (i for i in c.nodes if i != leader)
     return c, leader, follower, third
 

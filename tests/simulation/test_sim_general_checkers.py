@@ -46,12 +46,12 @@ def test_only_real_votes_of_the_epoch_count() -> None:
     grant = VoteResponse(ErrorCode.NONE, NodeId(2), Epoch(4), True)
     vote = VoteRequest(ClusterId("c"), ReplicaKey(N), Epoch(4), Epoch(3), Offset(0))
     pre = VoteRequest(ClusterId("c"), ReplicaKey(N), Epoch(4), Epoch(3), Offset(0), pre_vote=True)
-    assert gen.real_vote_epoch(grant, vote) == Epoch(4)
-    assert gen.real_vote_epoch(grant, pre) is None
-    assert gen.pre_vote_epoch(grant, pre) == Epoch(4)
-    assert gen.pre_vote_epoch(grant, vote) is None
+    assert gen.granted_epoch(grant, vote, pre_vote=False) == Epoch(4)
+    assert gen.granted_epoch(grant, pre, pre_vote=False) is None
+    assert gen.granted_epoch(grant, pre, pre_vote=True) == Epoch(4)
+    assert gen.granted_epoch(grant, vote, pre_vote=True) is None
     refused = VoteResponse(ErrorCode.NONE, NodeId(2), Epoch(4), False)
-    assert gen.real_vote_epoch(refused, vote) is None
+    assert gen.granted_epoch(refused, vote, pre_vote=False) is None
 
 
 def test_a_leader_needs_a_majority_of_real_votes() -> None:
