@@ -68,7 +68,6 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -729,11 +728,20 @@ def generate(impl: Path, files: Iterable[str] | None = None) -> list[Mutant]:
 
 def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
     """A deterministic sample of n mutants (all if n is None or >= their number), kept in
-    (file, position) order."""
+    (file, position) order.
+
+    Each id is ranked by a hash of (seed, id) and the n lowest ranks are taken, so a mutant's
+    place in a draw depends on its own id only: adding or removing other mutants (a core edit,
+    a generator rule) leaves the rest of a sample as it was, and a sample a team has worked
+    stays comparable with the next one."""
     if n is None or n >= len(mutants):
         return list(mutants)
-    chosen = set(random.Random(seed).sample(sorted(m.id for m in mutants), n))
+    chosen = set(sorted((m.id for m in mutants), key=lambda i: _rank(seed, i))[:n])
     return [m for m in mutants if m.id in chosen]
+
+
+def _rank(seed: int, mutant_id: str) -> bytes:
+    return hashlib.sha256(f"{seed}:{mutant_id}".encode()).digest()
 
 
 def check_mutant(m: Mutant, source: str, original_dump: str | None = None) -> str | None:

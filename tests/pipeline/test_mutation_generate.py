@@ -37,6 +37,22 @@ def test_a_sample_is_deterministic_and_in_file_order():
     assert a == [m for m in every if m in a]
 
 
+def test_a_sample_keeps_its_mutants_when_others_come_and_go():
+    every = generate(IMPL)
+    drawn = sample(every, 12, 7)
+    ids = {m.id for m in drawn}
+    # Dropping every third mutant the draw did not take redraws nothing.
+    dropped = {m.id for m in every if m.id not in ids}
+    dropped = set(sorted(dropped)[::3])
+    fewer = [m for m in every if m.id not in dropped]
+    assert len(fewer) < len(every) - 100
+    assert {m.id for m in sample(fewer, 12, 7)} == ids
+    # Dropping one drawn mutant replaces just that one.
+    gone = drawn[0]
+    redrawn = {m.id for m in sample([m for m in every if m != gone], 12, 7)}
+    assert len(redrawn & ids) == 11 and gone.id not in redrawn
+
+
 @pytest.mark.parametrize("file", ["kraft/core/commits.py", "kraft/core/quorum_math.py"])
 def test_every_mutant_is_one_valid_different_program(file):
     source = (IMPL / file).read_text(encoding="utf-8")
