@@ -211,6 +211,10 @@ class SimResult:
     fetches_corrupted: int = 0
     # A profile with delayed answers (FaultProfile.hold_answer): answers held.
     answers_held: int = 0
+    # Vote and Begin/EndQuorumEpoch answers held until their requester moved on
+    # (FaultProfile.hold_past_election).
+    votes_held: int = 0
+    quorum_epoch_answers_held: int = 0
     # Virtual ms from each acknowledged append's acceptance to its AppendCommitted, in order.
     commit_latency_ms: list[int] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -268,6 +272,11 @@ class SimResult:
             line += f" forged={self.forged} fetches_corrupted={self.fetches_corrupted}"
         if c.profile.hold_answer:
             line += f" answers_held={self.answers_held}"
+        if c.profile.hold_past_election:
+            line += (
+                f" votes_held={self.votes_held}"
+                f" quorum_epoch_answers_held={self.quorum_epoch_answers_held}"
+            )
         line += f" recovery={self.recovery_ms}ms violations={len(self.violations)}"
         for v in self.violations:
             line += f"\n  VIOLATION {v}\n  replay: {self.replay_command}"

@@ -63,6 +63,7 @@ class SimLiveness(SimReconfig):
         # the new leader's epoch were still uncommitted at the bound. Answers held in the
         # fault phase still arrive late in this one.
         self._hold = 0.0
+        self._hold_past = 0.0  # likewise; those held are released by their time limit
         for pid in sorted(self._partitions):
             self._heal(pid)
         for node in self._nodes.values():

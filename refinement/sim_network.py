@@ -30,6 +30,7 @@ from kraft.core.effects import (
 )
 from kraft.core.events import ClientAppend, Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
+    BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     FetchRequest,
@@ -83,6 +84,12 @@ if TYPE_CHECKING:
 # Reply tokens of delivered requests (refinement.invariants_effects), apart from the
 # operator's (refinement.sim_reconfig numbers its voter changes from 1).
 _FIRST_TOKEN = 1 << 40
+# The answers FaultProfile.hold_past_election may hold until their requester has moved on.
+_HELD_PAST_ELECTION: tuple[type, ...] = (
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+)
 
 
 class SimNetwork(SimBase):
@@ -156,6 +163,14 @@ class SimNetwork(SimBase):
         # kind) pair's latest request left, to hold its answer until about its timeout.
         self._hold = self._profile.hold_answer
         self._request_sent: dict[tuple[NodeId, NodeId, type], tuple[Request, int]] = {}
+        # Answers held past the requester's election timeout (FaultProfile.hold_past_election):
+        # per requester, each held answer with the (state, epoch) the requester had when it
+        # was sent and the latest time to release it; drawn from a generator of their own.
+        self._hold_past = self._profile.hold_past_election
+        self._hold_past_rng = random.Random(f"{config.seed}/hold-past-election")
+        self._held_past: dict[
+            NodeId, list[tuple[tuple[ReplicaState | None, Epoch], int, tuple[object, ...]]]
+        ] = {}
         # The effect contract (refinement.invariants_effects): the reply token each delivered
         # request carries, and what each running incarnation was given and has not answered.
         self._ledger = eff.EffectLedger(linger=config.timing.append_linger_ms > 0)
@@ -869,6 +884,14 @@ class SimNetwork(SimBase):
             assert isinstance(msg, FetchSnapshotResponse)
             msg = self._mangled(msg)
         payload = (src.id, msg, in_reply_to, dst.inc)
+        if (
+            self._hold_past
+            and in_reply_to is not None
+            and mtype in _HELD_PAST_ELECTION
+            and self._hold_past_rng.random() < self._hold_past
+        ):
+            self._hold_past_election(dst, msg, payload)
+            return
         at = self.now + self._delay()
         if self._hold and in_reply_to is not None and rng.random() < self._hold:
             at = max(at, self._held_until(dst_id, src.id, in_reply_to))
@@ -878,6 +901,36 @@ class SimNetwork(SimBase):
             self._side(
                 "DuplicateMessage", dst_id, lambda: message_json(msg, int(src.id), int(dst_id))
             )
+
+    def _hold_past_election(self, dst: _Node, msg: Message, payload: tuple[object, ...]) -> None:
+        """Holds an answer until its requester `dst` moves to another state or epoch, or two
+        election timeouts pass (refinement.faults: hold_past_election)."""
+        snap = dst.snap
+        until = self.now + 2 * self._timing_of().election_timeout_ms
+        self._held_past.setdefault(dst.id, []).append(((snap.state, snap.epoch), until, payload))
+        if type(msg) is VoteResponse:
+            self.result.votes_held += 1
+        else:
+            self.result.quorum_epoch_answers_held += 1
+
+    def _release_held_past(self, node: _Node) -> None:
+        """Sends on the answers held for `node` once it has moved on (or waited long enough):
+        each arrives within one message delay, ahead of the answers to what it sent on its
+        move, which take a round trip."""
+        held = self._held_past.get(node.id)
+        if not held:
+            return
+        now_key = (node.snap.state, node.snap.epoch)
+        kept = []
+        for key, until, payload in held:
+            if key != now_key or until <= self.now:
+                self._push(self.now + self._delay(), _DELIVER, node, payload)
+            else:
+                kept.append((key, until, payload))
+        if kept:
+            self._held_past[node.id] = kept
+        else:
+            del self._held_past[node.id]
 
     def _held_until(self, requester: NodeId, responder: NodeId, request: Request) -> int:
         """When a held answer arrives: about when the requester's timer runs out, counted
@@ -971,6 +1024,8 @@ class SimNetwork(SimBase):
             self._snaps[node.id] = new
             if self._check:
                 self._check_node(old, new)
+        if self._held_past:
+            self._release_held_past(node)
         if self._decided:
             self._decide()
         if self._liveness:
