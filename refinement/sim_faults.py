@@ -159,7 +159,8 @@ class SimFaults(SimSnapshots):
         node.snap = new
         self._snaps[node.id] = new
         self._sim_event(action, node, None)
-        self._check_node(old, new)
+        if self._check:
+            self._check_node(old, new)
         lo, hi = self._profile.down_ms
         down = lo + int(self._rng.random() * (hi - lo + 1))
         self._push(self.now + (0 if self._liveness else down), _RESTART, node, node.inc)

@@ -262,6 +262,10 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+# The layer defaults the command line starts from.
+_DEFAULTS = LayerSettings()
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", type=int, help="a deterministic sample of N mutants (default all)")
     p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
@@ -280,8 +284,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hypothesis-examples", type=int, default=200)
     p.add_argument("--hypothesis-steps", type=int, default=40)
     p.add_argument("--tlc-profiles", default=",".join(TLC_PROFILES))
-    p.add_argument("--tlc-traces", type=int, default=2, help="traces validated by TLC")
-    p.add_argument("--tlc-events", type=int, default=300, help="fault-phase events per trace")
+    p.add_argument(
+        "--tlc-traces", type=int, default=_DEFAULTS.tlc_traces, help="traces validated by TLC"
+    )
+    p.add_argument(
+        "--tlc-events", type=int, default=_DEFAULTS.tlc_events, help="fault-phase events per trace"
+    )
     p.add_argument("--timeout-factor", type=float, default=8.0)
     p.add_argument("--min-timeout", type=float, default=60.0, help="seconds (default 60)")
     p.add_argument("--equivalents", type=Path, default=EQUIVALENTS)

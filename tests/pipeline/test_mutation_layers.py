@@ -78,6 +78,28 @@ def test_tlc_accepts_the_core_and_rejects_an_eager_high_watermark():
 
 
 @pytest.mark.slow
+@pytest.mark.tlc
+def test_tlc_sees_past_a_checker_violation_to_the_answer_it_rejects():
+    # A follower that never fetched grants a pre-vote to a shorter log (a31665170500). In mixed
+    # seed 2 the grant is event 831; its answer, received at event 834, is what TLC rejects
+    # (the grant leaves the follower's state as it was). With the simulator's checkers on,
+    # GrantedVoteLogUpToDate ended the run at the grant and TLC accepted the cut trace.
+    m = find(
+        "kraft/core/election.py",
+        "ElectionRole._can_grant",
+        "bool-drop",
+        "req.pre_vote and (not r._has_fetched) and up_to_date",
+        "req.pre_vote and (not r._has_fetched)",
+    )
+    tlc = LayerSettings(
+        layers=("tlc",), tlc_profiles=("mixed",), tlc_traces=1, tlc_events=900, sim_first_seed=2
+    )
+    result = run_mutant(m, tlc, CHECKOUT)
+    assert result.killed_by == "tlc" and result.kill_kind == "failed"
+    assert result.detail.startswith("REJECTED by TLC at event 834")
+
+
+@pytest.mark.slow
 def test_the_hypothesis_machine_kills_an_eager_high_watermark():
     hyp = LayerSettings(layers=("hypothesis",), hypothesis_examples=100)
     m = find("kraft/core/quorum_math.py", "high_watermark_fast", "const", "1", "2", nth=1)
