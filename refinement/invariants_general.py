@@ -19,7 +19,8 @@ delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
   with a handled message and no Handle... action, or with two, does not refine the spec. A
   Fetch may yield more than one HandleFetchRequest (a raised high watermark completes the
   Fetches a leader holds in the same step); a FetchSnapshotResponse yields none in a replica
-  with no snapshot support (it ignores them).
+  with no snapshot support (it ignores them). The step's first effect is that action:
+  what handling the message does (a move to the epoch it names) comes after it.
 - CommitAfterHighWatermark: an AppendCommitted comes after, in the step's effects, the
   HighWatermarkMoved that passed its last offset (or the step began with the high watermark
   already past it): a driver reading the effects in order never learns of a commit before
@@ -176,6 +177,15 @@ def action_taken_for_handled_message(
     if any(type(e) is MessageRefused for e in effects):
         return None
     count = sum(1 for e in effects if isinstance(e, ActionTaken) and e.action is want)
+    first = effects[0] if effects else None
+    if count >= 1 and not (isinstance(first, ActionTaken) and first.action is want):
+        # The trace names the action before what it does (a state change it causes, such as
+        # moving to the epoch a response names, belongs to that action in the spec).
+        return Violation(
+            ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
+            f"node {node} handled a {type(msg).__name__} with {type(first).__name__}"
+            f" before its {want.value} action",
+        )
     if count == 1:
         return None
     if count > 1 and type(msg) is FetchRequest:

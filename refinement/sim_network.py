@@ -745,6 +745,7 @@ class SimNetwork(SimBase):
                     self._maybe_crash_mid_change(node, e.action.value)
             elif t is AppendToLog:
                 assert isinstance(e, AppendToLog)
+                end_before = log.end_offset
                 try:
                     if e.leader_encoded:
                         log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
@@ -756,6 +757,17 @@ class SimNetwork(SimBase):
                         f"node {node.id} AppendToLog [{e.first_offset}, {e.last_offset}] epoch"
                         f" {e.epoch} at log end {log.end_offset}: {exc}",
                     )
+                else:
+                    # AppendToLogFields: the effect says where the data lands and the epoch
+                    # of its last batch, as the log that appended it sees them.
+                    got = (e.first_offset, e.last_offset + 1, e.epoch)
+                    want = (end_before, log.end_offset, log.last_epoch)
+                    if got != want:
+                        self._violation(
+                            "AppendToLogFields",
+                            f"node {node.id} AppendToLog (first, end, epoch) {got}, but the"
+                            f" log appended it as {want}",
+                        )
                 node.log_dirty = True
                 if self._dynamic:
                     self._log_voters_changed(node, e.data)
