@@ -23,11 +23,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from kraft.core.quorum_info import UNKNOWN, QuorumDescription
+from kraft.core.quorum_info import QuorumDescription
 from kraft.ids import Epoch, NodeId, Offset
 from refinement.invariants import Violation
 
 DESCRIBE_QUORUM_MATCHES = "DescribeQuorumMatches"
+
+# Kafka's DescribeQuorum value for an offset or time not known yet (ReplicaState starts with
+# lastFetchTimestamp -1 and no end offset, answered as -1). Stated here, not imported from the
+# core, so that a core saying something else is caught.
+UNKNOWN = -1
 
 
 def describe_quorum_matches(
