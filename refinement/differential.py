@@ -111,6 +111,9 @@ class LogMetadataMachine(RuleBasedStateMachine):
         super().__init__()
         self.model = _LogModel(voters=[(int(STATIC_VOTERS_OFFSET), _VOTER_SETS[0])])
         self.log = LogMetadata(LogState(Offset(0), Offset(0)), _VOTER_SETS[0])
+        # What the log held at each version it showed: `version` is bumped by every change
+        # (ViewCache keys its views on it), so a version seen again must mean the same contents.
+        self.seen: dict[int, tuple[object, ...]] = {}
 
     @rule(
         sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3),
@@ -198,6 +201,7 @@ class LogMetadataMachine(RuleBasedStateMachine):
         m = self.model
         static = _VOTER_SETS[0]
         self.log = LogMetadata(m.state(with_deleted), static)
+        self.seen = {}
         if m.voters[0][0] != int(STATIC_VOTERS_OFFSET):
             m.voters = [(int(STATIC_VOTERS_OFFSET), static), *m.voters]
 
@@ -237,6 +241,13 @@ class LogMetadataMachine(RuleBasedStateMachine):
         except ValueError:
             return
         raise AssertionError(f"voter history {[o for o, _ in history]} accepted ({kind})")
+
+    @invariant()
+    def version_tells_changes(self) -> None:
+        log = self.log
+        now = (log.start_offset, log.end, log.snapshots, log.voters_offset, log.voters)
+        was = self.seen.setdefault(log.version, now)
+        assert was == now, ("version", log.version, "held", was, "now", now)
 
     @invariant()
     def agrees(self) -> None:
