@@ -208,6 +208,8 @@ class Granter:
     last_epoch: Epoch
     end_offset: Offset
     leader_id: NodeId | None = None
+    # A Follower's Kafka `hasFetchedFromLeader` as the replica says it (None: not said).
+    has_fetched: bool | None = None
 
 
 def granted_vote_log_up_to_date(
@@ -252,9 +254,9 @@ _PROSPECTIVE_OR_UNATTACHED = frozenset(
 
 def kafka_grants(before: Granter, req: VoteRequest) -> bool | None:
     """Whether Kafka 4.3.1 grants this vote request, one it answers without error, to a
-    replica that was `before` as it arrived; None where the answer depends on what a Granter
-    does not hold (a Follower's `hasFetchedFromLeader`). Written from the byte code, not
-    from the core:
+    replica that was `before` as it arrived; None where the answer depends on what the
+    Granter does not hold (a Follower's `hasFetchedFromLeader`, when not given). Written
+    from the byte code, not from the core:
 
     - a request of a larger epoch first moves the replica to Unattached in that epoch, with
       no vote and no leader (KafkaRaftClient.handleVoteRequest: `transitionToUnattached`);
@@ -287,7 +289,9 @@ def kafka_grants(before: Granter, req: VoteRequest) -> bool | None:
             return False
         return up_to_date
     if state is ReplicaState.FOLLOWER:
-        return None if req.pre_vote and up_to_date else False
+        if not (req.pre_vote and up_to_date):
+            return False
+        return None if before.has_fetched is None else not before.has_fetched
     if state is ReplicaState.CANDIDATE or state is ReplicaState.RESIGNED:
         return req.pre_vote and up_to_date
     return False
@@ -298,7 +302,8 @@ def vote_answer_per_state(
 ) -> Violation | None:
     """VoteAnswerPerState: the answer to a vote or pre-vote request grants exactly what
     Kafka's `canGrantVote` of the replica's state grants (`kafka_grants`; a Follower's
-    pre-vote to an up-to-date log may go either way here), and an answer with an error
+    pre-vote to an up-to-date log, when the replica does not say whether its leader
+    answered a Fetch yet, may go either way here), and an answer with an error
     grants nothing (Kafka's `buildVoteResponse` with an error sets voteGranted false)."""
     if resp is None:
         return None

@@ -1144,8 +1144,15 @@ class SimAdversary(SimLiveness):
         seen = None
         if node.replica is not None:
             v = node.replica.view()
+            fetched = getattr(node.replica, "has_fetched_from_leader", None)
             seen = inp.Granter(
-                v.state, v.epoch, v.voted_for, v.last_epoch, v.end_offset, v.leader_id
+                v.state,
+                v.epoch,
+                v.voted_for,
+                v.last_epoch,
+                v.end_offset,
+                v.leader_id,
+                fetched if isinstance(fetched, bool) else None,
             )
         self._vote_answer = None
         super()._step(node, event, answering, src_id, msg, is_tick=is_tick)

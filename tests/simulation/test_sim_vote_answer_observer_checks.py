@@ -97,6 +97,15 @@ def test_kafka_grants_votes_once_per_epoch_and_not_with_a_leader() -> None:
     assert not inp.kafka_grants(_granter(S.UNATTACHED), _request(pre_vote=True, epoch=2))
 
 
+def test_kafka_grants_a_follower_pre_vote_until_its_leader_answered() -> None:
+    req = _request(pre_vote=True)
+    assert inp.kafka_grants(_granter(S.FOLLOWER, has_fetched=False), req) is True
+    assert inp.kafka_grants(_granter(S.FOLLOWER, has_fetched=True), req) is False
+    assert (
+        inp.kafka_grants(_granter(S.FOLLOWER, has_fetched=False), _request(pre_vote=False)) is False
+    )
+
+
 def test_vote_answer_per_state_flags_a_refusal_kafka_would_not_give() -> None:
     refused = VoteResponse(ErrorCode.NONE, NodeId(1), Epoch(3), False)
     granted = VoteResponse(ErrorCode.NONE, NodeId(1), Epoch(3), True)
