@@ -15,13 +15,20 @@ leader's own bookkeeping of its peers:
   Fetch from it in this epoch (Kafka's LeaderState.ReplicaState starts with
   lastFetchTimestamp -1 and no end offset), and after that a time no earlier than the last
   Fetch taken, no later than now (a Fetch held for want of news counts again when answered,
-  as Kafka's purgatory completes it), and an end offset it fetched from.
+  as Kafka's purgatory completes it), and an end offset it fetched from. On any voter set,
+  every replica the leader took a Fetch from in this epoch that is not one of its voters
+  (an observer, or a voter since removed) is listed among the observers, within Kafka's
+  observer session (LeaderState.OBSERVER_SESSION_TIMEOUT_MS: clearInactiveObservers drops
+  an observer only 5 minutes after its last Fetch; LeaderState.updateVoterAndObserverStates
+  moves a removed voter's ReplicaState, progress and all, to observerStates), and its
+  latest entry says a last fetch time no earlier than that Fetch, no later than now, and an
+  end offset it fetched from.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kraft.core.quorum_info import QuorumDescription
 from kraft.ids import Epoch, NodeId, Offset
@@ -33,6 +40,8 @@ DESCRIBE_QUORUM_MATCHES = "DescribeQuorumMatches"
 # lastFetchTimestamp -1 and no end offset, answered as -1). Stated here, not imported from the
 # core, so that a core saying something else is caught.
 UNKNOWN = -1
+# Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS.
+OBSERVER_SESSION_MS = 300_000
 
 
 def describe_quorum_matches(
@@ -45,11 +54,13 @@ def describe_quorum_matches(
     desc: QuorumDescription | None,
     fetched: Mapping[NodeId, int] | None = None,
     now: int = 0,
+    taken: Mapping[NodeId, int] | None = None,
 ) -> Violation | None:
     """The leader `node` (in `epoch`, with this HWM and log end, running with the voter set
     `voters`) would answer DescribeQuorum with `desc` at `now`; a violation when it is wrong.
     `fetched`, when given: for each replica a Fetch of which this leader took in this epoch,
-    the time of the last one."""
+    the time of the last one, to check the voters' entries by; `taken`, the same, to check
+    that the replicas which are not voters are listed as observers."""
 
     def bad(what: str) -> Violation:
         return Violation(
@@ -63,8 +74,9 @@ def describe_quorum_matches(
         return bad(f"with leader {desc.leader_id} in epoch {desc.leader_epoch}")
     if desc.high_watermark is not None and desc.high_watermark != high_watermark:
         return bad(f"with HWM {desc.high_watermark}, not its {high_watermark}")
+    voter_ids = set(voters)
     listed = Counter(d.replica.id for d in desc.voters)
-    expected = Counter(set(voters))
+    expected = Counter(voter_ids)
     if listed != expected:
         return bad(f"with voters {sorted(listed.elements())}, not its {sorted(expected)}")
     for d in desc.voters:
@@ -87,4 +99,31 @@ def describe_quorum_matches(
                     return bad(f"with voter {rid} last fetching at {shown}, but it never did")
             elif not at <= d.last_fetch_timestamp_ms <= now or d.log_end_offset < 0:
                 return bad(f"with voter {rid} last fetching at {shown}, but it did at t={at}")
+    if taken is not None:
+        return _observers_listed(node, voter_ids, desc=desc, taken=taken, now=now, bad=bad)
+    return None
+
+
+def _observers_listed(
+    node: NodeId,
+    voters: set[NodeId],
+    *,
+    desc: QuorumDescription,
+    taken: Mapping[NodeId, int],
+    now: int,
+    bad: Callable[[str], Violation],
+) -> Violation | None:
+    """Each replica a Fetch of which the leader took at `taken[id]`, not a voter, within the
+    observer session: listed as an observer (under any directory id), its latest entry
+    saying it fetched then or later, from an end offset."""
+    for rid, at in sorted(taken.items()):
+        if rid == node or rid in voters or now - at >= OBSERVER_SESSION_MS:
+            continue
+        entries = [d for d in desc.observers if d.replica.id == rid]
+        if not entries:
+            return bad(f"without replica {rid} among the observers, though it fetched at t={at}")
+        d = max(entries, key=lambda e: e.last_fetch_timestamp_ms)
+        if not at <= d.last_fetch_timestamp_ms <= now or d.log_end_offset < 0:
+            shown = f"{d.last_fetch_timestamp_ms} from {d.log_end_offset}"
+            return bad(f"with observer {rid} last fetching at {shown}, but it did at t={at}")
     return None

@@ -24,6 +24,9 @@ Each checker is a pure function returning a `Violation` or None:
   (last epoch, end offset) is at least as up-to-date as the granting replica's at that step
   (KIP-595; Kafka's `canGrantVote` in every state that grants), except a real vote granted
   again to the candidate the replica already voted for in that epoch.
+- `VoteAnswerPerState`: the converse, for every answer: a vote request answered without error
+  is granted exactly when Kafka 4.3.1's `canGrantVote` of the replica's state grants it, and
+  one answered with an error is refused (see `kafka_grants`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from kraft.core.messages import FetchResponse, Message, VoteRequest, VoteRespons
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import NO_DIRECTORY, Epoch, NodeId, Offset, ReplicaKey
 from refinement.invariants import EpochCache, Violation
 
 REJECTION_ERROR_CODE = "RejectionErrorCode"
@@ -44,6 +47,7 @@ REJECTED_MESSAGE_CHANGES_NOTHING = "RejectedMessageChangesNothing"
 GRANTED_VOTE_IS_DURABLE = "GrantedVoteIsDurable"
 VOTE_RECORDED_ONLY_WHEN_GRANTED = "VoteRecordedOnlyWhenGranted"
 GRANTED_VOTE_LOG_UP_TO_DATE = "GrantedVoteLogUpToDate"
+VOTE_ANSWER_PER_STATE = "VoteAnswerPerState"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +207,9 @@ class Granter:
     voted_for: ReplicaKey | None
     last_epoch: Epoch
     end_offset: Offset
+    leader_id: NodeId | None = None
+    # A Follower's Kafka `hasFetchedFromLeader` as the replica says it (None: not said).
+    has_fetched: bool | None = None
 
 
 def granted_vote_log_up_to_date(
@@ -237,4 +244,82 @@ def granted_vote_log_up_to_date(
         f"node {node} ({before.state.value}, epoch {before.epoch}, log (last epoch, end"
         f" offset) {mine}) granted its {kind} in epoch {req.candidate_epoch} to"
         f" {req.candidate}, whose log is {theirs}",
+    )
+
+
+_PROSPECTIVE_OR_UNATTACHED = frozenset(
+    (ReplicaState.UNATTACHED, ReplicaState.VOTED, ReplicaState.PROSPECTIVE)
+)
+
+
+def kafka_grants(before: Granter, req: VoteRequest) -> bool | None:
+    """Whether Kafka 4.3.1 grants this vote request, one it answers without error, to a
+    replica that was `before` as it arrived; None where the answer depends on what the
+    Granter does not hold (a Follower's `hasFetchedFromLeader`, when not given). Written
+    from the byte code, not from the core:
+
+    - a request of a larger epoch first moves the replica to Unattached in that epoch, with
+      no vote and no leader (KafkaRaftClient.handleVoteRequest: `transitionToUnattached`);
+    - Unattached, with a vote or not, and Prospective
+      (`QuorumState.unattachedOrProspectiveCanGrantVote`): a pre-vote iff the log is up to
+      date; a vote, when one was cast in the epoch, iff it is the same replica (same id, and
+      the same directory id unless the vote has none); when a leader is known, never;
+      otherwise iff the log is up to date;
+    - Follower: a pre-vote iff the log is up to date and no Fetch was answered by the leader
+      yet (`hasFetchedFromLeader`); never a vote;
+    - Candidate and Resigned: a pre-vote iff the log is up to date; never a vote;
+    - Leader: never.
+
+    No voter membership is asked of either side (`QuorumState.canGrantVote` delegates to the
+    state). "Up to date" compares (last epoch, end offset) as OffsetAndEpoch does."""
+    state, voted, leader = before.state, before.voted_for, before.leader_id
+    if req.candidate_epoch < before.epoch:
+        return False
+    if req.candidate_epoch > before.epoch:
+        state, voted, leader = ReplicaState.UNATTACHED, None, None
+    theirs = (int(req.last_epoch), int(req.last_end_offset))
+    up_to_date = theirs >= (int(before.last_epoch), int(before.end_offset))
+    if state in _PROSPECTIVE_OR_UNATTACHED:
+        if req.pre_vote:
+            return up_to_date
+        if voted is not None:
+            them = req.candidate
+            return voted.id == them.id and voted.directory_id in (NO_DIRECTORY, them.directory_id)
+        if leader is not None:
+            return False
+        return up_to_date
+    if state is ReplicaState.FOLLOWER:
+        if not (req.pre_vote and up_to_date):
+            return False
+        return None if before.has_fetched is None else not before.has_fetched
+    if state is ReplicaState.CANDIDATE or state is ReplicaState.RESIGNED:
+        return req.pre_vote and up_to_date
+    return False
+
+
+def vote_answer_per_state(
+    node: NodeId, before: Granter, req: VoteRequest, resp: VoteResponse | None
+) -> Violation | None:
+    """VoteAnswerPerState: the answer to a vote or pre-vote request grants exactly what
+    Kafka's `canGrantVote` of the replica's state grants (`kafka_grants`; a Follower's
+    pre-vote to an up-to-date log, when the replica does not say whether its leader
+    answered a Fetch yet, may go either way here), and an answer with an error
+    grants nothing (Kafka's `buildVoteResponse` with an error sets voteGranted false)."""
+    if resp is None:
+        return None
+    if resp.error is not ErrorCode.NONE:
+        want: bool | None = False
+    else:
+        want = kafka_grants(before, req)
+    if want is None or want == resp.vote_granted:
+        return None
+    kind = "pre-vote" if req.pre_vote else "vote"
+    verb = "granted" if resp.vote_granted else "refused"
+    return Violation(
+        VOTE_ANSWER_PER_STATE,
+        f"node {node} ({before.state.value}, epoch {before.epoch}, leader {before.leader_id},"
+        f" voted for {before.voted_for}, log {(int(before.last_epoch), int(before.end_offset))})"
+        f" {verb} the {kind} of {req.candidate} in epoch {req.candidate_epoch} with log"
+        f" {(int(req.last_epoch), int(req.last_end_offset))} (error {resp.error.name});"
+        f" Kafka's canGrantVote says {'grant' if want else 'refuse'}",
     )

@@ -29,7 +29,8 @@ re-election would) is dropped as no longer relevant, whatever it carries.
 A stranger's vote request of the next epoch reaches leaders, now and then one that just held a
 Fetch, so that the answers of a step-down are checked (refinement.invariants_effects).
 GrantedVoteIsDurable and GrantedVoteLogUpToDate are checked on every granted vote under
-every profile (they draw nothing, so traces are unchanged).
+every profile, VoteAnswerPerState on every vote answer (they draw nothing, so traces are
+unchanged).
 """
 
 from __future__ import annotations
@@ -1143,7 +1144,16 @@ class SimAdversary(SimLiveness):
         seen = None
         if node.replica is not None:
             v = node.replica.view()
-            seen = inp.Granter(v.state, v.epoch, v.voted_for, v.last_epoch, v.end_offset)
+            fetched = getattr(node.replica, "has_fetched_from_leader", None)
+            seen = inp.Granter(
+                v.state,
+                v.epoch,
+                v.voted_for,
+                v.last_epoch,
+                v.end_offset,
+                v.leader_id,
+                fetched if isinstance(fetched, bool) else None,
+            )
         self._vote_answer = None
         super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
         answer = self._last_vote_answer()
@@ -1151,7 +1161,9 @@ class SimAdversary(SimLiveness):
             node.id, before, node.persisted, answering, answer
         )
         if found is None and seen is not None:
-            found = inp.granted_vote_log_up_to_date(node.id, seen, answering, answer)
+            found = inp.granted_vote_log_up_to_date(
+                node.id, seen, answering, answer
+            ) or inp.vote_answer_per_state(node.id, seen, answering, answer)
         if found is not None:
             self._violation(found.name, found.detail)
 

@@ -650,23 +650,23 @@ class SimNetwork(SimBase):
         """DescribeQuorumMatches: what a leader would answer DescribeQuorum with, after each
         of its steps (refinement.invariants_describe); replicas that cannot describe are
         skipped. On a static voter set with no forged messages, the voters' last Fetches
-        the simulator saw the leader take are checked too."""
+        the simulator saw the leader take are checked too; on any, that every replica it took
+        a Fetch from in its epoch and that is no voter is among the observers."""
         if view.state is not ReplicaState.LEADER:
             return
         describe = getattr(replica, "describe_quorum", None)
         voters: tuple[NodeId, ...] | None = getattr(view, "voters", None)
         if describe is None or voters is None:
             return
-        fetched: dict[NodeId, int] | None = None
-        if not self._dynamic and self._profile.adversary_rate == 0:
-            fetched = {
-                rid: at
-                for rid, (inc, epoch, at, _) in self._fetched.get(node.id, {}).items()
-                if inc == node.inc and epoch == view.epoch
-            }
-            current = self._fetch_in_step
-            if current is not None and current[0] == node.id and not self._fetch_refused:
-                fetched[current[1]] = self.now
+        taken = {
+            rid: at
+            for rid, (inc, epoch, at, _) in self._fetched.get(node.id, {}).items()
+            if inc == node.inc and epoch == view.epoch
+        }
+        current = self._fetch_in_step
+        if current is not None and current[0] == node.id and not self._fetch_refused:
+            taken[current[1]] = self.now
+        static = not self._dynamic and self._profile.adversary_rate == 0
         found = describe_quorum_matches(
             node.id,
             epoch=view.epoch,
@@ -674,8 +674,9 @@ class SimNetwork(SimBase):
             end_offset=view.end_offset,
             voters=voters,
             desc=describe(),
-            fetched=fetched,
+            fetched=taken if static else None,
             now=self.now,
+            taken=taken,
         )
         if found is not None:
             self._violation(found.name, found.detail)

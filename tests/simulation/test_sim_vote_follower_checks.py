@@ -47,7 +47,7 @@ def test_a_follower_pre_vote_granted_without_comparing_logs_is_caught(
 
     def careless(self: ElectionRole, req: VoteRequest) -> bool:
         r = self._r
-        if r._state is F and req.pre_vote and self._may_vote_for(req.candidate):
+        if r._state is F and req.pre_vote:
             return not r._has_fetched
         return real(self, req)
 

@@ -17,7 +17,7 @@ from kraft.core.messages import Request, VoteRequest, VoteResponse
 from kraft.core.quorum_math import PY
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import MAX_EPOCH, Epoch, NodeId, ReplicaKey
+from kraft.ids import MAX_EPOCH, Epoch, NodeId
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -183,16 +183,6 @@ class ElectionRole:
         r = self._r
         return VoteResponse(error, r._leader_or_none(), r._epoch, granted)
 
-    def _may_vote_for(self, candidate: ReplicaKey) -> bool:
-        """Voter membership for an election: none. As KIP-853/856 and Kafka 4.x
-        (QuorumState.canGrantVote) do, any replica, voter or observer, may grant its vote to
-        any candidate whose log is up to date: voter sets change, and a replica may not yet
-        know that it or the candidate became a voter. Only the candidate counts votes, from
-        its own voter set; a request meant for another replica key is refused before this
-        (INVALID_VOTER_KEY)."""
-        del candidate
-        return True
-
     def handle_vote_request(
         self, src: NodeId, req: VoteRequest, _in_reply_to: Request | None
     ) -> None:
@@ -230,11 +220,14 @@ class ElectionRole:
         r._send(src, self.vote_response(ErrorCode.NONE, granted))
 
     def _can_grant(self, req: VoteRequest) -> bool:
-        """The granting rules of Kafka's EpochState.canGrantVote, per state."""
+        """The granting rules of Kafka's EpochState.canGrantVote, per state. No voter
+        membership is asked of either side: as KIP-853/856 and Kafka 4.x
+        (QuorumState.canGrantVote) do, any replica, voter or observer, may grant its vote to
+        any candidate whose log is up to date: voter sets change, and a replica may not yet
+        know that it or the candidate became a voter. Only the candidate counts votes, from
+        its own voter set; a request meant for another replica key is refused before this
+        (INVALID_VOTER_KEY)."""
         r = self._r
-        # Voter membership (KIP-595): the candidate must be a voter and so must we.
-        if not self._may_vote_for(req.candidate):
-            return False
         # The candidate's log is at least as up-to-date: (last epoch, end offset).
         mine = r._log.end
         up_to_date = qm.log_up_to_date(

@@ -209,6 +209,12 @@ class Replica:
     def is_voter(self) -> bool:
         return self._is_voter
 
+    @property
+    def has_fetched_from_leader(self) -> bool:
+        """Kafka's FollowerState.hasFetchedFromLeader: a Follower whose leader answered a
+        Fetch in this epoch (False in every other state); for checkers."""
+        return self._has_fetched
+
     def start(self) -> list[Effect]:
         """Enter the initial state from the stored election state (Kafka's restart rules)."""
         if self._started:
