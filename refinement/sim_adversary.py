@@ -737,6 +737,21 @@ def _fetch_impostor(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
+def _fetch_at_log_start(t: Target, rng: random.Random) -> Forgery | None:
+    """A Fetch at the leader's log start (a snapshot's end) after an epoch drawn up to the
+    leader's, half the time the leader's own, from an observer (a voter's id with another
+    directory, so that no HWM counts it): Kafka answers the latest snapshot's id unless the
+    epoch is the earliest snapshot's (validateOffsetAndEpoch), which FetchAnswerPosition
+    checks. An honest fetcher at the log start has the snapshot's epoch, or an older one."""
+    if t.state is not L or t.log_start <= 0 or t.epoch < 1:
+        return None
+    last = t.epoch if rng.random() < 0.5 else 1 + int(rng.random() * t.epoch)
+    msg = dataclasses.replace(_fetch(t, offset=t.log_start, last=last), replica=_other_dir(t.peer))
+    return _forgery(
+        "FetchRequest at the log start in a drawn epoch", t.peer.id, msg, None, rejected=False
+    )
+
+
 def _fetch_snapshot_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
     msg = FetchSnapshotRequest(
         t.wrong_cluster,
@@ -930,6 +945,8 @@ CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *(("fetch-answer-epoch-ahead", _fetch_answer_bad_batches("epoch-ahead")),) * 2,
     *(("fetch-answer-gap-first", _fetch_answer_bad_batches("gap-first")),) * 2,
     ("fetch-past-end", _fetch_past_end),
+    # Only where logs start at snapshots (a `+snapshots` adversary profile): twice a round.
+    *(("fetch-at-log-start", _fetch_at_log_start),) * 2,
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -942,6 +959,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-past-end": frozenset({L}),
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
+    "fetch-at-log-start": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
     "fetch-answer-past-epoch": frozenset({F}),
     **{f"fetch-answer-{v}": frozenset({F}) for v in _BAD_BATCHES},
