@@ -40,7 +40,9 @@ client append while the append's records leave its log.
   snapshot's, or with an epoch older than it; else KafkaRaftLog.endOffsetForEpoch of the last
   fetched epoch, a diverging epoch when its epoch differs or it ends before the fetch
   offset). Computed from the simulator's copy of the leader's log (its epoch cache, answering
-  as Kafka's LeaderEpochFileCache.endOffsetFor) and the snapshots the leader holds.
+  as Kafka's LeaderEpochFileCache.endOffsetFor) and the snapshots the leader holds. Every
+  Fetch answer, an error answer too, carries the sender's log start offset as it stands when
+  the answer leaves (Kafka's buildFetchResponse sets RaftLog.startOffset() on each).
 """
 
 from __future__ import annotations
@@ -275,11 +277,27 @@ def kafka_fetch_position(
     return None, None
 
 
+def fetch_answer_log_start(
+    node: NodeId, dst: NodeId, answer: FetchResponse, log_start: Offset
+) -> Violation | None:
+    """FetchAnswerPosition's log start: `answer` carries `log_start`, the sender's log
+    start when it left."""
+    if answer.log_start_offset == log_start:
+        return None
+    return Violation(
+        FETCH_ANSWER_POSITION,
+        f"node {node} sent {dst} a Fetch answer ({answer.error.name}) naming log start"
+        f" {answer.log_start_offset}, but its log starts at {log_start} (Kafka's"
+        " buildFetchResponse sets RaftLog.startOffset())",
+    )
+
+
 def fetch_answer_position(
     node: NodeId, dst: NodeId, request: FetchRequest, answer: FetchResponse, log: LeaderLog
 ) -> Violation | None:
     """FetchAnswerPosition for one Fetch answer `node` sent `dst` for `request`, with its
-    log as `log` when the answer left."""
+    log as `log` when the answer left (the log start and snapshots as when it judged the
+    Fetch)."""
     if answer.error is not ErrorCode.NONE:
         return None
     want = kafka_fetch_position(log, request.fetch_offset, request.last_fetched_epoch)

@@ -656,11 +656,14 @@ class SimNetwork(SimBase):
         """FetchAnswerPosition (refinement.invariants_answers) for a Fetch answer about to
         leave, on the node's log as the effects before it left it, with the log start and
         snapshots `base` when the handling of that Fetch moved the log start."""
+        log = node.log
+        found = answers.fetch_answer_log_start(node.id, dst, answer, log.start_offset)
+        if found is not None:
+            self._violation(found.name, found.detail)
         request = self._ledger.request_of(node.id, token)
         if type(request) is not FetchRequest:
             return
         assert isinstance(request, FetchRequest)
-        log = node.log
         epochs = log.epoch_entries()
         start, held = base if base is not None else (log.start_offset, self._held_snapshots(node))
         view = answers.LeaderLog(

@@ -124,3 +124,12 @@ def test_the_simulator_catches_a_leader_that_forgets_the_log_start_rule(
     )
     names = {v.name for v in simulate(config).violations}
     assert ans.FETCH_ANSWER_POSITION in names
+
+
+def test_every_fetch_answer_carries_the_senders_log_start() -> None:
+    answer = FetchResponse(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER, NodeId(1), Epoch(5), Offset(-1), Offset(50)
+    )
+    assert ans.fetch_answer_log_start(NodeId(1), NodeId(2), answer, Offset(50)) is None
+    stale = ans.fetch_answer_log_start(NodeId(1), NodeId(2), answer, Offset(60))
+    assert stale is not None and stale.name == ans.FETCH_ANSWER_POSITION
