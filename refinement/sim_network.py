@@ -752,9 +752,9 @@ class SimNetwork(SimBase):
         tracing = self._trace is not None
         log = node.log
         check = self._check
-        # The log start and snapshots before the AdvanceLogStartOffset the handling of the
-        # next Fetch answer emitted (a leader judges a Fetch before the log start moves on
-        # the news it brings): FetchAnswerPosition judges that answer on them.
+        # The log start and snapshots before the first AdvanceLogStartOffset since the
+        # handling of a Fetch began (a leader judges a Fetch before the log start moves on
+        # the news it brings): FetchAnswerPosition judges that Fetch's answer on them.
         fetch_base: tuple[Offset, tuple[OffsetAndEpoch, ...]] | None = None
         for e in effects:
             t = type(e)
@@ -781,7 +781,9 @@ class SimNetwork(SimBase):
                     actions.append(e.action.value)
                     if e.voter is not None:
                         self._voter = int(e.voter.id)
-                if e.action is Action.BECOME_LEADER:
+                if e.action is Action.HANDLE_FETCH_REQUEST:
+                    fetch_base = None  # judged from here on
+                elif e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
                     if self._dynamic:
                         self._leader_elected()
