@@ -296,6 +296,11 @@ PROFILES[MIXED_SNAPSHOTS_RECONFIG.name] = MIXED_SNAPSHOTS_RECONFIG
 # UpdateRaftVoter reaches leaders, followers, candidates and resigned leaders, answered as a
 # Kafka 4 static leader answers it (refinement.invariants_voter_changes).
 PROFILES["mixed+adversary"] = replace(PROFILES["mixed+adversary"], update_voter_rate=8.0)
+# The adversary where logs start at snapshots: among its forgeries, a Fetch at a leader's
+# log start in an epoch it draws, whose answer (the latest snapshot's id unless the epoch is
+# the earliest snapshot's: Kafka's validateOffsetAndEpoch) FetchAnswerPosition judges.
+MIXED_SNAPSHOTS_ADVERSARY = with_adversary(with_snapshots(MIXED))
+PROFILES[MIXED_SNAPSHOTS_ADVERSARY.name] = MIXED_SNAPSHOTS_ADVERSARY
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
 # The profiles with an adversary on the network.

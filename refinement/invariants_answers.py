@@ -32,15 +32,28 @@ client append while the append's records leave its log.
   from outside a step: the epoch lies between the sender's epochs before and after the step;
   when the step kept both its epoch and its leader (a replica never forgets its epoch's
   leader, so none was known in between either), the leader is the one it knew throughout.
+- FetchAnswerPosition: a Fetch answer without error names the snapshot id, the diverging
+  epoch or neither exactly as Kafka 4.3.1's leader would for that fetch position on that log
+  (KafkaRaftClient.tryCompleteFetchRequest: the latest snapshot to a fetcher at offset 0
+  unless it is the bootstrap checkpoint; else RaftLog.validateOffsetAndEpoch: the latest
+  snapshot below the log start, at the log start with another epoch than the earliest
+  snapshot's, or with an epoch older than it; else KafkaRaftLog.endOffsetForEpoch of the last
+  fetched epoch, a diverging epoch when its epoch differs or it ends before the fetch
+  offset). Computed from the simulator's copy of the leader's log (its epoch cache, answering
+  as Kafka's LeaderEpochFileCache.endOffsetFor) and the snapshots the leader holds. Every
+  Fetch answer, an error answer too, carries the sender's log start offset as it stands when
+  the answer leaves (Kafka's buildFetchResponse sets RaftLog.startOffset() on each).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from kraft.core.messages import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
+    FetchRequest,
     FetchResponse,
     FetchSnapshotResponse,
     Message,
@@ -54,12 +67,14 @@ ANSWER_EPOCH_ADOPTED = "AnswerEpochAdopted"
 UNDECIDED_APPEND_HELD = "UndecidedAppendHeld"
 ERROR_ANSWER_DEFAULTS = "ErrorAnswerDefaults"
 ANSWER_NAMES_SENDERS_LEADER = "AnswerNamesSendersLeader"
+FETCH_ANSWER_POSITION = "FetchAnswerPosition"
 
 ANSWER_CHECKERS: tuple[str, ...] = (
     ANSWER_EPOCH_ADOPTED,
     UNDECIDED_APPEND_HELD,
     ERROR_ANSWER_DEFAULTS,
     ANSWER_NAMES_SENDERS_LEADER,
+    FETCH_ANSWER_POSITION,
 )
 
 _ANSWERS = (
@@ -197,4 +212,102 @@ def answer_names_senders_leader(
         f"node {node} sent {dst} a {type(answer).__name__} ({_error_name(answer)}) naming"
         f" leader {named[1]} in epoch {named[0]}, with {why} (Kafka names"
         " quorum.leaderIdOrSentinel() and quorum.epoch())",
+    )
+
+
+# Kafka's Snapshots.BOOTSTRAP_SNAPSHOT_ID, written out here (not taken from the core).
+_BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(Epoch(0), Offset(0))
+# The offset of Kafka's LeaderEpochFileCache.endOffsetFor answer for an epoch it cannot place.
+_UNDEFINED_EPOCH_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderLog:
+    """What Kafka's leader reads to answer a Fetch: its log start and end offsets, its
+    snapshots (oldest first), the epoch of its last record (None: it holds no record), and
+    `end_offset_for`, its LeaderEpochFileCache.endOffsetFor(epoch, log end offset) (the
+    undefined answer's offset is -1)."""
+
+    start: Offset
+    end: Offset
+    snapshots: tuple[OffsetAndEpoch, ...]
+    last_epoch: Epoch | None
+    end_offset_for: Callable[[Epoch], OffsetAndEpoch]
+
+
+def _end_offset_for_epoch(log: LeaderLog, epoch: Epoch) -> OffsetAndEpoch:
+    """KafkaRaftLog.endOffsetForEpoch: UnifiedLog's answer (none when the cache cannot place
+    the epoch: then the log end in lastFetchedEpoch()), the earliest snapshot's id in place of
+    an answer that ends exactly there in the epoch asked."""
+    found = log.end_offset_for(epoch)
+    if found.offset == _UNDEFINED_EPOCH_OFFSET:
+        if log.last_epoch is not None:
+            last = log.last_epoch
+        else:  # lastFetchedEpoch() of a log holding no record: its latest snapshot's
+            last = log.snapshots[-1].epoch if log.snapshots else Epoch(0)
+        return OffsetAndEpoch(last, log.end)
+    earliest = log.snapshots[0] if log.snapshots else None
+    if earliest is not None and found.offset == earliest.offset and found.epoch == epoch:
+        return earliest
+    return found
+
+
+def kafka_fetch_position(
+    log: LeaderLog, fetch_offset: Offset, last_fetched_epoch: Epoch
+) -> tuple[OffsetAndEpoch | None, OffsetAndEpoch | None]:
+    """(snapshot id, diverging epoch) of Kafka 4.3.1's answer without error to a Fetch at
+    `fetch_offset` after `last_fetched_epoch` (tryCompleteFetchRequest, then
+    RaftLog.validateOffsetAndEpoch); (None, None): the position is valid."""
+    latest = log.snapshots[-1] if log.snapshots else None
+    if fetch_offset == 0 and latest is not None and latest != _BOOTSTRAP_SNAPSHOT_ID:
+        return latest, None
+    if log.start == 0 and fetch_offset == 0:
+        return None, None
+    if log.snapshots:
+        earliest = log.snapshots[0]
+        if (
+            fetch_offset < log.start
+            or (fetch_offset == log.start and last_fetched_epoch != earliest.epoch)
+            or last_fetched_epoch < earliest.epoch
+        ):
+            return latest, None
+    found = _end_offset_for_epoch(log, last_fetched_epoch)
+    if found.epoch != last_fetched_epoch or found.offset < fetch_offset:
+        return None, found
+    return None, None
+
+
+def fetch_answer_log_start(
+    node: NodeId, dst: NodeId, answer: FetchResponse, log_start: Offset
+) -> Violation | None:
+    """FetchAnswerPosition's log start: `answer` carries `log_start`, the sender's log
+    start when it left."""
+    if answer.log_start_offset == log_start:
+        return None
+    return Violation(
+        FETCH_ANSWER_POSITION,
+        f"node {node} sent {dst} a Fetch answer ({answer.error.name}) naming log start"
+        f" {answer.log_start_offset}, but its log starts at {log_start} (Kafka's"
+        " buildFetchResponse sets RaftLog.startOffset())",
+    )
+
+
+def fetch_answer_position(
+    node: NodeId, dst: NodeId, request: FetchRequest, answer: FetchResponse, log: LeaderLog
+) -> Violation | None:
+    """FetchAnswerPosition for one Fetch answer `node` sent `dst` for `request`, with its
+    log as `log` when the answer left (the log start and snapshots as when it judged the
+    Fetch)."""
+    if answer.error is not ErrorCode.NONE:
+        return None
+    want = kafka_fetch_position(log, request.fetch_offset, request.last_fetched_epoch)
+    got = (answer.snapshot_id, answer.diverging_epoch)
+    if got == want:
+        return None
+    return Violation(
+        FETCH_ANSWER_POSITION,
+        f"leader {node} answered {dst}'s Fetch at offset {request.fetch_offset} after epoch"
+        f" {request.last_fetched_epoch} with snapshot id {got[0]} and diverging epoch {got[1]};"
+        f" Kafka's leader on that log (start {log.start}, end {log.end}, snapshots"
+        f" {list(log.snapshots)}) names snapshot id {want[0]} and diverging epoch {want[1]}",
     )

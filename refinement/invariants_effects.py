@@ -135,6 +135,12 @@ class EffectLedger:
     def request_received(self, node: NodeId, token: int, src: NodeId, request: Request) -> None:
         self._of(node).requests[token] = Held(src, request)
 
+    def request_of(self, node: NodeId, token: int) -> Request | None:
+        """The request the incarnation holds under `token`, not yet answered."""
+        inc = self._nodes.get(node)
+        held = None if inc is None else inc.requests.get(token)
+        return None if held is None else held.request
+
     def response_sent(
         self, node: NodeId, dst: NodeId, msg: Message, token: int | None
     ) -> Violation | None:

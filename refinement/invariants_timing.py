@@ -43,7 +43,9 @@ Kafka's semantics written down here, not taken from the core:
   step when that is 0. A successful answer to the FetchSnapshot in flight whose chunk cannot
   belong to the snapshot (no bytes, or ending past its size) is a failed one too (this
   project's rule, kraft.core.snapshot_transfer): the next Fetch comes exactly the retry
-  backoff later, not in the same step.
+  backoff later, not in the same step. So does the driver's answer that the snapshot the
+  Follower fetched and asked it to validate is not valid (SnapshotValidated, valid false;
+  this project's rule: Kafka validates nothing before it installs a fetched snapshot).
 - DiscoveryFetchDoesNotWait: a Fetch to a replica that is not the sender's known leader (an
   observer looking for the leader, a Follower whose leader went silent) asks no long poll,
   max_wait_ms 0 (README's deviations: Kafka sends fetchMaxWaitMs there, which a non-leader
@@ -114,7 +116,7 @@ from kraft.core.replica import Replica
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import NO_PRODUCER, NodeId
+from kraft.ids import NO_PRODUCER, NodeId, OffsetAndEpoch
 from kraft.records import KeyValue
 from refinement.invariants import Violation
 
@@ -265,6 +267,10 @@ class _Ghost:
     transferring: bool = False
     # The step being checked answers the Fetch in flight for the first time, or fails it.
     settled: bool = False
+    # Follower: the snapshot it asked the driver to validate (ValidateSnapshot), until the
+    # answer; the step being checked is the driver's answer that it is not valid.
+    validating: OffsetAndEpoch | None = None
+    invalidated: bool = False
     # Leader: when it became leader, each voter's last Fetch it certainly accepted, and the
     # last Fetch (or FetchSnapshot) from any voter it may have accepted.
     became: int = 0
@@ -394,6 +400,11 @@ class TimingMonitor:
         if type(event) is Shutdown:
             g.shutting_down = True
         g.settled = False
+        g.invalidated = False
+        if type(event) is SnapshotValidated:
+            assert isinstance(event, SnapshotValidated)
+            g.invalidated = not event.valid and g.state is F and g.validating == event.snapshot_id
+            g.validating = None
         if g.lingering:
             g.oldest = min(a for a, _ in g.lingering.values())
             g.waiting_bytes = sum(b for _, b in g.lingering.values())
@@ -577,9 +588,12 @@ class TimingMonitor:
                 found = self._append_result(node, g, now, event, e)
                 if found is not None:
                     return found
-            elif t is ValidateSnapshot and g.state is F and g.timer is not None:
-                # The fetch timer stops while the driver validates a fetched snapshot.
-                g.timer = (g.timer[0], _FOREVER)
+            elif t is ValidateSnapshot and g.state is F:
+                assert isinstance(e, ValidateSnapshot)
+                g.validating = e.snapshot_id
+                if g.timer is not None:
+                    # The fetch timer stops while the driver validates a fetched snapshot.
+                    g.timer = (g.timer[0], _FOREVER)
             elif t is AppendToLog:
                 pass
         return None
@@ -620,6 +634,7 @@ class TimingMonitor:
         g.state, g.epoch = new, e.epoch
         g.requests = {}
         g.transferring = False
+        g.validating = None
 
     def _action(
         self,
@@ -776,6 +791,22 @@ class TimingMonitor:
                 req.allowed = now + backoff
                 if self.static:
                     req.due = now + backoff
+            return None
+        if g.invalidated and not changed:
+            # This project's rule (kraft.core.snapshot_transfer): a fetched snapshot the
+            # driver found broken sends the Follower back to Fetch after the retry backoff,
+            # as a chunk that cannot belong to the snapshot does.
+            if _fetches(effects):
+                return Violation(
+                    FETCH_RETRY_NOT_EARLY,
+                    f"node {node} (Follower, epoch {g.epoch}) was told at t={now}ms that the"
+                    " snapshot it fetched is not valid and fetched again in that step (retry"
+                    f" backoff {rb}ms)",
+                )
+            if req is not None:
+                req.allowed = now + rb
+                if self.static:
+                    req.due = now + rb
             return None
         if changed or _fetches(effects):
             return None

@@ -123,6 +123,8 @@ class Target:
     cluster_id: ClusterId
     peers: tuple[ReplicaKey, ...]  # the other replicas
     wrong_cluster: ClusterId
+    # The epoch of the oldest snapshot it holds (None: none).
+    earliest_snapshot_epoch: Epoch | None = None
 
     @property
     def peer(self) -> ReplicaKey:
@@ -738,6 +740,26 @@ def _fetch_impostor(t: Target, _rng: random.Random) -> Forgery | None:
     )
 
 
+def _fetch_at_log_start(t: Target, rng: random.Random) -> Forgery | None:
+    """A Fetch at the leader's log start (a snapshot's end) after an epoch drawn up to the
+    leader's, mostly one past the earliest snapshot's, from an observer (a voter's id with another
+    directory, so that no HWM counts it): Kafka answers the latest snapshot's id unless the
+    epoch is the earliest snapshot's (validateOffsetAndEpoch), which FetchAnswerPosition
+    checks. An honest fetcher at the log start has the snapshot's epoch, or an older one."""
+    if t.state is not L or t.log_start <= 0 or t.epoch < 1:
+        return None
+    oldest = t.earliest_snapshot_epoch
+    if oldest is not None and oldest < t.epoch and rng.random() < 0.75:
+        # Past the earliest snapshot's epoch: only the log start rule names the snapshot.
+        last = oldest + 1 + int(rng.random() * (t.epoch - oldest))
+    else:
+        last = 1 + int(rng.random() * t.epoch)
+    msg = dataclasses.replace(_fetch(t, offset=t.log_start, last=last), replica=_other_dir(t.peer))
+    return _forgery(
+        "FetchRequest at the log start in a drawn epoch", t.peer.id, msg, None, rejected=False
+    )
+
+
 def _fetch_snapshot_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
     msg = FetchSnapshotRequest(
         t.wrong_cluster,
@@ -931,6 +953,8 @@ CATALOGUE: tuple[tuple[str, Forger], ...] = (
     *(("fetch-answer-epoch-ahead", _fetch_answer_bad_batches("epoch-ahead")),) * 2,
     *(("fetch-answer-gap-first", _fetch_answer_bad_batches("gap-first")),) * 2,
     ("fetch-past-end", _fetch_past_end),
+    # Only where logs start at snapshots (a `+snapshots` adversary profile): twice a round.
+    *(("fetch-at-log-start", _fetch_at_log_start),) * 2,
 )
 # Kinds aimed at a state that only some replicas are in at a time: the forger picks such a
 # replica when there is one.
@@ -943,6 +967,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "fetch-past-end": frozenset({L}),
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),
+    "fetch-at-log-start": frozenset({L}),
     "fetch-answer-from-non-leader": frozenset({F}),
     "fetch-answer-past-epoch": frozenset({F}),
     **{f"fetch-answer-{v}": frozenset({F}) for v in _BAD_BATCHES},
@@ -1020,6 +1045,7 @@ class SimAdversary(SimLiveness):
         self, node: _Node, event: Event | None, src_id: int | None, msg: Message | None
     ) -> None:
         was = node.snap.state
+        start_was = node.snap.log_start_offset
         super()._after_step(node, event, src_id, msg)
         # A replica just became Prospective: now and then a stranger asks it for its vote in
         # that epoch at once (the state lasts one pre-vote round, too short to be hit at
@@ -1046,6 +1072,20 @@ class SimAdversary(SimLiveness):
         ):
             self._adv_aimed.append((node, node.inc, _vote_to_holding_leader))
             self._push(self.now, _FAULT, ADVERSARY_AIMED)
+        # A leader whose log starts at a snapshot just took office or moved its log start:
+        # now and then a Fetch at its log start in a later epoch than the earliest snapshot's
+        # (no honest fetcher has one; only KIP-630's log start rule answers it with the
+        # snapshot: FetchAnswerPosition).
+        elif (
+            self._profile.adversary_rate > 0
+            and not self._liveness
+            and node.snap.state is L
+            and node.snap.log_start_offset > 0
+            and (was is not L or node.snap.log_start_offset != start_was)
+            and self._adv_rng.random() < 0.5
+        ):
+            self._adv_aimed.append((node, node.inc, _fetch_at_log_start))
+            self._push(self.now, _FAULT, ADVERSARY_AIMED)
 
     def _forge_aimed(self) -> None:
         node, inc, forger = self._adv_aimed.pop(0)
@@ -1063,6 +1103,7 @@ class SimAdversary(SimLiveness):
             peers = (_STRANGER_KEY,)
         entries = tuple(node.log.epoch_entries())
         epochs = tuple(e for e, _ in entries)
+        held = self._held_snapshots(node)
         return Target(
             key=node.key,
             state=v.state,
@@ -1077,6 +1118,7 @@ class SimAdversary(SimLiveness):
             cluster_id=ClusterId(self.config.cluster_id),
             peers=peers,
             wrong_cluster=ClusterId(self.config.cluster_id + "-forged"),
+            earliest_snapshot_epoch=held[0].epoch if held else None,
         )
 
     def _kept(self, node: _Node) -> KeptState:

@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, cast
 from kraft.core.bounds import out_of_bounds
 from kraft.core.effects import (
     ActionTaken,
+    AdvanceLogStartOffset,
     AppendCommitted,
     AppendLost,
     AppendResult,
@@ -45,7 +46,7 @@ from kraft.core.messages import (
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.records import KeyValue, decode_records, iter_batches
 from kraft.trace_format import JsonObject, message_json
 from refinement import invariants as inv
@@ -636,6 +637,46 @@ class SimNetwork(SimBase):
                 if found is not None:
                     self._violation(found.name, found.detail)
 
+    def _held_snapshots(self, node: _Node) -> tuple[OffsetAndEpoch, ...]:
+        """The snapshots the replica holds, oldest first (refinement.sim_snapshots: the
+        ones it was told of)."""
+        snaps = node.snaps
+        if snaps is None:
+            return ()
+        return tuple(sorted(snaps.complete, key=lambda s: s.offset))
+
+    def _check_fetch_answer(
+        self,
+        node: _Node,
+        dst: NodeId,
+        answer: FetchResponse,
+        token: int,
+        base: tuple[Offset, tuple[OffsetAndEpoch, ...]] | None,
+    ) -> None:
+        """FetchAnswerPosition (refinement.invariants_answers) for a Fetch answer about to
+        leave, on the node's log as the effects before it left it, with the log start and
+        snapshots `base` when the handling of that Fetch moved the log start."""
+        log = node.log
+        found = answers.fetch_answer_log_start(node.id, dst, answer, log.start_offset)
+        if found is not None:
+            self._violation(found.name, found.detail)
+        request = self._ledger.request_of(node.id, token)
+        if type(request) is not FetchRequest:
+            return
+        assert isinstance(request, FetchRequest)
+        epochs = log.epoch_entries()
+        start, held = base if base is not None else (log.start_offset, self._held_snapshots(node))
+        view = answers.LeaderLog(
+            start=start,
+            end=log.end_offset,
+            snapshots=held,
+            last_epoch=epochs[-1][0] if epochs else None,
+            end_offset_for=log.end_offset_for_epoch,
+        )
+        found = answers.fetch_answer_position(node.id, dst, request, answer, view)
+        if found is not None:
+            self._violation(found.name, found.detail)
+
     def _truncation_seen(self) -> bool:
         """Whether the step just applied truncated its node's log (and forget it). Read
         through a method: mypyc would keep a value narrowed before _apply set it."""
@@ -712,6 +753,10 @@ class SimNetwork(SimBase):
         tracing = self._trace is not None
         log = node.log
         check = self._check
+        # The log start and snapshots before the first AdvanceLogStartOffset since the
+        # handling of a Fetch began (a leader judges a Fetch before the log start moves on
+        # the news it brings): FetchAnswerPosition judges that Fetch's answer on them.
+        fetch_base: tuple[Offset, tuple[OffsetAndEpoch, ...]] | None = None
         for e in effects:
             t = type(e)
             if t is Send:
@@ -722,6 +767,9 @@ class SimNetwork(SimBase):
                 if check and type(e.message) is EndQuorumEpochRequest:
                     self._ledger.end_sent(node.id, e.dst)
                 if check and type(e.message) in _RESPONSE_TYPES:
+                    if type(e.message) is FetchResponse and e.reply_to is not None:
+                        self._check_fetch_answer(node, e.dst, e.message, e.reply_to, fetch_base)
+                        fetch_base = None
                     found = self._ledger.response_sent(node.id, e.dst, e.message, e.reply_to)
                     if found is None:
                         found = answers.error_answer_defaults(node.id, e.dst, e.message)
@@ -734,7 +782,9 @@ class SimNetwork(SimBase):
                     actions.append(e.action.value)
                     if e.voter is not None:
                         self._voter = int(e.voter.id)
-                if e.action is Action.BECOME_LEADER:
+                if e.action is Action.HANDLE_FETCH_REQUEST:
+                    fetch_base = None  # judged from here on
+                elif e.action is Action.BECOME_LEADER:
                     self.result.elections += 1
                     if self._dynamic:
                         self._leader_elected()
@@ -825,6 +875,8 @@ class SimNetwork(SimBase):
                 assert isinstance(e, CheckVoterVersions)
                 self._check_versions(node, e)
             elif node.snaps is not None:
+                if t is AdvanceLogStartOffset and fetch_base is None and check:
+                    fetch_base = (log.start_offset, self._held_snapshots(node))
                 self._snapshot_effect(node, e)
 
     def _send(

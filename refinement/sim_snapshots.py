@@ -184,6 +184,16 @@ class SimSnapshots(SimNetwork):
         below = next((h for sid, h in held if sid.offset == start), ()) if start > 0 else ()
         return combined_epochs(node.log, below), held
 
+    def _held_snapshots(self, node: _Node) -> tuple[OffsetAndEpoch, ...]:
+        """The snapshots the replica was told of (a SnapshotWritten not yet stepped does not
+        count), oldest first."""
+        snaps = node.snaps
+        if snaps is None:
+            return ()
+        pending = self._unreported.get((node.id, node.inc), set())
+        held = (s for s in snaps.complete if s not in pending)
+        return tuple(sorted(held, key=lambda s: s.offset))
+
     def _log_histories(
         self, node: _Node
     ) -> tuple[EpochCache, tuple[tuple[OffsetAndEpoch, EpochCache], ...]]:

@@ -93,6 +93,9 @@ SIM_PROFILES: tuple[str, ...] = (
     # requests over a cut link failing (refinement.faults.with_delays): the retry timing
     # after late and failed answers, snapshot chunks among them.
     "mixed+snapshots+delays",
+    # The adversary where logs start at snapshots: a forged Fetch at a leader's log start,
+    # whose answer FetchAnswerPosition judges against Kafka's validateOffsetAndEpoch.
+    "mixed+snapshots+adversary",
 )
 # TLC's traces, seed-major over these profiles: three seeds each of 1000 events, about 50 s on
 # one core for the unmutated core. lossy+snapshots and disk-loss are left out for their cost:

@@ -33,7 +33,7 @@ def _names(seeds: range = SEEDS) -> Iterator[tuple[int, list[str]]]:
 
 
 def test_only_the_adversary_profiles_forge() -> None:
-    assert ADVERSARY_PROFILES == ("mixed+adversary",)
+    assert ADVERSARY_PROFILES == ("mixed+adversary", "mixed+snapshots+adversary")
     for name, p in PROFILES.items():
         if name not in ADVERSARY_PROFILES:
             assert p.adversary_rate == 0 and p.corrupt_fetch == 0, name
