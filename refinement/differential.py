@@ -67,9 +67,14 @@ class _LogModel:
     cache: list[tuple[int, int]] = field(default_factory=list)
 
     def kafka_assign(self, epoch: int, start: int) -> None:
-        """assign: an entry for a new epoch (isUpdateNeeded: another epoch than the last)."""
-        if not self.cache or self.cache[-1][0] != epoch:
-            self.cache.append((epoch, start))
+        """assign: nothing if the last entry has this epoch and starts at or before `start`
+        (isUpdateNeeded); else the entries from the end with an epoch at or after it, or
+        starting at or after `start`, go (maybeTruncateNonMonotonicEntries) and it is added."""
+        if self.cache and self.cache[-1][0] == epoch and start >= self.cache[-1][1]:
+            return
+        while self.cache and (self.cache[-1][0] >= epoch or self.cache[-1][1] >= start):
+            self.cache.pop()
+        self.cache.append((epoch, start))
 
     def kafka_truncate_from_end(self, end: int) -> None:
         """truncateFromEnd: the entries starting at or after `end` go."""

@@ -185,6 +185,10 @@ def test_a_log_emptied_by_its_start_ends_at_its_snapshot() -> None:
     state = LogState(Off(12), Off(12), m.epoch_entries(), snapshots=(snap,))
     again = LogMetadata(state, STATIC)
     assert again.end == snap and again.epoch_entries() == ()
+    # A record of a newer epoch replaces that entry (Kafka's maybeTruncateNonMonotonicEntries
+    # drops the entries starting at or after the new one).
+    m.append([(E(6), Off(12))], Off(13))
+    assert m.epoch_entries() == ((E(6), Off(12)),) and m.end_offset_for_epoch(E(5)) == snap
 
 
 def test_the_driver_tells_its_snapshots_at_start() -> None:

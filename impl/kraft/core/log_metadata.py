@@ -192,10 +192,17 @@ class LogMetadata:
     # ------------------------------------------------------------------ changes
 
     def _assign(self, epoch: Epoch, start: Offset) -> None:
+        """Kafka's LeaderEpochFileCache.assign, for records appended at the end: an entry only
+        for an epoch after the last one, and the entries starting at or after it go first
+        (maybeTruncateNonMonotonicEntries: the entry advance_start left at the start of a
+        log it emptied)."""
         if self._epochs and epoch <= self._epochs[-1]:
             if epoch < self._epochs[-1]:
                 raise ValueError(f"epoch {epoch} after {self._epochs[-1]}")
             return
+        while self._starts and self._starts[-1] >= start:
+            self._starts.pop()
+            self._epochs.pop()
         self._epochs.append(epoch)
         self._starts.append(start)
 
