@@ -194,15 +194,15 @@ class LogMetadata:
     def _assign(self, epoch: Epoch, start: Offset) -> None:
         """Kafka's LeaderEpochFileCache.assign, for records appended at the end: an entry only
         for an epoch after the last one, and the entries starting at or after it go first
-        (maybeTruncateNonMonotonicEntries: the entry advance_start left at the start of a
-        log it emptied)."""
+        (maybeTruncateNonMonotonicEntries). Every entry starts at or after the log start and
+        before the end, but the one advance_start leaves at the start of a log it emptied;
+        so entries go only when the new one starts at the log start, and then all of them."""
         if self._epochs and epoch <= self._epochs[-1]:
             if epoch < self._epochs[-1]:
                 raise ValueError(f"epoch {epoch} after {self._epochs[-1]}")
             return
-        while self._starts and self._starts[-1] >= start:
-            self._starts.pop()
-            self._epochs.pop()
+        if start == self._start:
+            self._epochs, self._starts = [], []
         self._epochs.append(epoch)
         self._starts.append(start)
 
