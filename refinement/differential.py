@@ -14,6 +14,10 @@ no bisection, no caches.
   taken at most at it), add_snapshot, advance_start (and its refusal of an offset that is no
   snapshot after the start), install_snapshot, and a restart from the LogState a driver
   would state (with an old snapshot below the start that the driver has not deleted yet).
+  Its epoch cache (`epoch_entries`) is compared with Kafka's LeaderEpochFileCache changed the
+  way Kafka changes it (assign, truncateFromEnd, truncateFromStart, cleared by
+  truncateFullyAndStartAt, read back at a restart and truncated from the log end): an empty
+  log keeps the entry truncateFromStart moved to its start until the next restart.
 - `CommitRuleMachine`: kraft.core.commits.CommitRule against a list of the accepted appends,
   through accepted, high_watermark_raised and truncated, with a log whose epochs change.
 - `QuorumMathMachine`: kraft.core.quorum_math on Python ints (`PY`, what the replica calls;
@@ -58,6 +62,31 @@ class _LogModel:
     snapshots: dict[int, int] = field(default_factory=dict)  # end offset -> epoch
     voters: list[tuple[int, VoterSet]] = field(default_factory=list)  # (offset, set)
     deleted: list[OffsetAndEpoch] = field(default_factory=list)  # snapshots left behind
+    # Kafka's LeaderEpochFileCache for this log, (epoch, start offset) in order, changed as
+    # Kafka changes it (`kafka_*` below); what the driver's leader-epoch-checkpoint holds.
+    cache: list[tuple[int, int]] = field(default_factory=list)
+
+    def kafka_assign(self, epoch: int, start: int) -> None:
+        """assign: nothing if the last entry has this epoch and starts at or before `start`
+        (isUpdateNeeded); else the entries from the end with an epoch at or after it, or
+        starting at or after `start`, go (maybeTruncateNonMonotonicEntries) and it is added."""
+        if self.cache and self.cache[-1][0] == epoch and start >= self.cache[-1][1]:
+            return
+        while self.cache and (self.cache[-1][0] >= epoch or self.cache[-1][1] >= start):
+            self.cache.pop()
+        self.cache.append((epoch, start))
+
+    def kafka_truncate_from_end(self, end: int) -> None:
+        """truncateFromEnd: the entries starting at or after `end` go."""
+        self.cache = [(e, s) for e, s in self.cache if s < end]
+
+    def kafka_truncate_from_start(self, start: int) -> None:
+        """truncateFromStart: the entries starting at or before `start` go, and the last of
+        them comes back starting at `start` (whatever the log end)."""
+        gone = [(e, s) for e, s in self.cache if s <= start]
+        self.cache = [(e, s) for e, s in self.cache if s > start]
+        if gone:
+            self.cache.insert(0, (gone[-1][0], start))
 
     def last_epoch(self) -> int:
         if self.end - 1 in self.records:
@@ -100,7 +129,7 @@ class _LogModel:
         return LogState(
             Offset(self.start),
             Offset(self.end),
-            tuple((Epoch(e), Offset(o)) for e, o in self.epochs()),
+            tuple((Epoch(e), Offset(o)) for e, o in self.cache),
             snapshots=self.snapshot_ids() + tuple(old),
             voter_history=tuple((Offset(o), v) for o, v in self.voters),
         )
@@ -129,6 +158,7 @@ class LogMetadataMachine(RuleBasedStateMachine):
             batches.append((Epoch(epoch), Offset(base)))
             for o in range(base, base + size):
                 m.records[o] = epoch
+            m.kafka_assign(epoch, base)
             base += size
         sets: list[tuple[Offset, VoterSet]] = []
         for at, which in sorted({m.end + a % (base - m.end): w for a, w in voters}.items()):
@@ -147,6 +177,7 @@ class LogMetadataMachine(RuleBasedStateMachine):
             return
         m.records = {o: e for o, e in m.records.items() if o < offset}
         m.voters = m.voters[:1] + [(o, v) for o, v in m.voters[1:] if o < offset]
+        m.kafka_truncate_from_end(offset)
         m.end = max(offset, m.start)
 
     @precondition(lambda self: self.model.end > self.model.start)
@@ -170,6 +201,7 @@ class LogMetadataMachine(RuleBasedStateMachine):
         m.snapshots = {o: e for o, e in m.snapshots.items() if o >= offset}
         m.records = {o: e for o, e in m.records.items() if o >= offset}
         m.start = offset
+        m.kafka_truncate_from_start(offset)
 
     @rule(data=st.data())
     def advance_start_refused(self, data: st.DataObject) -> None:
@@ -195,6 +227,7 @@ class LogMetadataMachine(RuleBasedStateMachine):
         m.records = {}
         m.snapshots = {end: epoch}
         m.voters = [(end - 1, _VOTER_SETS[which])]
+        m.cache = []  # truncateFullyAndStartAt clears the cache
 
     @rule(with_deleted=st.booleans())
     def restart(self, with_deleted: bool) -> None:
@@ -202,6 +235,10 @@ class LogMetadataMachine(RuleBasedStateMachine):
         static = _VOTER_SETS[0]
         self.log = LogMetadata(m.state(with_deleted), static)
         self.seen = {}
+        # Kafka's LogLoader: the checkpoint read back, truncated from the log end, then from
+        # the log start.
+        m.kafka_truncate_from_end(m.end)
+        m.kafka_truncate_from_start(m.start)
         if m.voters[0][0] != int(STATIC_VOTERS_OFFSET):
             m.voters = [(int(STATIC_VOTERS_OFFSET), static), *m.voters]
 
@@ -266,6 +303,8 @@ class LogMetadataMachine(RuleBasedStateMachine):
             snap = m.snapshots.get(o)
             want_snap = None if snap is None else OffsetAndEpoch(Epoch(snap), Offset(o))
             assert log.snapshot_at(Offset(o)) == want_snap, ("snapshot_at", o)
+        cache = tuple((Epoch(e), Offset(o)) for e, o in m.cache)
+        assert log.epoch_entries() == cache, ("epoch_entries", log.epoch_entries(), cache)
         for e in range(m.last_epoch() + 2):
             got = log.end_offset_for_epoch(Epoch(e))
             assert got == m.end_offset_for_epoch(e), ("end_offset_for_epoch", e, got)

@@ -173,12 +173,22 @@ def test_advancing_the_start_drops_records_epochs_and_older_snapshots() -> None:
 
 
 def test_a_log_emptied_by_its_start_ends_at_its_snapshot() -> None:
-    """KIP-630: the latest of the snapshot and the log is the replica's last position."""
+    """KIP-630: the latest of the snapshot and the log is the replica's last position. The
+    epoch in force at the new start keeps its entry there, as Kafka's truncateFromStart
+    keeps it; a restart drops it (Kafka's LogLoader truncates the cache from the log end)."""
     m = three_epochs()
     snap = OffsetAndEpoch(E(4), Off(12))
     m.add_snapshot(snap)
     m.advance_start(Off(12))
-    assert m.end == snap and m.epoch_entries() == ()
+    assert m.end == snap and m.epoch_entries() == ((E(4), Off(12)),)
+    assert m.end_offset_for_epoch(E(3)) == snap and m.end_offset_for_epoch(E(5)) == snap
+    state = LogState(Off(12), Off(12), m.epoch_entries(), snapshots=(snap,))
+    again = LogMetadata(state, STATIC)
+    assert again.end == snap and again.epoch_entries() == ()
+    # A record of a newer epoch replaces that entry (Kafka's maybeTruncateNonMonotonicEntries
+    # drops the entries starting at or after the new one).
+    m.append([(E(6), Off(12))], Off(13))
+    assert m.epoch_entries() == ((E(6), Off(12)),) and m.end_offset_for_epoch(E(5)) == snap
 
 
 def test_the_driver_tells_its_snapshots_at_start() -> None:

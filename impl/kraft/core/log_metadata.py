@@ -107,9 +107,11 @@ class LogMetadata:
 
     @property
     def last_epoch(self) -> Epoch:
-        """The epoch of the last record; with no record, the epoch of the snapshot the log
-        starts at, else 0 (as Kafka's lastFetchedEpoch). So `end` is the latest of the
-        snapshot and the log (KIP-630), for votes and for standing."""
+        """The latest epoch of the epoch cache: the epoch of the last record, or, once the
+        log start moved to its end, of the record before it (the epoch of the snapshot the
+        log starts at); with an empty cache, the epoch of the snapshot the log starts at,
+        else 0 (as Kafka's lastFetchedEpoch). So `end` is the latest of the snapshot and the
+        log (KIP-630), for votes and for standing."""
         if self._epochs:
             return self._epochs[-1]
         snap = self.snapshot_at(self._end)
@@ -190,10 +192,17 @@ class LogMetadata:
     # ------------------------------------------------------------------ changes
 
     def _assign(self, epoch: Epoch, start: Offset) -> None:
+        """Kafka's LeaderEpochFileCache.assign, for records appended at the end: an entry only
+        for an epoch after the last one, and the entries starting at or after it go first
+        (maybeTruncateNonMonotonicEntries). Every entry starts at or after the log start and
+        before the end, but the one advance_start leaves at the start of a log it emptied;
+        so entries go only when the new one starts at the log start, and then all of them."""
         if self._epochs and epoch <= self._epochs[-1]:
             if epoch < self._epochs[-1]:
                 raise ValueError(f"epoch {epoch} after {self._epochs[-1]}")
             return
+        if start == self._start:
+            self._epochs, self._starts = [], []
         self._epochs.append(epoch)
         self._starts.append(start)
 
@@ -243,14 +252,16 @@ class LogMetadata:
         if self.snapshot_at(offset) is None or not self._start < offset <= self._end:
             raise ValueError(f"no snapshot to start the log {self._start}..{self._end} at {offset}")
         self._start = offset
-        # The epoch in force at `offset` now starts there; a log left empty keeps no epoch.
+        # Kafka's LeaderEpochFileCache.truncateFromStart: the entries starting at or before
+        # `offset` go but the last of them, which now starts at `offset`; so the epoch in
+        # force there stays in the cache even when the log is left empty (offset == end), and
+        # is the last epoch (Kafka's lastFetchedEpoch reads the cache before the snapshot).
+        # A restart drops that entry (Kafka's LogLoader truncates the cache from the log end;
+        # `__init__` keeps only entries that start before the end).
         while len(self._starts) > 1 and self._starts[1] <= offset:
             del self._starts[0], self._epochs[0]
         if self._starts:
             self._starts[0] = max(self._starts[0], offset)
-            if self._starts[0] >= self._end:
-                self._starts.clear()
-                self._epochs.clear()
         self._snapshots = [x for x in self._snapshots if x.offset >= offset]
         self.version += 1
 
