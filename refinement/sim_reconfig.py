@@ -48,7 +48,9 @@ other profile draws nothing here and runs as before.
 - The driver answers CheckVoterVersions with VoterVersionsChecked after a round trip: the
   replica's kraft.version range if that exact replica (id and directory id) runs, else
   REQUEST_TIMED_OUT. Odd ids support 0..1, as Kafka 4 does; even ids 0..2, as a newer
-  release would (the leader's version, 1, is in both ranges).
+  release would (the leader's version, 1, is in both ranges); every fifth answered probe says
+  0..0, as a release before KIP-853 would, so the leader must abort that AddRaftVoter (the
+  operator then asks again), except in the liveness phase.
 - Crash mid-change (`change_crash`): a leader crashes right after appending a change's Voters
   record (unflushed, unreplicated); on restart its log no longer holds it.
 - Voter disk loss (`voter_disk_loss_rate`): a running voter crashes and loses its data
@@ -184,6 +186,7 @@ class SimReconfig(SimClients):
         # The kraft.version range each probed replica's ApiVersions answer gave, by id
         # (VoterAddedWithProbedVersions).
         self._probed_spans: dict[NodeId, range] = {}
+        self._probes_answered = 0  # every fifth probe answers a range without version 1
         # The one-shots (and snapshots at a change) draw from a generator of their own.
         self._one_rng = random.Random(f"{config.seed}/one-shot")
         p = self._profile
@@ -264,7 +267,12 @@ class SimReconfig(SimClients):
         target = self._nodes.get(e.voter.id)
         at = self.now + self._delay() + self._delay()
         if target is not None and target.replica is not None and target.key == e.voter:
-            span = (0, 1) if target.id % 2 else (0, 2)
+            self._probes_answered += 1
+            # Not in the liveness phase, whose one change must be acknowledged.
+            if self._probes_answered % 5 == 0 and self._change_probe is None:
+                span = (0, 0)  # a release before KIP-853: the AddRaftVoter is aborted
+            else:
+                span = (0, 1) if target.id % 2 else (0, 2)
             self._probed_spans[target.id] = range(span[0], span[1] + 1)
             ev = VoterVersionsChecked(at, e.voter.id, ErrorCode.NONE, span)
         else:

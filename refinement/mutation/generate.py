@@ -40,7 +40,9 @@ that are no property and not named like either statement's targets, tuples, the 
 frozen dataclass without `__post_init__`, `int`, `str`, `tuple`, `frozenset`, ...) with such
 arguments. Nothing in such a right-hand side runs code of the program, reads either field,
 indexes or divides (no KeyError, IndexError or ZeroDivisionError to tell which ran first), so
-the state after the pair is the same either way. A subscript target, a method call or any other
+the state after the pair is the same either way. A name may be read under a target's attribute
+name only when both targets are fields of the method's own instance (below), which no variable
+shares. A subscript target, a method call or any other
 call keeps the swap. "Property" and "frozen dataclass" are read from every core file (`generate`
 passes them; `mutants_of_source` alone sees its own file). A field is "no property" when no core
 class defines a property of that name, except a field of the method's own instance: in a method
@@ -379,19 +381,22 @@ def _attribute_chain(e: ast.expr, facts: Facts) -> bool:
     return isinstance(e, ast.Name)
 
 
-def _inert(e: ast.expr, facts: Facts, avoid: set[str]) -> bool:
+def _inert(e: ast.expr, facts: Facts, avoid: set[str], names_safe: bool = False) -> bool:
     """Evaluating `e` runs no code of the program, cannot raise, and reads no attribute or
-    name in `avoid`."""
+    name in `avoid` (a name only when `names_safe` is False: the writes may be to a module's
+    attributes, which are its variables)."""
     if isinstance(e, ast.Constant):
         return True
     if isinstance(e, ast.Name):
-        return e.id not in avoid
+        return names_safe or e.id not in avoid
     if isinstance(e, ast.Attribute):
         return (
-            e.attr not in avoid and e.attr not in facts.properties and _inert(e.value, facts, avoid)
+            e.attr not in avoid
+            and e.attr not in facts.properties
+            and _inert(e.value, facts, avoid, names_safe)
         )
     if isinstance(e, ast.Tuple):
-        return all(_inert(x, facts, avoid) for x in e.elts)
+        return all(_inert(x, facts, avoid, names_safe) for x in e.elts)
     if isinstance(e, ast.List | ast.Set):
         return not e.elts
     if isinstance(e, ast.Dict):
@@ -403,7 +408,7 @@ def _inert(e: ast.expr, facts: Facts, avoid: set[str]) -> bool:
         parts = e.values if isinstance(e, ast.BoolOp) else [getattr(e, "operand", None)]
         if isinstance(e, ast.BinOp):
             parts = [e.left, e.right]
-        return all(x is not None and _inert(x, facts, avoid) for x in parts)
+        return all(x is not None and _inert(x, facts, avoid, names_safe) for x in parts)
     if isinstance(e, ast.Call):
         if not isinstance(e.func, ast.Name) or e.func.id in avoid:
             return False
@@ -415,7 +420,7 @@ def _inert(e: ast.expr, facts: Facts, avoid: set[str]) -> bool:
         if e.func.id in _EMPTY_CONTAINERS:
             return not args
         if e.func.id in facts.immutable or e.func.id in _IMMUTABLE_BUILTINS:
-            return all(_inert(a, facts, avoid) for a in args)
+            return all(_inert(a, facts, avoid, names_safe) for a in args)
     return False
 
 
@@ -431,8 +436,20 @@ def independent(
     names = set(ta) | set(tb)
     if len(names) != len(ta) + len(tb):
         return False
+    # Fields of the method's own instance (a plain class, not a module) are no variables, so
+    # `self.x = x` reads a name that neither write can change.
+    names_safe = me is not None and all(_own_fields(s, me) for s in (a, b))
     values = [s.value for s in (a, b) if isinstance(s, ast.Assign | ast.AnnAssign)]
-    return all(v is not None and _inert(v, facts, names) for v in values)
+    return all(v is not None and _inert(v, facts, names, names_safe) for v in values)
+
+
+def _own_fields(stmt: ast.stmt, me: _Self) -> bool:
+    """Whether every target of the plain assignment `stmt` is `me.name.attr`."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return all(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me.name
+        for t in targets
+    )
 
 
 class _Collector:

@@ -222,3 +222,35 @@ def test_own_fields_of_a_plain_class_are_no_property_named_elsewhere():
     assert by_function["Kept.__init__"] == {pair}
     assert pair in by_function["Base.reset"]
     assert "other.voters = {}; other.observers = {}" in by_function["Base.reset"]
+
+
+FROM_PARAMETERS = """
+from __future__ import annotations
+
+
+class Timer:
+    def __init__(self, at: int, every: int) -> None:
+        self.at = at
+        self.every = every
+
+
+at = 0
+
+
+def configure(cfg: object, every: int) -> None:
+    cfg.at = every
+    cfg.every = at
+"""
+
+
+def test_own_fields_set_from_like_named_parameters_are_not_swapped():
+    swapped = {
+        m.function: m.original
+        for m in mutants_of_source("kraft/core/x.py", FROM_PARAMETERS)
+        if m.operator == "stmt-swap"
+    }
+    # `self.at = at`: a field of the method's own plain instance is no variable, so the
+    # parameter `at` reads the same before or after `self.every = every`.
+    assert "Timer.__init__" not in swapped
+    # `cfg` may be this module, whose attribute `at` is the global `at` read next: kept.
+    assert swapped["configure"] == "cfg.at = every; cfg.every = at"
