@@ -25,6 +25,11 @@ delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
   HighWatermarkMoved that passed its last offset (or the step began with the high watermark
   already past it): a driver reading the effects in order never learns of a commit before
   the high watermark that decides it.
+- FollowerHighWatermarkFollowsAnswer: a Follower that takes its leader's Fetch answer (no
+  error, no snapshot id, a high watermark h >= 0; it fetches from that leader again in the
+  step, which it does only for an answer it took) ends the step with its high watermark at
+  min(h, its log end), or where it already was if that is higher: Kafka's
+  KafkaRaftClient.handleFetchResponse and updateFollowerHighWatermark, exactly.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from kraft.core.effects import (
     Effect,
     HighWatermarkMoved,
     MessageRefused,
+    Send,
     StateChanged,
 )
 from kraft.core.messages import (
@@ -62,12 +68,14 @@ LEADER_ELECTED_BY_VOTES = "LeaderElectedByVotes"
 CANDIDATE_BY_PRE_VOTES = "CandidateByPreVotes"
 ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE = "ActionTakenForEveryHandledMessage"
 COMMIT_AFTER_HIGH_WATERMARK = "CommitAfterHighWatermark"
+FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER = "FollowerHighWatermarkFollowsAnswer"
 
 GENERAL_CHECKERS = (
     LEADER_ELECTED_BY_VOTES,
     CANDIDATE_BY_PRE_VOTES,
     ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
     COMMIT_AFTER_HIGH_WATERMARK,
+    FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER,
 )
 
 _HANDLE_ACTION: dict[type, Action] = {
@@ -220,3 +228,45 @@ def commit_after_high_watermark(
                     f" so far in the step (no HighWatermarkMoved past {e.last_offset} before it)",
                 )
     return None
+
+
+def follower_high_watermark_follows_answer(
+    node: NodeId,
+    src: NodeId,
+    message: Message,
+    effects: Sequence[Effect],
+    *,
+    before: Offset | None,
+    state: ReplicaState,
+    epoch: Epoch,
+    leader: NodeId | None,
+    end_offset: Offset,
+    after: Offset | None,
+) -> Violation | None:
+    """FollowerHighWatermarkFollowsAnswer for one step that handled `message` from `src`;
+    `before` is the replica's high watermark before the step, the rest its view after."""
+    if type(message) is not FetchResponse or state is not ReplicaState.FOLLOWER or leader != src:
+        return None
+    assert isinstance(message, FetchResponse)
+    if (
+        message.error is not ErrorCode.NONE
+        or message.snapshot_id is not None
+        or message.high_watermark < 0
+        or message.leader_epoch != epoch
+    ):
+        return None
+    if not any(
+        type(e) is Send and e.dst == src and type(e.message) is FetchRequest for e in effects
+    ):
+        return None  # an answer it did not take (stale, or records it could not append)
+    want = Offset(min(message.high_watermark, end_offset))
+    if before is not None and before > want:
+        want = before
+    if after == want:
+        return None
+    return Violation(
+        FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER,
+        f"node {node}, Follower of {src} in epoch {epoch}, took a Fetch answer with high"
+        f" watermark {message.high_watermark} at log end {end_offset} (its own was {before})"
+        f" and ended the step at {after}, not {want}",
+    )

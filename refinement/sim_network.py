@@ -433,6 +433,21 @@ class SimNetwork(SimBase):
                         self._check_answer_epoch(node, event, effects, before_view, after)
                     self._check_answers_sent(node, effects, before_view, after)
                     self._check_general(node, event, effects, before_view)
+                    if type(event) is Receive:
+                        found = gen.follower_high_watermark_follows_answer(
+                            node.id,
+                            event.src,
+                            event.message,
+                            effects,
+                            before=before_view.high_watermark,
+                            state=after.state,
+                            epoch=after.epoch,
+                            leader=after.leader_id,
+                            end_offset=after.end_offset,
+                            after=after.high_watermark,
+                        )
+                        if found is not None:
+                            self._violation(found.name, found.detail)
         if monitor is not None and node.replica is not None:
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
