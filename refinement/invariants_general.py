@@ -25,11 +25,14 @@ delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
   HighWatermarkMoved that passed its last offset (or the step began with the high watermark
   already past it): a driver reading the effects in order never learns of a commit before
   the high watermark that decides it.
-- FollowerHighWatermarkFollowsAnswer: a Follower that takes its leader's Fetch answer (no
-  error, no snapshot id, a high watermark h >= 0; it fetches from that leader again in the
-  step, which it does only for an answer it took) ends the step with its high watermark at
-  min(h, its log end), or where it already was if that is higher: Kafka's
-  KafkaRaftClient.handleFetchResponse and updateFollowerHighWatermark, exactly.
+- FollowerHighWatermarkFollowsAnswer: a Follower that takes its leader's Fetch answer ends
+  the step with its high watermark at min(h, its log end), h being the answer's, or where it
+  already was if that is higher: Kafka's KafkaRaftClient.handleFetchResponse and
+  updateFollowerHighWatermark, exactly. "Takes" as the simulator can tell it: the replica was
+  already that leader's Follower in the answer's epoch, the answer has no error, no snapshot
+  id and h >= 0, its records (if any) grew the log, and the replica fetches from that leader
+  again in the step (a stale answer, or records it could not append, leaves the Fetch in
+  flight and sends nothing).
 """
 
 from __future__ import annotations
@@ -236,6 +239,8 @@ def follower_high_watermark_follows_answer(
     message: Message,
     effects: Sequence[Effect],
     *,
+    was_following: bool,
+    end_before: Offset,
     before: Offset | None,
     state: ReplicaState,
     epoch: Epoch,
@@ -244,8 +249,14 @@ def follower_high_watermark_follows_answer(
     after: Offset | None,
 ) -> Violation | None:
     """FollowerHighWatermarkFollowsAnswer for one step that handled `message` from `src`;
-    `before` is the replica's high watermark before the step, the rest its view after."""
-    if type(message) is not FetchResponse or state is not ReplicaState.FOLLOWER or leader != src:
+    `was_following`: the replica was `src`'s Follower in `epoch` before the step; `before`
+    and `end_before` its high watermark and log end then, the rest its view after."""
+    if (
+        type(message) is not FetchResponse
+        or not was_following
+        or state is not ReplicaState.FOLLOWER
+        or leader != src
+    ):
         return None
     assert isinstance(message, FetchResponse)
     if (
@@ -253,6 +264,7 @@ def follower_high_watermark_follows_answer(
         or message.snapshot_id is not None
         or message.high_watermark < 0
         or message.leader_epoch != epoch
+        or (len(message.records) > 0 and end_offset <= end_before)
     ):
         return None
     if not any(

@@ -439,6 +439,10 @@ class SimNetwork(SimBase):
                             event.src,
                             event.message,
                             effects,
+                            was_following=before_view.state is ReplicaState.FOLLOWER
+                            and before_view.leader_id == event.src
+                            and before_view.epoch == after.epoch,
+                            end_before=before_view.end_offset,
                             before=before_view.high_watermark,
                             state=after.state,
                             epoch=after.epoch,

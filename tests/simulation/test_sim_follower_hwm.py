@@ -50,6 +50,8 @@ def _check(
         LEADER,
         answer,
         effects,
+        was_following=True,
+        end_before=Offset(7),
         before=None if before is None else Offset(before),
         state=ReplicaState.FOLLOWER,
         epoch=Epoch(4),
@@ -77,6 +79,16 @@ def test_a_high_watermark_never_falls_and_an_untaken_answer_says_nothing() -> No
     assert _check(_answer(5), [], before=None, after=None) is None
     assert _check(_answer(5, error=ErrorCode.NOT_LEADER_OR_FOLLOWER), [], before=1, after=1) is None
     assert _check(_answer(-1), _fetch_again(), before=None, after=None) is None
+    # Records that did not grow the log were not appended (stale or corrupt): not taken.
+    stale = FetchResponse(
+        ErrorCode.NONE,
+        LEADER,
+        Epoch(4),
+        high_watermark=Offset(5),
+        log_start_offset=Offset(0),
+        records=b"\x00" * 61,
+    )
+    assert _check(stale, _fetch_again(), before=None, after=None) is None
 
 
 def test_a_follower_that_keeps_its_high_watermark_is_caught(
