@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from sim_runs import first_violations
 
 from kraft.core.election import ElectionRole
 from kraft.core.leader import LeaderState
@@ -26,15 +27,6 @@ from refinement.sim import SimConfig, simulate
 
 S = ReplicaState
 CANDIDATE = ReplicaKey(NodeId(2), DirectoryId(uuid.UUID(int=2)))
-
-
-def _first_violations(profile: str, seeds: range) -> dict[int, str]:
-    caught = {}
-    for seed in seeds:
-        r = simulate(SimConfig(seed=seed, profile=PROFILES[profile]))
-        if r.violations:
-            caught[seed] = r.violations[0].name
-    return caught
 
 
 def _granter(state: ReplicaState, **kw: object) -> inp.Granter:
@@ -130,7 +122,7 @@ def test_a_resigned_leader_refusing_pre_votes_is_caught(monkeypatch: pytest.Monk
         return real(self, req)
 
     monkeypatch.setattr(ElectionRole, "_can_grant", sulky)
-    caught = _first_violations("shutdowns", range(2))
+    caught = first_violations("shutdowns", range(2))
     assert inp.VOTE_ANSWER_PER_STATE in caught.values(), caught
 
 
@@ -174,7 +166,7 @@ def test_a_removed_voter_dropped_from_the_observers_is_caught(
             del self.observers[key]
 
     monkeypatch.setattr(LeaderState, "set_voters", forgetful)
-    caught = _first_violations("none+reconfig", range(1))
+    caught = first_violations("none+reconfig", range(1))
     assert desc.DESCRIBE_QUORUM_MATCHES in caught.values(), caught
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sim_runs import first_violations
 
 from kraft.core.election import ElectionRole
 from kraft.core.events import SendFailed
@@ -21,15 +22,6 @@ from refinement.faults import PROFILES, with_delays
 from refinement.sim import SimConfig, simulate
 
 F = ReplicaState.FOLLOWER
-
-
-def _first_violations(profile: str, seeds: range) -> dict[int, str]:
-    caught = {}
-    for seed in seeds:
-        r = simulate(SimConfig(seed=seed, profile=PROFILES[profile]))
-        if r.violations:
-            caught[seed] = r.violations[0].name
-    return caught
 
 
 def test_the_core_grants_votes_only_to_up_to_date_logs() -> None:
@@ -52,7 +44,7 @@ def test_a_follower_pre_vote_granted_without_comparing_logs_is_caught(
         return real(self, req)
 
     monkeypatch.setattr(ElectionRole, "_can_grant", careless)
-    caught = _first_violations("partitions", range(3))
+    caught = first_violations("partitions", range(3))
     assert inp.GRANTED_VOTE_LOG_UP_TO_DATE in caught.values(), caught
 
 
@@ -74,7 +66,7 @@ def test_a_second_leaders_end_quorum_epoch_obeyed_is_caught(
         real(self, src, req, of)
 
     monkeypatch.setattr(FollowerRole, "handle_end_request", credulous)
-    caught = _first_violations("mixed+adversary", range(2))
+    caught = first_violations("mixed+adversary", range(2))
     assert inp.REJECTED_MESSAGE_CHANGES_NOTHING in caught.values(), caught
 
 
@@ -99,5 +91,5 @@ def test_a_broken_connection_that_postpones_the_fetch_timer_is_caught(
             r._fetch_deadline = kept  # not a break it acts on
 
     monkeypatch.setattr(FollowerRole, "leader_connection_broke", redraws)
-    caught = _first_violations("crashes+delays", range(2))
+    caught = first_violations("crashes+delays", range(2))
     assert timing.FETCH_TIMEOUT_NOT_LATE in caught.values(), caught
