@@ -235,6 +235,19 @@ def reexec_compiled(argv: Sequence[str]) -> None:
     os.execve(sys.executable, args, compiled_env(tree))
 
 
+def why_sources() -> str | None:
+    """Why this process runs the sources although a compiled tree was built here, or None
+    (no tree, the user asked for the sources, or it does run compiled)."""
+    if os.environ.get(USE_ENV) == "0" or running_compiled():
+        return None
+    root = checkout_root()
+    if root is None or not (tree_dir(root) / DIGEST_FILE).exists():
+        return None
+    if os.environ.get(ACTIVE_ENV):
+        return f"the re-executed process still imported the sources, not {tree_dir(root)}"
+    return status()
+
+
 def status() -> str:
     root = checkout_root()
     if root is None:

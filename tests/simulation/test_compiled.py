@@ -124,7 +124,7 @@ def test_kraft_simulate_runs_compiled_from_the_command_line() -> None:
     kraft = str(Path(sys.executable).with_name("kraft"))
     args = [kraft, "simulate", "--", "--seed", "1", "--events", "300"]
     fast = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
-    assert "runs the mypyc-compiled simulator" in fast.stderr
+    assert "runs the mypyc-compiled simulator" in fast.stderr, (fast.stderr, accel.status())
     slow = subprocess.run(
         args, env={**env, accel.USE_ENV: "0"}, capture_output=True, text=True, check=True
     )
@@ -146,3 +146,23 @@ def test_the_compiled_tree_finds_the_specs_of_the_checkout() -> None:
     root = accel.checkout_root()
     assert root is not None
     assert Path(out.strip()) == root / "spec"
+
+
+def test_running_the_sources_beside_a_stale_tree_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_checkout(tmp_path)
+    monkeypatch.setattr(accel, "checkout_root", lambda start=None: tmp_path)
+    monkeypatch.delenv(accel.ACTIVE_ENV, raising=False)
+    monkeypatch.delenv(accel.USE_ENV, raising=False)
+    assert accel.why_sources() is None  # nothing was built: nothing to explain
+    tree = accel.tree_dir(tmp_path)
+    tree.mkdir(parents=True)
+    (tree / accel.DIGEST_FILE).write_text("a digest of other sources\n")
+    why = accel.why_sources()
+    assert why is not None and "stale" in why and "make setup" in why
+    monkeypatch.setenv(accel.ACTIVE_ENV, str(tree))  # re-executed, yet on the sources
+    assert "still imported the sources" in (accel.why_sources() or "")
+    monkeypatch.delenv(accel.ACTIVE_ENV)
+    monkeypatch.setenv(accel.USE_ENV, "0")  # the user asked for the sources
+    assert accel.why_sources() is None

@@ -218,5 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         accel.reexec_compiled(sys.argv[1:])
         if accel.running_compiled():
             print(f"kraft: {args.command} runs the mypyc-compiled simulator", file=sys.stderr)
+        elif (why := accel.why_sources()) is not None:
+            print(f"kraft: {args.command} runs the sources: {why}", file=sys.stderr)
     handler: Handler = args.handler
     return handler(args)
