@@ -22,7 +22,8 @@ leader's own bookkeeping of its peers:
   an observer only 5 minutes after its last Fetch; LeaderState.updateVoterAndObserverStates
   moves a removed voter's ReplicaState, progress and all, to observerStates), and its
   latest entry says a last fetch time no earlier than that Fetch, no later than now, and an
-  end offset it fetched from.
+  end offset it fetched from; and no observer (other than the leader itself) is listed whose
+  last fetch time (-1 if it never fetched) is 5 minutes old or older.
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ def describe_quorum_matches(
     )
     if both:
         return bad(f"with {both} both as voters and as observers")
+    # Kafka clears the observers out of session before it describes them.
+    silent = sorted(
+        d.replica.id
+        for d in desc.observers
+        if d.replica.id != node and now - d.last_fetch_timestamp_ms >= OBSERVER_SESSION_MS
+    )
+    if silent:
+        return bad(f"with observers {silent} whose last Fetch is {OBSERVER_SESSION_MS} ms old")
     if fetched is not None:
         for d in desc.voters:
             rid = d.replica.id

@@ -150,6 +150,9 @@ def test_the_observer_list_checker_wants_a_fetcher_that_is_no_voter() -> None:
     assert check(described, {NodeId(2): 95}) is not None  # its entry is older than its Fetch
     # Kafka forgets an observer 5 minutes after its last Fetch.
     assert check(empty, {NodeId(2): 90}, now=90 + desc.OBSERVER_SESSION_MS) is None
+    # ... and no longer lists it from then on (clearInactiveObservers runs first).
+    assert check(described, {NodeId(2): 90}, now=90 + desc.OBSERVER_SESSION_MS - 1) is None
+    assert check(described, {NodeId(2): 90}, now=90 + desc.OBSERVER_SESSION_MS) is not None
 
 
 def test_a_removed_voter_dropped_from_the_observers_is_caught(

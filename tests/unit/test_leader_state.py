@@ -47,7 +47,7 @@ def test_set_voters_keeps_the_progress_of_voters_that_stay() -> None:
     ld.voters[NodeId(3)].fetched(Offset(8), Offset(9), now=200)
     ld.endorsed |= {NodeId(2), NodeId(3)}
     ld.fetched |= {NodeId(3)}
-    ld.observer(k(4)).fetched(Offset(9), Offset(9), now=300)
+    ld.observer(k(4), 300).fetched(Offset(9), Offset(9), now=300)
     assert ld.advance_hwm(Offset(9)) == 8
 
     ld.set_voters(voters(1, 2, 4))

@@ -90,6 +90,16 @@ class Peer:
         )
 
 
+# Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS: an observer whose last Fetch is this old is
+# no longer listed by DescribeQuorum (a Peer that never fetched counts as fetching at -1 ms).
+OBSERVER_SESSION_MS = 300_000
+
+
+def _in_session(peer: Peer, now: int) -> bool:
+    last = -1 if peer.last_fetch_ms is None else peer.last_fetch_ms
+    return now - last < OBSERVER_SESSION_MS
+
+
 class LeaderState:
     """The leader's bookkeeping for one epoch. Pure: no effects, time passed in."""
 
@@ -180,9 +190,13 @@ class LeaderState:
                 return self.observers.pop(key)
         return Peer(voter)
 
-    def observer(self, key: ReplicaKey) -> Peer:
+    def observer(self, key: ReplicaKey, now: int) -> Peer:
+        """The progress of an observer fetching at `now`. A new one first makes the leader
+        forget the observers out of session, so churning observers cannot grow it forever."""
         peer = self.observers.get(key)
         if peer is None:
+            for stale in [k for k, p in self.observers.items() if not _in_session(p, now)]:
+                del self.observers[stale]
             peer = self.observers[key] = Peer(key)
         return peer
 
@@ -238,7 +252,7 @@ class LeaderState:
             leader_epoch=epoch,
             high_watermark=self.hwm,
             voters=tuple(voters),
-            observers=tuple(p.describe() for p in self.observers.values()),
+            observers=tuple(p.describe() for p in self.observers.values() if _in_session(p, now)),
         )
 
 
@@ -454,7 +468,7 @@ class LeaderRole:
             self._endorse(src)
             ld.heard_from_voter(src, now)
         else:
-            peer = ld.observer(req.replica)
+            peer = ld.observer(req.replica, now)
         peer.fetched(req.fetch_offset, r._log.end_offset, now)
         if src in ld.voters:
             self._maybe_advance_hwm()
