@@ -71,7 +71,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kraft.client import Address
 from kraft.client_voters import kraft_version_range
@@ -82,6 +82,7 @@ from kraft.core.effects import (
     AppendResult,
     AppendToLog,
     CheckVoterVersions,
+    DiscardSnapshotFetch,
     Effect,
     ElectionsExhausted,
     FlushLog,
@@ -235,6 +236,7 @@ class Driver:
         # The quorum listener's name: the endpoint a voter-versions probe goes to.
         self.listener_name = "CONTROLLER"
         self._probes: set[asyncio.Task[None]] = set()
+        self._performers = self._performer_table()
 
     @property
     def clock(self) -> Clock:
@@ -399,65 +401,106 @@ class Driver:
             release()
 
     def _perform(self, effects: list[Effect]) -> None:
+        """Each effect by its exact type (one dict lookup, not a chain of isinstance tests:
+        a step's effects are mostly ActionTaken, which has nothing to perform here)."""
+        table = self._performers
         for e in effects:
-            if isinstance(e, AppendToLog):
-                if e.leader_encoded:
-                    self.log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
-                else:
-                    self.log.append_as_follower(e.data)
-            elif isinstance(e, TruncateLog):
-                self.log.truncate_to(e.offset)
-            elif isinstance(e, FlushLog):
-                self._flush_pending = True
-            elif isinstance(e, PersistElectionState):
-                # Version 0 as Kafka writes it for a static voter set (controller.quorum.voters),
-                # 1 for a dynamic one (kraft.version 1).
-                write_quorum_state(
-                    self._qs_path,
-                    e.state,
-                    version=self._qs_version,
-                    voters=self._voter_ids,
-                )
-            elif isinstance(e, Send):
-                self._emit(self._out.prepare(e))
-            elif isinstance(e, HighWatermarkMoved):
-                self._emit(functools.partial(self._hwm_moved, e.high_watermark))
-            elif isinstance(e, AppendResult):
-                self._emit(functools.partial(self._append_result, e))
-            elif isinstance(e, AppendCommitted):
-                self._emit(functools.partial(self._committed, e))
-            elif isinstance(e, AppendLost):
-                self._emit(functools.partial(self._lost, e))
-            elif isinstance(e, StateChanged):
-                log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
-                if e.old is ReplicaState.LEADER:
-                    self._groups.clear()  # their members are answered below
-                if e.old is ReplicaState.LEADER and self._pending:
-                    self._emit(functools.partial(self._stepped_down, e.epoch))
-            elif isinstance(e, ShutdownComplete):
-                self._emit(self._shutdown_done.set)
-            elif isinstance(e, MessageRefused):
-                log.warning("refused a %s from node %d: %s", e.kind, e.src, e.reason)
-            elif isinstance(e, ElectionsExhausted):
-                log.error(
-                    "epoch %d is the largest that can be encoded: this node can no longer "
-                    "stand for election (it still votes and follows)",
-                    e.epoch,
-                )
-            elif isinstance(e, SnapshotRequired):
-                log.warning(
-                    "leader %d answered our Fetch with snapshot %d-%d, but this replica was"
-                    " built without snapshot files (no SnapshotSource), so it cannot fetch it"
-                    " (KIP-630) and will not progress; it keeps fetching slowly to stay in touch",
-                    e.leader_id,
-                    e.snapshot_id.offset,
-                    e.snapshot_id.epoch,
-                )
-            elif isinstance(e, SnapshotEffect):
-                self._perform_snapshot(e)
-            elif isinstance(e, CheckVoterVersions):
-                self._emit(functools.partial(self._check_versions, e))
+            perform = table.get(type(e))
+            if perform is not None:
+                perform(e)
+
+    def _performer_table(self) -> dict[type, Callable[[Any], None]]:
+        snapshot = self._perform_snapshot
+        return {
+            AppendToLog: self._append_to_log,
+            TruncateLog: self._truncate_log,
+            FlushLog: self._flush_log,
+            PersistElectionState: self._persist_election_state,
+            Send: self._send,
+            HighWatermarkMoved: self._high_watermark_moved,
+            AppendResult: self._emit_append_result,
+            AppendCommitted: self._emit_committed,
+            AppendLost: self._emit_lost,
+            StateChanged: self._state_changed,
+            ShutdownComplete: self._shutdown_complete,
+            MessageRefused: self._message_refused,
+            ElectionsExhausted: self._elections_exhausted,
+            SnapshotRequired: self._snapshot_required,
+            WriteSnapshot: snapshot,
+            SnapshotRefused: snapshot,
+            AdvanceLogStartOffset: snapshot,
+            WriteSnapshotChunk: snapshot,
+            ValidateSnapshot: snapshot,
+            InstallSnapshot: snapshot,
+            DiscardSnapshotFetch: snapshot,
+            CheckVoterVersions: self._emit_check_versions,
             # ActionTaken: only for traces.
+        }
+
+    def _append_to_log(self, e: AppendToLog) -> None:
+        if e.leader_encoded:
+            self.log.append_leader_encoded(e.data, e.first_offset, e.last_offset, e.epoch)
+        else:
+            self.log.append_as_follower(e.data)
+
+    def _truncate_log(self, e: TruncateLog) -> None:
+        self.log.truncate_to(e.offset)
+
+    def _flush_log(self, e: FlushLog) -> None:
+        self._flush_pending = True
+
+    def _persist_election_state(self, e: PersistElectionState) -> None:
+        # Version 0 as Kafka writes it for a static voter set (controller.quorum.voters),
+        # 1 for a dynamic one (kraft.version 1).
+        write_quorum_state(self._qs_path, e.state, version=self._qs_version, voters=self._voter_ids)
+
+    def _send(self, e: Send) -> None:
+        self._emit(self._out.prepare(e))
+
+    def _high_watermark_moved(self, e: HighWatermarkMoved) -> None:
+        self._emit(functools.partial(self._hwm_moved, e.high_watermark))
+
+    def _emit_append_result(self, e: AppendResult) -> None:
+        self._emit(functools.partial(self._append_result, e))
+
+    def _emit_committed(self, e: AppendCommitted) -> None:
+        self._emit(functools.partial(self._committed, e))
+
+    def _emit_lost(self, e: AppendLost) -> None:
+        self._emit(functools.partial(self._lost, e))
+
+    def _state_changed(self, e: StateChanged) -> None:
+        log.info("%s -> %s in epoch %d", e.old.value, e.new.value, e.epoch)
+        if e.old is ReplicaState.LEADER:
+            self._groups.clear()  # their members are answered below
+        if e.old is ReplicaState.LEADER and self._pending:
+            self._emit(functools.partial(self._stepped_down, e.epoch))
+
+    def _shutdown_complete(self, e: ShutdownComplete) -> None:
+        self._emit(self._shutdown_done.set)
+
+    def _message_refused(self, e: MessageRefused) -> None:
+        log.warning("refused a %s from node %d: %s", e.kind, e.src, e.reason)
+
+    def _elections_exhausted(self, e: ElectionsExhausted) -> None:
+        log.error(
+            "epoch %d is the largest that can be encoded: this node can no longer "
+            "stand for election (it still votes and follows)",
+            e.epoch,
+        )
+
+    def _snapshot_required(self, e: SnapshotRequired) -> None:
+        log.warning(
+            "leader %d answered our Fetch with snapshot %d-%d, but this replica was"
+            " built without snapshot files (no SnapshotSource), so it cannot fetch it"
+            " (KIP-630) and will not progress; it keeps fetching slowly to stay in touch",
+            e.leader_id,
+            e.snapshot_id.offset,
+            e.snapshot_id.epoch,
+        )
+
+    def _emit_check_versions(self, e: CheckVoterVersions) -> None:
+        self._emit(functools.partial(self._check_versions, e))
 
     def _perform_snapshot(self, e: SnapshotEffect) -> None:
         files, hooks = self.snapshot_files, self.snapshot_hooks
