@@ -13,6 +13,7 @@ from kraft.protocol.client_api import (
     KRAFT_APPEND_KEY,
     KRAFT_NODE_INFO_KEY,
     AppendSuccessEncoder,
+    decode_append_fields,
     decode_append_request,
     decode_client_request,
     encode_client_request,
@@ -57,6 +58,15 @@ def test_fast_decode_matches_the_codec(sizes: list[int]) -> None:
         assert req.sequence == get_int(body, "sequence") == 7
         assert tuple(v for _, v in req.records) == _values_of(body) == tuple(values)
         assert all(k is None and type(v) is bytes for k, v in req.records)
+        # The listener's tuple form carries the same fields.
+        assert decode_append_fields(payload) == (
+            ref_header.correlation_id,
+            ref_header.api_version,
+            req.timeout_ms,
+            req.producer_id,
+            req.sequence,
+            req.records,
+        )
 
 
 def test_fast_decode_skips_record_tagged_fields() -> None:
@@ -80,6 +90,19 @@ def test_fast_decode_refuses_truncated_and_padded_bodies(cut: int) -> None:
         decode_client_request(payload[:-cut])
     with pytest.raises(MalformedRequestError):
         decode_append_request(payload + b"\x00")
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_every_prefix_of_a_request_is_refused_by_both_forms(version: int) -> None:
+    header = RequestHeader(KRAFT_APPEND_KEY, version, 9, "client")
+    body: MessageDict = {"timeout_ms": 5, "records": [{"value": b"v" * 200}, {"value": b"w"}]}
+    payload = encode_client_request(header, body)[4:]
+    assert decode_append_fields(payload)[5] == ((None, b"v" * 200), (None, b"w"))
+    for n in range(len(payload)):
+        with pytest.raises(MalformedRequestError):
+            decode_append_fields(payload[:n])
+        with pytest.raises(MalformedRequestError):
+            decode_append_request(payload[:n])
 
 
 def test_fast_decode_refuses_another_api() -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 from kraft.protocol.codec import CompiledMessage, _Compiler
 from kraft.protocol.errors import MalformedRequestError, MalformedResponseError
@@ -221,22 +221,65 @@ class AppendRequest:
     records: tuple[KeyValue, ...]
 
 
+AppendFields: TypeAlias = tuple[int, int, int, int, int, tuple[KeyValue, ...]]
+
+
 def decode_append_request(payload: bytes) -> AppendRequest:
     """An unframed KraftAppend request: the same answer as decode_client_request, without
     a dict per record (the append hot path). Raises MalformedRequestError."""
+    corr, version, client_id, timeout_ms, producer_id, sequence, records = _decode_append(payload)
+    header = RequestHeader(KRAFT_APPEND_KEY, version, corr, client_id)
+    return AppendRequest(header, timeout_ms, producer_id, sequence, records)
+
+
+def decode_append_fields(payload: bytes) -> AppendFields:
+    """decode_append_request's fields as one tuple, without a header or request object: (its
+    correlation id, its version, timeout_ms, producer_id, sequence, records). The listener's
+    hot path. Raises MalformedRequestError."""
+    corr, version, _, timeout_ms, producer_id, sequence, records = _decode_append(payload)
+    return corr, version, timeout_ms, producer_id, sequence, records
+
+
+_APPEND_VERSIONS: Final = KRAFT_APPEND.versions
+
+
+def _decode_append(
+    payload: bytes,
+) -> tuple[int, int, str | None, int, int, int, tuple[KeyValue, ...]]:
+    """The one KraftAppend decoder: (correlation id, version, client id, timeout_ms,
+    producer_id, sequence, records)."""
     view = memoryview(payload)
-    header, pos = _decode_header(view)
-    if header.api_key != KRAFT_APPEND_KEY:
-        raise MalformedRequestError(f"API {header.api_key} is not KraftAppend")
+    try:
+        key, version, correlation_id, n = _FIXED.unpack_from(payload, 0)
+        pos = _FIXED.size
+        client_id = None
+        if n >= 0:
+            client_id = payload[pos : pos + n].decode("utf-8")
+            pos += n
+        # Tagged fields: nearly always none (one zero byte).
+        pos = pos + 1 if payload[pos] == 0 else skip_tagged(view, pos)
+    except (WireFormatError, struct.error, IndexError, UnicodeDecodeError) as e:
+        raise MalformedRequestError(f"request header: {e}") from None
+    if key != KRAFT_APPEND_KEY:
+        raise MalformedRequestError(f"API {key} is not KraftAppend")
+    if version not in _APPEND_VERSIONS:
+        raise MalformedRequestError(
+            f"private API {key} has versions {_APPEND_VERSIONS}, not {version}"
+        )
     try:
         timeout_ms, producer_id, sequence = _APPEND_FIXED.unpack_from(payload, pos)
-        count, pos = read_uvarint(view, pos + _APPEND_FIXED.size)
+        pos += _APPEND_FIXED.size
+        count = payload[pos]
+        if count < 0x80:
+            pos += 1
+        else:
+            count, pos = read_uvarint(view, pos)
         if count == 0:
             raise WireFormatError("records: a null array")
         end = len(payload)
-        if header.api_version >= 1:
+        if version >= 1:
             keyed = _keyed_records(payload, view, pos, count - 1)
-            return AppendRequest(header, timeout_ms, producer_id, sequence, keyed)
+            return correlation_id, version, client_id, timeout_ms, producer_id, sequence, keyed
         records: list[KeyValue] = []
         add = records.append
         for _ in range(count - 1):
@@ -252,12 +295,12 @@ def decode_append_request(payload: bytes) -> AppendRequest:
                 raise WireFormatError("a record value runs past the end")
             add((None, payload[pos:stop]))
             pos = stop + 1 if payload[stop] == 0 else skip_tagged(view, stop)
-        pos = skip_tagged(view, pos)
+        pos = pos + 1 if payload[pos] == 0 else skip_tagged(view, pos)
     except (WireFormatError, struct.error, IndexError) as e:
         raise MalformedRequestError(f"KraftAppend request: {e}") from None
     if pos != end:
         raise MalformedRequestError(f"KraftAppend request: {end - pos} bytes after the body")
-    return AppendRequest(header, timeout_ms, producer_id, sequence, tuple(records))
+    return correlation_id, version, client_id, timeout_ms, producer_id, sequence, tuple(records)
 
 
 def _nullable_bytes(payload: bytes, view: memoryview, pos: int) -> tuple[bytes | None, int]:

@@ -176,12 +176,15 @@ class AppendOutcome:
 
 
 Answer = Callable[[AppendOutcome], None]
+# A committed append's answer, told (first, last, epoch, leader) without an AppendOutcome.
+OnCommitted = Callable[[Offset, Offset, Epoch, NodeId | None], None]
 
 
 @dataclass(slots=True)
 class _Pending:
     answer: Answer
     deadline_ms: int
+    committed: OnCommitted | None = None
 
 
 class Driver:
@@ -261,13 +264,15 @@ class Driver:
         *,
         producer: ProducerId = NO_PRODUCER,
         sequence: int = -1,
+        on_committed: OnCommitted | None = None,
     ) -> None:
         """A client append; `answer` is called once with its outcome (from the loop, once the
-        outcome is released: never before the records it acknowledges are durable)."""
+        outcome is released: never before the records it acknowledges are durable). With
+        `on_committed`, a committed outcome goes there instead, as its fields."""
         now = self._clock()
         request_id = next(self._ids)
         deadline = now + max(timeout_ms, 0)
-        self._pending[request_id] = _Pending(answer, deadline)
+        self._pending[request_id] = _Pending(answer, deadline, on_committed)
         heapq.heappush(self._deadlines, (deadline, request_id))
         self._queue.append(ClientAppend(now, records, request_id, producer, sequence))
         self._wake_up()
@@ -585,12 +590,17 @@ class Driver:
 
     def _committed(self, c: AppendCommitted) -> None:
         leader = self.replica.view().leader_id
+        pending, epoch = self._pending, c.epoch
         for request_id, first, last in self._groups.members(
             c.request_id, c.first_offset, c.last_offset
         ):
-            self._answer(
-                request_id, AppendOutcome(ErrorCode.NONE, None, first, last, c.epoch, leader)
-            )
+            p = pending.pop(request_id, None)
+            if p is None:
+                continue
+            if p.committed is not None:
+                p.committed(first, last, epoch, leader)
+            else:
+                p.answer(AppendOutcome(ErrorCode.NONE, None, first, last, epoch, leader))
 
     def _lost(self, lost: AppendLost) -> None:
         leader = self.replica.view().leader_id

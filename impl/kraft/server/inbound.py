@@ -64,6 +64,7 @@ from kraft.ids import (
     NO_NODE,
     ClusterId,
     DirectoryId,
+    Epoch,
     NodeId,
     Offset,
     ProducerId,
@@ -88,7 +89,7 @@ from kraft.protocol.client_api import (
     KRAFT_GET_KEY,
     KRAFT_NODE_INFO_KEY,
     AppendSuccessEncoder,
-    decode_append_request,
+    decode_append_fields,
     decode_client_request,
     encode_client_response,
     is_client_api,
@@ -346,6 +347,9 @@ class RequestServer:
             self._refuse(conn, "frame too short for a request header")
             return
         (api_key,) = _KEY.unpack_from(payload, 0)
+        if api_key == KRAFT_APPEND_KEY:
+            self._on_append(conn, payload)
+            return
         if is_client_api(api_key):
             self._on_client_request(conn, payload)
             return
@@ -521,34 +525,48 @@ class RequestServer:
 
     def _on_client_request(self, conn: _Connection, payload: bytes) -> None:
         try:
-            if _KEY.unpack_from(payload, 0)[0] != KRAFT_APPEND_KEY:
-                header, body = decode_client_request(payload)
-                if header.api_key == KRAFT_GET_KEY:
-                    answer = self._get(body)
-                else:
-                    assert header.api_key == KRAFT_NODE_INFO_KEY
-                    answer = self._node_info()
-                conn.write(encode_client_response(header.api_key, header.correlation_id, answer))
-                return
-            # The hot path: records straight from the frame, no dict per record.
-            req = decode_append_request(payload)
+            header, body = decode_client_request(payload)
+            if header.api_key == KRAFT_GET_KEY:
+                answer = self._get(body)
+            else:
+                assert header.api_key == KRAFT_NODE_INFO_KEY
+                answer = self._node_info()
+            conn.write(encode_client_response(header.api_key, header.correlation_id, answer))
+        except ProtocolError as e:
+            self._refuse(conn, str(e))
+
+    def _on_append(self, conn: _Connection, payload: bytes) -> None:
+        """The hot path: records straight from the frame (no dict per record, no header or
+        request object), answered through one small object (`_AppendReply`)."""
+        try:
+            corr, version, timeout_ms, producer, sequence, records = decode_append_fields(payload)
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
+        reply = _AppendReply(self, conn, corr, version)
         self._driver.append(
-            req.records,
-            req.timeout_ms,
-            functools.partial(
-                self._answer_append, conn, req.header.correlation_id, req.header.api_version
-            ),
-            producer=ProducerId(req.producer_id),
-            sequence=req.sequence,
+            records,
+            timeout_ms,
+            reply.outcome,
+            producer=ProducerId(producer),
+            sequence=sequence,
+            on_committed=reply.committed,
         )
 
-    def _answer_append(
-        self, conn: _Connection, corr: int, version: int, outcome: AppendOutcome
+    def _answer_committed(
+        self, reply: _AppendReply, first: Offset, last: Offset, epoch: Epoch, leader: NodeId
     ) -> None:
-        if conn.closed:
+        """A committed append's answer: the body of this version, leader and epoch is encoded
+        once (AppendSuccessEncoder), each answer packs its correlation id and offsets in."""
+        key = (reply.version, leader, epoch)
+        encoder = self._append_ok.get(key)
+        if encoder is None:
+            fields = {**self._leader_fields(leader), "leader_epoch": epoch}
+            encoder = self._append_ok[key] = AppendSuccessEncoder(reply.version, fields)
+        reply.conn.write(encoder.encode(reply.corr, first, last))
+
+    def _answer_append(self, reply: _AppendReply, outcome: AppendOutcome) -> None:
+        if reply.conn.closed:
             return
         first, last, epoch = outcome.first_offset, outcome.last_offset, outcome.epoch
         if (
@@ -558,13 +576,7 @@ class RequestServer:
             and last is not None
             and epoch is not None
         ):
-            # The hot path: the body of this version, leader and epoch is encoded once.
-            key = (version, outcome.leader_id, epoch)
-            encoder = self._append_ok.get(key)
-            if encoder is None:
-                fields = {**self._leader_fields(outcome.leader_id), "leader_epoch": epoch}
-                encoder = self._append_ok[key] = AppendSuccessEncoder(version, fields)
-            conn.write(encoder.encode(corr, first, last))
+            self._answer_committed(reply, first, last, epoch, outcome.leader_id)
             return
         body: MessageDict = {
             "error_code": int(outcome.error),
@@ -575,7 +587,7 @@ class RequestServer:
         }
         if epoch is not None:
             body["leader_epoch"] = epoch
-        conn.write(encode_client_response(KRAFT_APPEND_KEY, corr, body, version))
+        reply.conn.write(encode_client_response(KRAFT_APPEND_KEY, reply.corr, body, reply.version))
 
     def _leader_fields(self, leader_id: NodeId | None) -> MessageDict:
         view = self._driver.replica.view()
@@ -631,6 +643,30 @@ class RequestServer:
 
 def _nothing() -> None:
     pass
+
+
+class _AppendReply:
+    """Where one KraftAppend's answer goes: its connection, correlation id and version."""
+
+    __slots__ = ("conn", "corr", "server", "version")
+
+    def __init__(self, server: RequestServer, conn: _Connection, corr: int, version: int) -> None:
+        self.server = server
+        self.conn = conn
+        self.corr = corr
+        self.version = version
+
+    def outcome(self, outcome: AppendOutcome) -> None:
+        self.server._answer_append(self, outcome)
+
+    def committed(self, first: Offset, last: Offset, epoch: Epoch, leader: NodeId | None) -> None:
+        """Committed at [first, last] in `epoch` (the driver's fast path: no AppendOutcome)."""
+        if self.conn.closed:
+            return
+        if leader is None:  # not expected of a leader's commit; the general path answers it
+            self.outcome(AppendOutcome(ErrorCode.NONE, None, first, last, epoch, leader))
+            return
+        self.server._answer_committed(self, first, last, epoch, leader)
 
 
 def _committed_prefix(data: memoryview, hwm: int) -> int:
