@@ -419,3 +419,17 @@ def test_advance_log_start_deletes_whole_segments_and_older_snapshots(tmp_path: 
     log.close()
     with SegmentedLog.open(tmp_path) as again:
         assert again.start_offset == 40
+
+
+def test_the_driver_performs_every_kind_of_effect_the_core_emits(tmp_path: Path) -> None:
+    """The driver dispatches on an effect's exact type: a kind of effect added to the core but
+    not to the driver's table would be dropped without a word. Only ActionTaken (for traces)
+    has nothing to perform."""
+    import typing
+
+    from kraft.core import effects
+
+    driver, *_ = _driver(tmp_path)
+    kinds = set(typing.get_args(effects.Effect))
+    assert effects.WriteSnapshot in kinds and effects.AppendToLog in kinds  # unions flattened
+    assert kinds - set(driver._performers) == {effects.ActionTaken}
