@@ -97,6 +97,7 @@ V = ReplicaState.VOTED
 P = ReplicaState.PROSPECTIVE
 F = ReplicaState.FOLLOWER
 L = ReplicaState.LEADER
+R = ReplicaState.RESIGNED
 
 _INVALID = frozenset({ErrorCode.INVALID_REQUEST})
 _CLUSTER = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID})
@@ -629,6 +630,17 @@ def _end_second_leader(t: Target, _rng: random.Random) -> Forgery | None:
     return _forgery("EndQuorumEpochRequest of a second leader", other, msg, None, quiet=True)
 
 
+def _end_of_ourselves(t: Target, _rng: random.Random) -> Forgery | None:
+    """Our own resignation, as the leader of our epoch, naming us its successor, sent to us
+    while we lead or have resigned. Only a Follower of the resigning leader reacts (Kafka
+    4.3.1's handleEndQuorumEpochRequest overrides a FollowerState's fetch timeout, nothing
+    else): a leader sets no timer and stands for nothing."""
+    if t.state not in (L, R) or t.leader_id != t.key.id:
+        return None
+    msg = EndQuorumEpochRequest(t.cluster_id, t.key.id, t.epoch, (t.key.id,))
+    return _forgery("EndQuorumEpochRequest of ourselves", t.peer.id, msg, None, quiet=True)
+
+
 def _fetch(t: Target, **kw: int) -> FetchRequest:
     return FetchRequest(
         cluster_id=ClusterId(t.cluster_id),
@@ -930,6 +942,7 @@ _SEMANTIC: tuple[tuple[str, Forger], ...] = (
     ("end-stale", _end_stale),
     ("end-not-successor", _end_not_successor),
     ("end-second-leader", _end_second_leader),
+    ("end-of-ourselves", _end_of_ourselves),
     ("fetch-wrong-cluster", _fetch_wrong_cluster),
     ("fetch-last-epoch-ahead", _fetch_last_epoch_ahead),
     ("fetch-future-epoch", _fetch_future_epoch),
@@ -964,6 +977,7 @@ _WANTS: dict[str, frozenset[ReplicaState]] = {
     "begin-other-voter": frozenset({F}),
     "end-not-successor": frozenset({F}),
     "end-second-leader": frozenset({F}),
+    "end-of-ourselves": frozenset({L, R}),
     "fetch-past-end": frozenset({L}),
     "fetch-unknown-epoch": frozenset({L}),
     "fetch-impostor": frozenset({L}),

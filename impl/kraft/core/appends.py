@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING
 from kraft.core.effects import ActionTaken, AppendResult
 from kraft.core.events import ClientAppend
 from kraft.core.producers import MAX_SEQUENCE, ProducerBatch, Verdict
-from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.vocabulary import Action
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Offset
 from kraft.records import KeyValue, encode_records
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
-
-L = ReplicaState.LEADER
 
 # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: what the accumulator gathers into one batch.
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -70,7 +68,7 @@ class ClientAppends:
     def on_client_append(self, ev: ClientAppend) -> None:
         r = self._r
         ld = r._leader
-        if r._state is not L or r._shutting_down or ld is None:
+        if ld is None or r._shutting_down:  # not leading, or leaving
             self.refuse(ev.request_id)
             return
         if not ev.records or (

@@ -102,6 +102,10 @@ class ProducerTable:
         while len(self._batches) > self.max_producers:
             self._batches.popitem(last=False)
 
+    def clear(self) -> None:
+        """Forget every batch (a snapshot replaced the whole log)."""
+        self._batches.clear()
+
     def truncate(self, offset: Offset) -> None:
         """Forget batches at or after `offset` (the log was truncated there)."""
         for producer in [p for p, kept in self._batches.items() if kept[-1].last_offset >= offset]:

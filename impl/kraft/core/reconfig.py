@@ -213,7 +213,7 @@ class VoterChanges:
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
                 f'The given id "{cluster_id}" doesn\'t match the cluster id "{r._cfg.cluster_id}"',
             )
-        if r._state is not L or r._leader is None or r._shutting_down:
+        if r._leader is None or r._shutting_down:  # not leading, or leaving
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         if not self._valid_key(voter):
             return ErrorCode.INVALID_REQUEST, f"{what} voter request didn't include a valid voter"
@@ -283,7 +283,7 @@ class VoterChanges:
             and c.epoch == r._epoch
             and c.voter.id == ev.voter_id
         ]
-        if not found or r._state is not L or r._leader is None:
+        if not found or r._leader is None:
             return  # not expected: ignored, as Kafka does
         change_id, change = found[0]
         if ev.error is not ErrorCode.NONE:
@@ -410,7 +410,7 @@ class VoterChanges:
             answer(ErrorCode.UNKNOWN_LEADER_EPOCH)
             return
         ld = r._leader
-        if r._state is not L or ld is None or r._shutting_down:
+        if ld is None or r._shutting_down:  # not leading, or leaving
             answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return
         lo, hi = req.min_kraft_version, req.max_kraft_version
@@ -530,7 +530,6 @@ class VoterChanges:
         ld = r._leader
         if (
             ld is not None
-            and r._state is L
             and not r._is_voter
             and r._log.voters_offset < hwm
             and ld.resign_at is None

@@ -379,7 +379,7 @@ class Replica:
         self._fetch_send_at = self._fetch_in_flight_until = None
         self._retry = {}
         self._granted, self._rejected = set(), set()
-        self._leader = None
+        self._leader = None  # set again below only for L: it is not None exactly while leading
         self._has_fetched = False
         self._leader_silent = False
         others = [v.id for v in self._voters if v.id != self._me.id]
@@ -523,7 +523,7 @@ class Replica:
         if self._shutting_down:
             return
         self._shutting_down = True
-        if self._state is not L or self._leader is None:
+        if self._leader is None:  # not leading
             self._end_pending.clear()
             return
         successors = self._lead.resign()

@@ -45,7 +45,7 @@ from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_records import voter_set_of
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, OffsetAndEpoch
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -242,5 +242,5 @@ class SnapshotFetcher:
         r._is_voter = r._voters.contains(r._me)
         r._out.extend(r._commits.truncated(snap.offset))
         r._reconfig.truncated(snap.offset)
-        r._producers.truncate(Offset(0))
+        r._producers.clear()  # the snapshot holds no producer's batches
         r._raise_hwm(snap.offset)

@@ -188,7 +188,7 @@ class SnapshotRole:
             if self._asked <= log.start_offset:
                 return  # retention asks for nothing more
             leader_log_start = self._leader_start
-        if r._state is L and r._leader is not None:
+        if r._leader is not None:
             target = self._leader_target(latest)
         elif r._state is F and leader_log_start is not None:
             target = self._largest_snapshot_at_most(leader_log_start)
