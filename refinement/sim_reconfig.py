@@ -121,6 +121,9 @@ _ONE_SHOT = 10**9
 # A one-shot goes to any running replica (not the leader the operator finds) this often, so
 # that followers, candidates, resigned leaders and replicas shutting down answer some.
 _ONE_SHOT_ANYWHERE = 0.35
+# The kraft.version ranges an UpdateRaftVoter states (well-formed ones, then malformed ones).
+_RANGES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2))
+_MALFORMED = ((1, 0), (2, 1), (-1, 1), (0, -1))
 
 
 def endpoint_of(node: NodeId) -> Endpoint:
@@ -729,7 +732,9 @@ class SimReconfig(SimClients):
         port = 9093 + int(rng.random() * 4)
         good = (Endpoint(LISTENER, f"node-{key.id}", port), Endpoint("REPLICATION", "r", 9))
         bad = (Endpoint("REPLICATION", f"node-{key.id}", port),)
-        lo, hi = ((0, 1), (1, 1), (0, 2))[int(rng.random() * 3)]
+        # Ranges whose ends fall on, below and above both finalized kraft.versions (0 for a
+        # static quorum, 1 for a dynamic one): each end of Kafka's validVersionRange is met.
+        lo, hi = _RANGES[int(rng.random() * len(_RANGES))]
         kind = rng.random()
         msg: AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest
         if kind < 0.4:  # valid, with or without the cluster id
@@ -737,10 +742,11 @@ class SimReconfig(SimClients):
             msg = UpdateVoterRequest(cid, epoch, key, good, lo, hi)
         elif kind < 0.5:  # without the default listener
             msg = UpdateVoterRequest(ours, epoch, key, bad, lo, hi)
-        elif kind < 0.6:  # max < min kraft.version
-            msg = UpdateVoterRequest(ours, epoch, key, good, 1, 0)
-        elif kind < 0.65:  # a range without the finalized kraft.version 1
-            msg = UpdateVoterRequest(ours, epoch, key, good, 2, 3)
+        elif kind < 0.6:  # max < min kraft.version, or a negative one
+            bad_lo, bad_hi = _MALFORMED[int(rng.random() * len(_MALFORMED))]
+            msg = UpdateVoterRequest(ours, epoch, key, good, bad_lo, bad_hi)
+        elif kind < 0.65:  # a range above both finalized kraft.versions
+            msg = UpdateVoterRequest(ours, epoch, key, good, 2, 2 + int(rng.random() * 2))
         elif kind < 0.7:  # a voter id with another directory, or an id no voter has
             other = ReplicaKey(key.id, directory_of(key.id, 77))
             if rng.random() < 0.5:
