@@ -313,13 +313,13 @@ class LeaderRole:
         if r._state is L and ld.resign_at is not None and ld.resign_at <= now:
             self.resign()  # removed from the committed voter set (kraft.core.reconfig)
             return True
-        if (
-            r._state is L
-            and ld.check_quorum_at is not None
-            and ld.check_quorum_at <= now
-            and not r._shutting_down
+        if r._state is L and (
+            r._shutting_down or (ld.check_quorum_at is not None and ld.check_quorum_at <= now)
         ):
-            # Check-quorum (Kafka pollLeader): no Fetch from a majority in time.
+            # Kafka's pollLeader resigns a leader asked to shut down, or whose check-quorum
+            # expired (no Fetch from a majority in time). Shutdown resigns a Leader at once
+            # (Replica._on_shutdown), so a shutting-down Leader is only one that won its
+            # election after saying ShutdownComplete, from events its driver still had queued.
             self.resign()
             return True
         return False
