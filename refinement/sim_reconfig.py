@@ -762,14 +762,16 @@ class SimReconfig(SimClients):
         elif kind < 0.85:  # AddRaftVoter without the default listener
             spare = max(self._nodes)
             msg = AddVoterRequest(ours, self._nodes[spare].key, bad)
-        elif kind < 0.9:  # AddRaftVoter or RemoveRaftVoter of a key without a directory id
+        elif kind < 0.9:  # Add, Remove or UpdateRaftVoter of a key without a directory id
             keyless = ReplicaKey(max(self._nodes) if rng.random() < 0.5 else key.id, NO_DIRECTORY)
             cid = None if rng.random() < 0.3 else ours
-            msg = (
-                AddVoterRequest(cid, keyless, good)
-                if rng.random() < 0.5
-                else RemoveVoterRequest(cid, keyless)
-            )
+            which = rng.random()
+            if which < 0.35:
+                msg = AddVoterRequest(cid, keyless, good)
+            elif which < 0.7:
+                msg = RemoveVoterRequest(cid, keyless)
+            else:
+                msg = UpdateVoterRequest(cid, epoch, keyless, good, lo, hi)
         elif kind < 0.95:
             msg = AddVoterRequest(ClusterId("elsewhere"), key, good)
         else:

@@ -300,7 +300,9 @@ class LeaderRole:
 
     def tick(self, ld: LeaderState) -> bool:
         """The leader's timers: lingering appends, held fetches, check-quorum. True if the
-        leader resigned."""
+        leader resigned. Run only while leading (Replica._on_tick: `ld` is the LeaderState,
+        which exists only in Leader), and what runs before the resignations below (appends,
+        held fetches) makes no transition, so the replica is the Leader at both tests."""
         r = self._r
         now = r._now
         if ld.lingering.until is not None and ld.lingering.until <= now:
@@ -310,12 +312,10 @@ class LeaderRole:
             self._complete_parked(all_of_them=True)
         elif any(d <= now for _, _, d, _ in ld.parked):
             self._complete_parked(all_of_them=False)
-        if r._state is L and ld.resign_at is not None and ld.resign_at <= now:
+        if ld.resign_at is not None and ld.resign_at <= now:
             self.resign()  # removed from the committed voter set (kraft.core.reconfig)
             return True
-        if r._state is L and (
-            r._shutting_down or (ld.check_quorum_at is not None and ld.check_quorum_at <= now)
-        ):
+        if r._shutting_down or (ld.check_quorum_at is not None and ld.check_quorum_at <= now):
             # Kafka's pollLeader resigns a leader asked to shut down, or whose check-quorum
             # expired (no Fetch from a majority in time). Shutdown resigns a Leader at once
             # (Replica._on_shutdown), so a shutting-down Leader is only one that won its

@@ -414,11 +414,11 @@ class VoterChanges:
             answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return
         lo, hi = req.min_kraft_version, req.max_kraft_version
+        # Kafka also refuses max < 0; that is implied here: max < 0 <= min, or min <= max < 0.
         if (
             not self._valid_key(req.voter)
             or not self._has_default_listener(req.endpoints)
             or lo < 0
-            or hi < 0
             or hi < lo
         ):
             answer(ErrorCode.INVALID_REQUEST)
