@@ -124,6 +124,8 @@ _ONE_SHOT_ANYWHERE = 0.35
 # The kraft.version ranges an UpdateRaftVoter states (well-formed ones, then malformed ones).
 _RANGES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2))
 _MALFORMED = ((1, 0), (2, 1), (-1, 1), (0, -1))
+# How often an UpdateRaftVoter is sent twice in a row.
+_UPDATE_TWICE = 0.3
 
 
 def endpoint_of(node: NodeId) -> Endpoint:
@@ -781,7 +783,14 @@ class SimReconfig(SimClients):
         if self._loss and rng.random() < self._loss:
             self._side("DropMessage", target.id, lambda: message_json(msg, int(ADMIN), target.id))
             return
-        self._push(self.now + self._delay(), _ADMIN, target, ("one-shot", token, msg, target.inc))
+        at = self.now + self._delay()
+        self._push(at, _ADMIN, target, ("one-shot", token, msg, target.inc))
+        if isinstance(msg, UpdateVoterRequest) and rng.random() < _UPDATE_TWICE:
+            # The same update again right behind it: it finds the first one's Voters record
+            # not yet committed (Kafka: REQUEST_TIMED_OUT until the HWM passes it).
+            self._next_one_shot += 1
+            again = ("one-shot", self._next_one_shot, msg, target.inc)
+            self._push(at, _ADMIN, target, again)
 
     def _receiver(self, node: _Node) -> vc.Receiver:
         """What the operator sees of `node` as a request reaches it (vc.Receiver)."""
