@@ -31,10 +31,13 @@ other profile draws nothing here and runs as before.
   (VoterChangeEventuallyAcknowledged).
 - One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig, and mixed+adversary's
   static quorum at kraft.version 0): UpdateRaftVoter (valid,
-  with or without the cluster id; without the default listener; with max < min kraft.version;
-  a range without kraft.version 1; an unknown directory id or voter id; a stale epoch; another
-  cluster's id) and malformed AddRaftVoter / RemoveRaftVoter (among them a voter key without a
-  directory id), each answered as
+  with or without the cluster id; kraft.version ranges whose ends fall on, below and above
+  the finalized version; without the default listener; with max < min or a negative
+  kraft.version; a range above every version; an unknown directory id or voter id; a voter key
+  without a directory id; a stale epoch; another cluster's id; now and then the same update
+  twice in a row, the second finding the first's Voters record uncommitted) and malformed
+  AddRaftVoter / RemoveRaftVoter (among them a voter key without a directory id), each
+  answered as
   refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own,
   and each UpdateRaftVoter answer naming the leader and epoch the replica knows
   (update_voter_leader_hint). They go to the leader the operator finds, and about a third of
