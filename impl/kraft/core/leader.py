@@ -412,6 +412,8 @@ class LeaderRole:
                 err = ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
             elif r._state is not L:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
+                err = ErrorCode.BROKER_NOT_AVAILABLE
         ld = r._leader
         if err is not None or ld is None:
             r._send(src, self.fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))
