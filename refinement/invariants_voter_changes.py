@@ -18,9 +18,10 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
   once, in the step that receives them, with the error Kafka's checks give in their order
   from what the operator sees of the replica (`Receiver`): another cluster's id, then (Update)
-  the epoch, then not a running leader, then a malformed request (a voter key without a
-  directory id, no endpoint on the default listener, max < min kraft.version) is
-  INVALID_REQUEST even while a change is pending. At kraft.version 0 (a static quorum, whose
+  the epoch, then not the leader, then a leader shutting down (BROKER_NOT_AVAILABLE, Kafka's
+  validateLeaderOnlyRequest), then a malformed request (a voter key without a directory id,
+  no endpoint on the default listener, max < min kraft.version) is INVALID_REQUEST even
+  while a change is pending. At kraft.version 0 (a static quorum, whose
   voters Kafka 4's controllers still send UpdateRaftVoter) a well-formed update to a leader
   whose HWM is known is INVALID_REQUEST when its range leaves out kraft.version 0,
   VOTER_NOT_FOUND when no voter has its id, else NONE, and nothing is written.
@@ -255,7 +256,6 @@ def _foreign(req: OneShot, r: Receiver) -> bool:
 def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
     """The answers Kafka's checks allow (KafkaRaftClient's request checks, then the voter
     change handlers, in their order), and why."""
-    leading = r.state is ReplicaState.LEADER and not r.shutting_down
     nlf = ErrorCode.NOT_LEADER_OR_FOLLOWER
     if _foreign(req, r):
         return frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID}), "another cluster's id"
@@ -264,8 +264,10 @@ def _expected(req: OneShot, r: Receiver) -> tuple[frozenset[ErrorCode], str]:
             return frozenset({ErrorCode.FENCED_LEADER_EPOCH}), f"epoch {req.leader_epoch} stale"
         if req.leader_epoch > r.epoch:
             return frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH}), f"epoch {req.leader_epoch} ahead"
-    if not leading:
-        return frozenset({nlf}), "not a running leader"
+    if r.state is not ReplicaState.LEADER:
+        return frozenset({nlf}), "not the leader"
+    if r.shutting_down:  # Kafka's validateLeaderOnlyRequest
+        return frozenset({ErrorCode.BROKER_NOT_AVAILABLE}), "a leader shutting down"
     if not _valid_key(req.voter):
         return frozenset({ErrorCode.INVALID_REQUEST}), f"no valid voter key {req.voter}"
     if isinstance(req, RemoveVoterRequest):

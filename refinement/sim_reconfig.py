@@ -31,10 +31,13 @@ other profile draws nothing here and runs as before.
   (VoterChangeEventuallyAcknowledged).
 - One-shot requests (`update_voter_rate`, mixed+snapshots+reconfig, and mixed+adversary's
   static quorum at kraft.version 0): UpdateRaftVoter (valid,
-  with or without the cluster id; without the default listener; with max < min kraft.version;
-  a range without kraft.version 1; an unknown directory id or voter id; a stale epoch; another
-  cluster's id) and malformed AddRaftVoter / RemoveRaftVoter (among them a voter key without a
-  directory id), each answered as
+  with or without the cluster id; kraft.version ranges whose ends fall on, below and above
+  the finalized version; without the default listener; with max < min or a negative
+  kraft.version; a range above every version; an unknown directory id or voter id; a voter key
+  without a directory id; a stale epoch; another cluster's id; now and then the same update
+  twice in a row, the second finding the first's Voters record uncommitted) and malformed
+  AddRaftVoter / RemoveRaftVoter (among them a voter key without a directory id), each
+  answered as
   refinement.invariants_voter_changes.one_shot_answered says, from a generator of their own,
   and each UpdateRaftVoter answer naming the leader and epoch the replica knows
   (update_voter_leader_hint). They go to the leader the operator finds, and about a third of
@@ -121,6 +124,11 @@ _ONE_SHOT = 10**9
 # A one-shot goes to any running replica (not the leader the operator finds) this often, so
 # that followers, candidates, resigned leaders and replicas shutting down answer some.
 _ONE_SHOT_ANYWHERE = 0.35
+# The kraft.version ranges an UpdateRaftVoter states (well-formed ones, then malformed ones).
+_RANGES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2))
+_MALFORMED = ((1, 0), (2, 1), (-1, 1), (0, -1))
+# How often an UpdateRaftVoter is sent twice in a row.
+_UPDATE_TWICE = 0.3
 
 
 def endpoint_of(node: NodeId) -> Endpoint:
@@ -729,7 +737,9 @@ class SimReconfig(SimClients):
         port = 9093 + int(rng.random() * 4)
         good = (Endpoint(LISTENER, f"node-{key.id}", port), Endpoint("REPLICATION", "r", 9))
         bad = (Endpoint("REPLICATION", f"node-{key.id}", port),)
-        lo, hi = ((0, 1), (1, 1), (0, 2))[int(rng.random() * 3)]
+        # Ranges whose ends fall on, below and above both finalized kraft.versions (0 for a
+        # static quorum, 1 for a dynamic one): each end of Kafka's validVersionRange is met.
+        lo, hi = _RANGES[int(rng.random() * len(_RANGES))]
         kind = rng.random()
         msg: AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest
         if kind < 0.4:  # valid, with or without the cluster id
@@ -737,10 +747,11 @@ class SimReconfig(SimClients):
             msg = UpdateVoterRequest(cid, epoch, key, good, lo, hi)
         elif kind < 0.5:  # without the default listener
             msg = UpdateVoterRequest(ours, epoch, key, bad, lo, hi)
-        elif kind < 0.6:  # max < min kraft.version
-            msg = UpdateVoterRequest(ours, epoch, key, good, 1, 0)
-        elif kind < 0.65:  # a range without the finalized kraft.version 1
-            msg = UpdateVoterRequest(ours, epoch, key, good, 2, 3)
+        elif kind < 0.6:  # max < min kraft.version, or a negative one
+            bad_lo, bad_hi = _MALFORMED[int(rng.random() * len(_MALFORMED))]
+            msg = UpdateVoterRequest(ours, epoch, key, good, bad_lo, bad_hi)
+        elif kind < 0.65:  # a range above both finalized kraft.versions
+            msg = UpdateVoterRequest(ours, epoch, key, good, 2, 2 + int(rng.random() * 2))
         elif kind < 0.7:  # a voter id with another directory, or an id no voter has
             other = ReplicaKey(key.id, directory_of(key.id, 77))
             if rng.random() < 0.5:
@@ -756,14 +767,16 @@ class SimReconfig(SimClients):
         elif kind < 0.85:  # AddRaftVoter without the default listener
             spare = max(self._nodes)
             msg = AddVoterRequest(ours, self._nodes[spare].key, bad)
-        elif kind < 0.9:  # AddRaftVoter or RemoveRaftVoter of a key without a directory id
+        elif kind < 0.9:  # Add, Remove or UpdateRaftVoter of a key without a directory id
             keyless = ReplicaKey(max(self._nodes) if rng.random() < 0.5 else key.id, NO_DIRECTORY)
             cid = None if rng.random() < 0.3 else ours
-            msg = (
-                AddVoterRequest(cid, keyless, good)
-                if rng.random() < 0.5
-                else RemoveVoterRequest(cid, keyless)
-            )
+            which = rng.random()
+            if which < 0.35:
+                msg = AddVoterRequest(cid, keyless, good)
+            elif which < 0.7:
+                msg = RemoveVoterRequest(cid, keyless)
+            else:
+                msg = UpdateVoterRequest(cid, epoch, keyless, good, lo, hi)
         elif kind < 0.95:
             msg = AddVoterRequest(ClusterId("elsewhere"), key, good)
         else:
@@ -773,7 +786,14 @@ class SimReconfig(SimClients):
         if self._loss and rng.random() < self._loss:
             self._side("DropMessage", target.id, lambda: message_json(msg, int(ADMIN), target.id))
             return
-        self._push(self.now + self._delay(), _ADMIN, target, ("one-shot", token, msg, target.inc))
+        at = self.now + self._delay()
+        self._push(at, _ADMIN, target, ("one-shot", token, msg, target.inc))
+        if isinstance(msg, UpdateVoterRequest) and rng.random() < _UPDATE_TWICE:
+            # The same update again right behind it: it finds the first one's Voters record
+            # not yet committed (Kafka: REQUEST_TIMED_OUT until the HWM passes it).
+            self._next_one_shot += 1
+            again = ("one-shot", self._next_one_shot, msg, target.inc)
+            self._push(at, _ADMIN, target, again)
 
     def _receiver(self, node: _Node) -> vc.Receiver:
         """What the operator sees of `node` as a request reaches it (vc.Receiver)."""

@@ -4,10 +4,11 @@ A Candidate told to shut down says ShutdownComplete in that very step (it has no
 EndQuorumEpoch to wait for), yet a driver may still step what it had queued: the node's
 driver, until its loop stops, and the simulator's one more event after it
 (refinement.sim_network._after_shutdown). A grant queued for it makes it the Leader of its
-epoch while shutting down. Such a replica must act as no leader (Kafka's
-validateLeaderOnlyRequest: a replica shutting down refuses what only a leader may do): a
-client append, an UpdateRaftVoter (NOT_LEADER_OR_FOLLOWER naming itself in its epoch, at any
-kraft.version), an AddRaftVoter or RemoveRaftVoter, and it appends nothing for them.
+epoch while shutting down. Such a replica refuses what only a leader may do: an
+UpdateRaftVoter, an AddRaftVoter or a RemoveRaftVoter with BROKER_NOT_AVAILABLE (Kafka
+4.3.1's validateLeaderOnlyRequest, after its epoch and leader checks: a shutdown is
+pending), the UpdateRaftVoter answer naming itself in its epoch, at any kraft.version; a
+client append as a non-leader's (NOT_LEADER_OR_FOLLOWER); and it appends nothing for them.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def test_a_replica_shutting_down_takes_no_leader_only_request() -> None:
         for e in replica.step(Receive(c.now, ADMIN, update, None, reply_to=1))
         if isinstance(e, Send)
     ]
-    assert answers == [UpdateVoterResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, me, view.epoch)]
+    assert answers == [UpdateVoterResponse(ErrorCode.BROKER_NOT_AVAILABLE, me, view.epoch)]
     appended = replica.step(ClientAppend(c.now, ((None, b"v"),), 9))
     results = [e for e in appended if isinstance(e, AppendResult)]
     assert [r.error for r in results] == [ErrorCode.NOT_LEADER_OR_FOLLOWER]
@@ -77,5 +78,5 @@ def test_a_replica_shutting_down_takes_no_leader_only_request() -> None:
     ):
         sent = replica.step(Receive(c.now, ADMIN, req, None, reply_to=2))
         errors = [getattr(e.message, "error", None) for e in sent if isinstance(e, Send)]
-        assert errors == [ErrorCode.NOT_LEADER_OR_FOLLOWER], (req, sent)
+        assert errors == [ErrorCode.BROKER_NOT_AVAILABLE], (req, sent)
     assert replica.view().end_offset == end

@@ -314,7 +314,9 @@ class LeaderRole:
 
     def tick(self, ld: LeaderState) -> bool:
         """The leader's timers: lingering appends, held fetches, check-quorum. True if the
-        leader resigned."""
+        leader resigned. Run only while leading (Replica._on_tick: `ld` is the LeaderState,
+        which exists only in Leader), and what runs before the resignations below (appends,
+        held fetches) makes no transition, so the replica is the Leader at both tests."""
         r = self._r
         now = r._now
         if ld.lingering.until is not None and ld.lingering.until <= now:
@@ -324,16 +326,14 @@ class LeaderRole:
             self._complete_parked(all_of_them=True)
         elif any(d <= now for _, _, d, _ in ld.parked):
             self._complete_parked(all_of_them=False)
-        if r._state is L and ld.resign_at is not None and ld.resign_at <= now:
+        if ld.resign_at is not None and ld.resign_at <= now:
             self.resign()  # removed from the committed voter set (kraft.core.reconfig)
             return True
-        if (
-            r._state is L
-            and ld.check_quorum_at is not None
-            and ld.check_quorum_at <= now
-            and not r._shutting_down
-        ):
-            # Check-quorum (Kafka pollLeader): no Fetch from a majority in time.
+        if r._shutting_down or (ld.check_quorum_at is not None and ld.check_quorum_at <= now):
+            # Kafka's pollLeader resigns a leader asked to shut down, or whose check-quorum
+            # expired (no Fetch from a majority in time). Shutdown resigns a Leader at once
+            # (Replica._on_shutdown), so a shutting-down Leader is only one that won its
+            # election after saying ShutdownComplete, from events its driver still had queued.
             self.resign()
             return True
         return False
@@ -426,6 +426,8 @@ class LeaderRole:
                 err = ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
             elif r._state is not L:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
+                err = ErrorCode.BROKER_NOT_AVAILABLE
         ld = r._leader
         if err is not None or ld is None:
             r._send(src, self.fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))

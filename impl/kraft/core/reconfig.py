@@ -213,8 +213,10 @@ class VoterChanges:
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
                 f'The given id "{cluster_id}" doesn\'t match the cluster id "{r._cfg.cluster_id}"',
             )
-        if r._leader is None or r._shutting_down:  # not leading, or leaving
+        if r._leader is None:  # not leading: a LeaderState exists only in Leader
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        if r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
+            return ErrorCode.BROKER_NOT_AVAILABLE, None
         if not self._valid_key(voter):
             return ErrorCode.INVALID_REQUEST, f"{what} voter request didn't include a valid voter"
         return None
@@ -410,15 +412,18 @@ class VoterChanges:
             answer(ErrorCode.UNKNOWN_LEADER_EPOCH)
             return
         ld = r._leader
-        if ld is None or r._shutting_down:  # not leading, or leaving
+        if ld is None:  # not the Leader: a LeaderState exists only in Leader
             answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return
+        if r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
+            answer(ErrorCode.BROKER_NOT_AVAILABLE)
+            return
         lo, hi = req.min_kraft_version, req.max_kraft_version
+        # Kafka also refuses max < 0; that is implied here: max < 0 <= min, or min <= max < 0.
         if (
             not self._valid_key(req.voter)
             or not self._has_default_listener(req.endpoints)
             or lo < 0
-            or hi < 0
             or hi < lo
         ):
             answer(ErrorCode.INVALID_REQUEST)

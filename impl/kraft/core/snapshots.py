@@ -274,7 +274,8 @@ class SnapshotRole:
         self, src: NodeId, msg: FetchSnapshotRequest, _in_reply_to: Request | None
     ) -> None:
         """HandleFetchSnapshotRequest, checks in Kafka's order: cluster id, the leader's epoch
-        (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), the snapshot
+        (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, BROKER_NOT_AVAILABLE
+        while shutting down), the snapshot
         (SNAPSHOT_NOT_FOUND; the bootstrap snapshot is never served), the position
         (POSITION_OUT_OF_RANGE); then at most max bytes from the position."""
         r = self._r
@@ -287,6 +288,8 @@ class SnapshotRole:
                 err = ErrorCode.UNKNOWN_LEADER_EPOCH
             elif r._state is not L:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
+                err = ErrorCode.BROKER_NOT_AVAILABLE
         if err is not None:
             r._send(src, self._answer(err))
             return
