@@ -11,7 +11,8 @@ Kafka's semantics written down here, not taken from the core:
   in [T, 2T) after its election timer started, T = quorum.election.timeout.ms. The timer starts
   on entering the state, except that moving to Unattached or Voted from Unattached, Voted,
   Candidate or Resigned keeps it running (Kafka's transitionToUnattached; granting a vote
-  restarts it), and so may a Prospective whose pre-vote a majority did not reject.
+  restarts it), and so may a Prospective whose pre-vote a majority did not reject. The only
+  voter of its voter set stands as it starts (Kafka's KafkaRaftClient.initialize).
 - FetchTimeoutNotEarly / FetchTimeoutNotLate: a voter following a leader stands
   quorum.fetch.timeout.ms after it last heard from the leader (this project's deviation: plus a
   jitter below T/2), sooner only when the leader resigned naming it a successor (KIP-595: at once
@@ -580,7 +581,9 @@ class TimingMonitor:
                 self._state_changed(g, now, e, is_voter, starting=starting)
             elif t is ActionTaken:
                 assert isinstance(e, ActionTaken)
-                found = self._action(node, g, now, event, e.action, is_voter=is_voter)
+                found = self._action(
+                    node, g, now, event, e.action, is_voter=is_voter, starting=starting
+                )
                 if found is not None:
                     return found
             elif t is AppendResult:
@@ -645,8 +648,10 @@ class TimingMonitor:
         action: Action,
         *,
         is_voter: bool,
+        starting: bool = False,
     ) -> Violation | None:
-        if action is Action.ELECTION_TIMEOUT and is_voter and self.static:
+        # The only voter stands as it starts (Kafka's initialize), its timer not yet run.
+        if action is Action.ELECTION_TIMEOUT and is_voter and self.static and not starting:
             timer = g.timer
             if timer is not None and now < timer[0]:
                 name = FETCH_TIMEOUT_NOT_EARLY if g.state is F else ELECTION_TIMEOUT_NOT_EARLY

@@ -16,6 +16,7 @@ from kraft.core.timing import QuorumTiming
 from kraft.ids import ClusterId, NodeId, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
+from refinement.invariants_only_voter import only_voter_leads_at_start
 from refinement.sim_base import (
     _CRASH,
     _DISK_LOSS,
@@ -81,6 +82,10 @@ class SimFaults(SimSnapshots):
         self._timing_started(node, effects)
         self._schedule_tick(node, replica.next_deadline_ms())
         self._after_step(node, None, None, None)
+        if self._check and node.replica is replica:
+            found = only_voter_leads_at_start(node.id, replica.view())
+            if found is not None:
+                self._violation(found.name, found.detail)
 
     def _timing_of(self) -> QuorumTiming:
         """The timing every replica runs with: the configuration's, with the profile's

@@ -78,12 +78,29 @@ class ElectionRole:
         elif st is R:
             r._transition(U, Epoch(r._epoch + 1))
         else:
-            leader = r._leader_id if st is F else None
-            r._transition(P, r._epoch, leader=leader)
-            if not r.pre_vote_enabled:
-                self._become_candidate()
-            else:
-                self.maybe_win_election()
+            self._stand()
+
+    def stand_as_only_voter(self) -> None:
+        """Kafka's KafkaRaftClient.initialize: the only voter of its voter set, started as
+        Unattached, Voted, Follower or Resigned, stands at once, as if its election timer had
+        run out (Resigned too, in its epoch); its own pre-vote and vote are a majority, so it
+        leads before its first event. At MAX_EPOCH it waits for its timer, as any voter."""
+        r = self._r
+        if r._epoch >= MAX_EPOCH:
+            return
+        r._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
+        self._stand()
+
+    def _stand(self) -> None:
+        """Prospective in our epoch (a Follower keeps its leader), then the pre-vote, or
+        straight to Candidate without pre-vote."""
+        r = self._r
+        leader = r._leader_id if r._state is F else None
+        r._transition(P, r._epoch, leader=leader)
+        if not r.pre_vote_enabled:
+            self._become_candidate()
+        else:
+            self.maybe_win_election()
 
     def _prospective_lost(self) -> None:
         """A lost or timed-out pre-vote: back to the leader we knew, else to Voted (a vote cast
@@ -149,7 +166,10 @@ class ElectionRole:
         ):
             return  # answers a request of another round (pre-vote vs vote)
         if resp.error is not ErrorCode.NONE or src in r._granted or src in r._rejected:
-            r._retry.pop(src, None)
+            # Nothing to count. A repeated answer: its voter left the retry map with its first
+            # answer (below), and only entering a state refills it. FENCED_LEADER_EPOCH naming
+            # our own epoch: a conforming voter answers FENCED with its larger epoch, which
+            # moved us on above; so its request stays due at its timeout, as unanswered.
             return
         if src not in r._voters.ids:
             return
