@@ -11,11 +11,13 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from kraft.core.effects import StateChanged
 from kraft.core.events import Shutdown
 from kraft.core.timing import QuorumTiming
 from kraft.ids import ClusterId, NodeId, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
+from refinement.invariants_leader import state_change_after_its_action
 from refinement.invariants_only_voter import only_voter_leads_at_start
 from refinement.sim_base import (
     _CRASH,
@@ -83,7 +85,12 @@ class SimFaults(SimSnapshots):
         self._schedule_tick(node, replica.next_deadline_ms())
         self._after_step(node, None, None, None)
         if self._check and node.replica is replica:
-            found = only_voter_leads_at_start(node.id, replica.view())
+            # After the state it starts in, a state change comes after its action, as in any
+            # step (the only voter stands as it starts).
+            first = next((i for i, e in enumerate(effects) if type(e) is StateChanged), -1)
+            found = state_change_after_its_action(node.id, effects[first + 1 :])
+            if found is None:
+                found = only_voter_leads_at_start(node.id, replica.view())
             if found is not None:
                 self._violation(found.name, found.detail)
 

@@ -61,10 +61,13 @@ class ElectionRole:
             return not r._voters.cannot_reach_majority(r._rejected)
         return old in (U, V, C, R)
 
-    def election_timeout(self) -> None:
+    def election_timeout(self, *, at_start: bool = False) -> None:
         """ElectionTimeout (Kafka 4.x poll*): Unattached, Voted, Follower (fetch timer) and
         Candidate become Prospective in their epoch; a Prospective that got no majority in time
-        goes back; Resigned moves to Unattached in the next epoch."""
+        goes back; Resigned moves to Unattached in the next epoch. `at_start`: the only voter
+        of its voter set stands as it starts (Kafka's KafkaRaftClient.initialize), as if its
+        timer had run out, from Resigned too, in its epoch: its own pre-vote and vote are a
+        majority, so it leads before its first event."""
         r = self._r
         st = r._state
         if st is not P and r._epoch >= MAX_EPOCH:
@@ -75,32 +78,15 @@ class ElectionRole:
         r._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
         if st is P:
             self._prospective_lost()
-        elif st is R:
+        elif st is R and not at_start:
             r._transition(U, Epoch(r._epoch + 1))
         else:
-            self._stand()
-
-    def stand_as_only_voter(self) -> None:
-        """Kafka's KafkaRaftClient.initialize: the only voter of its voter set, started as
-        Unattached, Voted, Follower or Resigned, stands at once, as if its election timer had
-        run out (Resigned too, in its epoch); its own pre-vote and vote are a majority, so it
-        leads before its first event. At MAX_EPOCH it waits for its timer, as any voter."""
-        r = self._r
-        if r._epoch >= MAX_EPOCH:
-            return
-        r._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
-        self._stand()
-
-    def _stand(self) -> None:
-        """Prospective in our epoch (a Follower keeps its leader), then the pre-vote, or
-        straight to Candidate without pre-vote."""
-        r = self._r
-        leader = r._leader_id if r._state is F else None
-        r._transition(P, r._epoch, leader=leader)
-        if not r.pre_vote_enabled:
-            self._become_candidate()
-        else:
-            self.maybe_win_election()
+            leader = r._leader_id if st is F else None
+            r._transition(P, r._epoch, leader=leader)
+            if not r.pre_vote_enabled:
+                self._become_candidate()
+            else:
+                self.maybe_win_election()
 
     def _prospective_lost(self) -> None:
         """A lost or timed-out pre-vote: back to the leader we knew, else to Voted (a vote cast

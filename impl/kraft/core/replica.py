@@ -251,7 +251,7 @@ class Replica:
             self._elect.maybe_win_election()
         elif voter and len(self._voters) == 1:
             # Kafka's initialize: the only voter does not wait for its election timer.
-            self._elect.stand_as_only_voter()
+            self._elect.election_timeout(at_start=True)
         self._send_due()
         return self._take()
 
