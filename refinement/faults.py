@@ -149,6 +149,10 @@ class FaultProfile:
     # The quorum's size under this profile, in place of the configuration's (None: its own):
     # `solo` runs a single voter, whose restarts must lead at once (Kafka's initialize).
     voters: int | None = None
+    # quorum.request.timeout.ms under this profile (None: QuorumTiming's, 2000 ms, above any
+    # election timer): `mixed+quick` sets it below the election timeout, so that a request
+    # unanswered is sent again within one election round (Vote among them).
+    request_timeout_ms: int | None = None
 
     @property
     def snapshots(self) -> bool:
@@ -320,3 +324,8 @@ PROFILES["mixed+snapshots+delays"] = replace(PROFILES["mixed+snapshots+delays"],
 # writes at once (refinement.invariants_only_voter), the observers fetch from it.
 SOLO = replace(MIXED, name="solo", voters=1, observers=2, max_down=1)
 PROFILES[SOLO.name] = SOLO
+# Mixed faults with quorum.request.timeout.ms 700, below the election timeout (1000) and above
+# the fetch max wait (500): a Prospective or Candidate asks an unanswered voter again before its
+# election timer runs out, and must never ask again one whose answer it counted.
+MIXED_QUICK = replace(MIXED, name="mixed+quick", request_timeout_ms=700)
+PROFILES[MIXED_QUICK.name] = MIXED_QUICK

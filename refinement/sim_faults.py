@@ -96,13 +96,15 @@ class SimFaults(SimSnapshots):
 
     def _timing_of(self) -> QuorumTiming:
         """The timing every replica runs with: the configuration's, with the profile's
-        KIP-630 overrides."""
+        KIP-630 overrides and its request timeout."""
         timing = self.config.timing
         lag = self._profile.start_offset_lag_ms
         if lag is not None:
             timing = replace(timing, start_offset_lag_time_max_ms=lag)
         if self._profile.fetch_max_bytes is not None:
             timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
+        if self._profile.request_timeout_ms is not None:
+            timing = replace(timing, request_timeout_ms=self._profile.request_timeout_ms)
         return timing
 
     def _crash(self, node: _Node) -> None:

@@ -884,7 +884,7 @@ class SimNetwork(SimBase):
             elif t is ShutdownComplete:
                 if check:
                     found = self._ledger.shutdown_completed(
-                        node.id, self.now, self.config.timing.request_timeout_ms
+                        node.id, self.now, self._timing_of().request_timeout_ms
                     )
                     if found is not None:
                         self._violation(found.name, found.detail)
