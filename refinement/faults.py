@@ -146,6 +146,13 @@ class FaultProfile:
     # election timeouts (past any randomized one); it then arrives within one message delay,
     # before the answers to what the requester sent on its move. The fault phase only.
     hold_past_election: float = 0.0
+    # The quorum's size under this profile, in place of the configuration's (None: its own):
+    # `solo` runs a single voter, whose restarts must lead at once (Kafka's initialize).
+    voters: int | None = None
+    # quorum.request.timeout.ms under this profile (None: QuorumTiming's, 2000 ms, above any
+    # election timer): `mixed+quick` sets it below the election timeout, so that a request
+    # unanswered is sent again within one election round (Vote among them).
+    request_timeout_ms: int | None = None
 
     @property
     def snapshots(self) -> bool:
@@ -312,3 +319,13 @@ RECONFIG_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.d
 # Mangled FetchSnapshot chunks (`mangle_chunk`) where answers are held: the retry timing
 # after an answer that cannot belong to the snapshot.
 PROFILES["mixed+snapshots+delays"] = replace(PROFILES["mixed+snapshots+delays"], mangle_chunk=0.02)
+# A single-voter quorum with two observers under mixed faults, the voter itself crashing and
+# shutting down too (max_down 1): Kafka's only voter leads as it starts and commits what it
+# writes at once (refinement.invariants_only_voter), the observers fetch from it.
+SOLO = replace(MIXED, name="solo", voters=1, observers=2, max_down=1)
+PROFILES[SOLO.name] = SOLO
+# Mixed faults with quorum.request.timeout.ms 700, below the election timeout (1000) and above
+# the fetch max wait (500): a Prospective or Candidate asks an unanswered voter again before its
+# election timer runs out, and must never ask again one whose answer it counted.
+MIXED_QUICK = replace(MIXED, name="mixed+quick", request_timeout_ms=700)
+PROFILES[MIXED_QUICK.name] = MIXED_QUICK

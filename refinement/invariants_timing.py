@@ -11,7 +11,8 @@ Kafka's semantics written down here, not taken from the core:
   in [T, 2T) after its election timer started, T = quorum.election.timeout.ms. The timer starts
   on entering the state, except that moving to Unattached or Voted from Unattached, Voted,
   Candidate or Resigned keeps it running (Kafka's transitionToUnattached; granting a vote
-  restarts it), and so may a Prospective whose pre-vote a majority did not reject.
+  restarts it), and so may a Prospective whose pre-vote a majority did not reject. The only
+  voter of its voter set stands as it starts (Kafka's KafkaRaftClient.initialize).
 - FetchTimeoutNotEarly / FetchTimeoutNotLate: a voter following a leader stands
   quorum.fetch.timeout.ms after it last heard from the leader (this project's deviation: plus a
   jitter below T/2), sooner only when the leader resigned naming it a successor (KIP-595: at once
@@ -24,7 +25,9 @@ Kafka's semantics written down here, not taken from the core:
   request is sent again to the same replica in the same state only after
   quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
   (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
-  sent again when the request timeout runs out.
+  sent again when the request timeout runs out. A voter whose answer to the Vote request in
+  flight a Prospective or Candidate counted is not asked again in that state (Kafka asks only
+  its unrecordedVoters).
 - VoteRetryExact, BeginQuorumEpochRetryExact (within VoteRetryNotLate and
   BeginQuorumEpochRetryNotLate): an error answer to the request in flight that Kafka counts as
   a failure (INVALID_REQUEST, INVALID_VOTER_KEY, BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID,
@@ -453,6 +456,17 @@ class TimingMonitor:
                             r.due = None
                 if req is not None:
                     req.due = None
+                    if (
+                        msg.error is ErrorCode.NONE
+                        and self.static
+                        and g.state in (P, C)
+                        and msg.leader_epoch == g.epoch
+                        and ev.in_reply_to is not None
+                        and ev.in_reply_to == req.message
+                    ):
+                        # Counted (Kafka's EpochElection.recordVote): no longer one of the
+                        # unrecordedVoters that maybeSendVoteRequests asks, in this state.
+                        req.allowed = _FOREVER
             elif req is not None:
                 req.allowed = min(req.allowed, now + rb)
                 # A voter that knows no leader of our epoch refused the request in flight:
@@ -580,7 +594,9 @@ class TimingMonitor:
                 self._state_changed(g, now, e, is_voter, starting=starting)
             elif t is ActionTaken:
                 assert isinstance(e, ActionTaken)
-                found = self._action(node, g, now, event, e.action, is_voter=is_voter)
+                found = self._action(
+                    node, g, now, event, e.action, is_voter=is_voter, starting=starting
+                )
                 if found is not None:
                     return found
             elif t is AppendResult:
@@ -645,8 +661,11 @@ class TimingMonitor:
         action: Action,
         *,
         is_voter: bool,
+        starting: bool = False,
     ) -> Violation | None:
-        if action is Action.ELECTION_TIMEOUT and is_voter and self.static:
+        # The only voter stands as it starts (Kafka's initialize), its timer not yet run.
+        alone = starting and len(self.voters) == 1
+        if action is Action.ELECTION_TIMEOUT and is_voter and self.static and not alone:
             timer = g.timer
             if timer is not None and now < timer[0]:
                 name = FETCH_TIMEOUT_NOT_EARLY if g.state is F else ELECTION_TIMEOUT_NOT_EARLY
@@ -716,6 +735,13 @@ class TimingMonitor:
                 " although it had acknowledged this epoch",
             )
         req = g.requests.get(key)
+        if req is not None and req.allowed == _FOREVER:
+            return Violation(
+                _EARLY[kind],
+                f"node {node} ({g.state.value if g.state else '?'}, epoch {g.epoch}) asked"
+                f" {dst} again at t={now}ms although it counted its answer to the {kind}"
+                f" request of t={req.sent}ms",
+            )
         if req is not None and now < req.allowed:
             state = "?" if g.state is None else g.state.value
             return Violation(

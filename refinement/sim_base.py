@@ -218,9 +218,10 @@ class SimBase:
         self._seq = 0
         self.now = 0
         self.result = result
-        n_total = config.voters + max(config.observers, config.profile.observers)
+        n_voters = config.profile.voters or config.voters
+        n_total = n_voters + max(config.observers, config.profile.observers)
         self._nodes: dict[NodeId, _Node] = {
-            NodeId(i): _Node(NodeId(i), i <= config.voters) for i in range(1, n_total + 1)
+            NodeId(i): _Node(NodeId(i), i <= n_voters) for i in range(1, n_total + 1)
         }
         self._voter_ids = tuple(n.id for n in self._nodes.values() if n.is_voter)
         self._voter_keys = tuple(self._nodes[i].key for i in self._voter_ids)

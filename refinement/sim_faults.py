@@ -11,11 +11,14 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from kraft.core.effects import StateChanged
 from kraft.core.events import Shutdown
 from kraft.core.timing import QuorumTiming
 from kraft.ids import ClusterId, NodeId, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
+from refinement.invariants_leader import state_change_after_its_action
+from refinement.invariants_only_voter import only_voter_leads_at_start
 from refinement.sim_base import (
     _CRASH,
     _DISK_LOSS,
@@ -81,16 +84,27 @@ class SimFaults(SimSnapshots):
         self._timing_started(node, effects)
         self._schedule_tick(node, replica.next_deadline_ms())
         self._after_step(node, None, None, None)
+        if self._check and node.replica is replica:
+            # After the state it starts in, a state change comes after its action, as in any
+            # step (the only voter stands as it starts).
+            first = next((i for i, e in enumerate(effects) if type(e) is StateChanged), -1)
+            found = state_change_after_its_action(node.id, effects[first + 1 :])
+            if found is None:
+                found = only_voter_leads_at_start(node.id, replica.view())
+            if found is not None:
+                self._violation(found.name, found.detail)
 
     def _timing_of(self) -> QuorumTiming:
         """The timing every replica runs with: the configuration's, with the profile's
-        KIP-630 overrides."""
+        KIP-630 overrides and its request timeout."""
         timing = self.config.timing
         lag = self._profile.start_offset_lag_ms
         if lag is not None:
             timing = replace(timing, start_offset_lag_time_max_ms=lag)
         if self._profile.fetch_max_bytes is not None:
             timing = replace(timing, fetch_max_bytes=self._profile.fetch_max_bytes)
+        if self._profile.request_timeout_ms is not None:
+            timing = replace(timing, request_timeout_ms=self._profile.request_timeout_ms)
         return timing
 
     def _crash(self, node: _Node) -> None:

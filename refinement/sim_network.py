@@ -54,6 +54,7 @@ from refinement import invariants_answers as answers
 from refinement import invariants_effects as eff
 from refinement import invariants_general as gen
 from refinement import invariants_leader as ldr
+from refinement import invariants_only_voter as only
 from refinement import invariants_reconfig as recon
 from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
@@ -883,7 +884,7 @@ class SimNetwork(SimBase):
             elif t is ShutdownComplete:
                 if check:
                     found = self._ledger.shutdown_completed(
-                        node.id, self.now, self.config.timing.request_timeout_ms
+                        node.id, self.now, self._timing_of().request_timeout_ms
                     )
                     if found is not None:
                         self._violation(found.name, found.detail)
@@ -1108,6 +1109,10 @@ class SimNetwork(SimBase):
             self._snaps[node.id] = new
             if self._check:
                 self._check_node(old, new)
+                if new.state is ReplicaState.LEADER and node.replica is not None:
+                    found = only.only_voter_commits_at_once(node.id, node.replica.view())
+                    if found is not None:
+                        self._violation(found.name, found.detail)
         if self._held_past:
             self._release_held_past(node)
         if self._decided:

@@ -96,6 +96,11 @@ SIM_PROFILES: tuple[str, ...] = (
     # The adversary where logs start at snapshots: a forged Fetch at a leader's log start,
     # whose answer FetchAnswerPosition judges against Kafka's validateOffsetAndEpoch.
     "mixed+snapshots+adversary",
+    # One voter and two observers (mut-elect): the only voter leads as it starts and commits
+    # at once (refinement.invariants_only_voter).
+    "solo",
+    # A request timeout below the election timeout: votes asked again within a round.
+    "mixed+quick",
 )
 # TLC's traces, seed-major over these profiles: three seeds each of 1000 events, about 50 s on
 # one core for the unmutated core. lossy+snapshots and disk-loss are left out for their cost:

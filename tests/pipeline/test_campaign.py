@@ -44,7 +44,11 @@ def test_datasets_have_the_declared_schemas(spark, two_runs):
     assert events.schema.simpleString() == events_schema().simpleString()
     # 2 seeds x every profile (snapshots and the validated +reconfig ones among them), every
     # event kept: one events row per trace line.
-    static = {n for n, p in PROFILES.items() if not p.dynamic and n not in ADVERSARY_PROFILES}
+    static = {
+        n
+        for n, p in PROFILES.items()
+        if not p.dynamic and n not in ADVERSARY_PROFILES and p.voters is None
+    }
     assert set(PROFILE_ORDER) == static | set(reconfig_conformance_profiles())
     assert {"snapshots", "none+reconfig", "lossy+reconfig"} <= set(PROFILE_ORDER)
     assert seeds.count() == 2 * len(PROFILE_ORDER)

@@ -157,8 +157,9 @@ def test_a_voter_without_pre_vote_support_makes_the_prospective_stand_at_once() 
 
 
 def test_a_single_voter_elects_itself_in_one_step() -> None:
+    """Kafka's initialize: the only voter stands as it starts, and wins at once."""
     h = Harness(voters=(1,))
-    effects = h.tick()
+    effects = h.start_effects
     assert h.view.state is S.LEADER and h.view.epoch == 1
     actions = [e.action for e in of(effects, ActionTaken)]
     assert actions[:3] == [Action.ELECTION_TIMEOUT, Action.BECOME_CANDIDATE, Action.BECOME_LEADER]

@@ -93,14 +93,14 @@ def test_only_a_prospective_becomes_candidate_and_in_the_next_epoch() -> None:
 
 def test_prospective_is_entered_and_left_in_the_same_epoch() -> None:
     """Timeouts make Unattached, Voted, Follower and Candidate voters Prospective without an
-    epoch change; a lost pre-vote returns to Unattached, Voted or Follower in that epoch."""
-    for old in (S.UNATTACHED, S.VOTED, S.FOLLOWER, S.CANDIDATE):
+    epoch change, and so does the only voter's start from Resigned (Kafka's initialize); a
+    lost pre-vote returns to Unattached, Voted or Follower in that epoch."""
+    for old in (S.UNATTACHED, S.VOTED, S.FOLLOWER, S.CANDIDATE, S.RESIGNED):
         check_transition(old, Epoch(5), S.PROSPECTIVE, Epoch(5), is_voter=True)
     for new in (S.UNATTACHED, S.VOTED, S.FOLLOWER, S.PROSPECTIVE):
         check_transition(S.PROSPECTIVE, Epoch(5), new, Epoch(5), is_voter=True)
-    for old in (S.LEADER, S.RESIGNED):
-        with pytest.raises(IllegalTransitionError):
-            check_transition(old, Epoch(5), S.PROSPECTIVE, Epoch(5), is_voter=True)
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.LEADER, Epoch(5), S.PROSPECTIVE, Epoch(5), is_voter=True)
 
 
 def test_resigned_leaves_only_for_a_larger_epoch() -> None:

@@ -61,10 +61,13 @@ class ElectionRole:
             return not r._voters.cannot_reach_majority(r._rejected)
         return old in (U, V, C, R)
 
-    def election_timeout(self) -> None:
+    def election_timeout(self, *, at_start: bool = False) -> None:
         """ElectionTimeout (Kafka 4.x poll*): Unattached, Voted, Follower (fetch timer) and
         Candidate become Prospective in their epoch; a Prospective that got no majority in time
-        goes back; Resigned moves to Unattached in the next epoch."""
+        goes back; Resigned moves to Unattached in the next epoch. `at_start`: the only voter
+        of its voter set stands as it starts (Kafka's KafkaRaftClient.initialize), as if its
+        timer had run out, from Resigned too, in its epoch: its own pre-vote and vote are a
+        majority, so it leads before its first event."""
         r = self._r
         st = r._state
         if st is not P and r._epoch >= MAX_EPOCH:
@@ -75,7 +78,7 @@ class ElectionRole:
         r._out.append(ActionTaken(Action.ELECTION_TIMEOUT))
         if st is P:
             self._prospective_lost()
-        elif st is R:
+        elif st is R and not at_start:
             r._transition(U, Epoch(r._epoch + 1))
         else:
             leader = r._leader_id if st is F else None
@@ -149,7 +152,10 @@ class ElectionRole:
         ):
             return  # answers a request of another round (pre-vote vs vote)
         if resp.error is not ErrorCode.NONE or src in r._granted or src in r._rejected:
-            r._retry.pop(src, None)
+            # Nothing to count. A repeated answer: its voter left the retry map with its first
+            # answer (below), and only entering a state refills it. FENCED_LEADER_EPOCH naming
+            # our own epoch: a conforming voter answers FENCED with its larger epoch, which
+            # moved us on above; so its request stays due at its timeout, as unanswered.
             return
         if src not in r._voters.ids:
             return

@@ -247,7 +247,11 @@ class Replica:
             self._enter(U, es.epoch)
         self._out.append(StateChanged(U, self._state, self._epoch))
         if self._state is C:
+            # Kafka's onBecomeCandidate: a Candidate counts its own vote (the only voter wins).
             self._elect.maybe_win_election()
+        elif voter and len(self._voters) == 1:
+            # Kafka's initialize: the only voter does not wait for its election timer.
+            self._elect.election_timeout(at_start=True)
         self._send_due()
         return self._take()
 

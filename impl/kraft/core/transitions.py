@@ -5,7 +5,8 @@ A voter's election (or fetch) timeout makes it Prospective in the same epoch; on
 Prospective that won a majority of pre-votes becomes Candidate (epoch + 1). A Prospective that
 loses goes back to Follower (leader known), Voted (vote cast in this epoch) or Unattached, in
 the same epoch. A Candidate that loses becomes Prospective again in its epoch. A Resigned
-replica leaves for Unattached in a larger epoch."""
+replica leaves for Unattached in a larger epoch, or, the only voter of its voter set at start,
+for Prospective in its epoch (Kafka's KafkaRaftClient.initialize)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ VOTER_TRANSITIONS: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
         (C, U), (C, P), (C, L), (C, F),
         (L, U), (L, F), (L, R),
         (F, U), (F, F), (F, P),
-        (R, U), (R, F),
+        (R, U), (R, F), (R, P),
     }
 )  # fmt: skip
 
@@ -63,6 +64,7 @@ _VOTER_SAME_EPOCH: frozenset[tuple[ReplicaState, ReplicaState]] = frozenset(
         (C, P), (C, L), (C, F),
         (L, R),
         (F, P),
+        (R, P),
     }
 )  # fmt: skip
 
