@@ -38,10 +38,11 @@ never from the core's bookkeeping:
   checked here is the seed's (KIP-630 "When to Increase the LogStartOffset"), which the
   simulator's replicas run (`LogStartPolicy.KIP_630`, ReplicaConfig's default); the node runs
   Kafka's retention capped by it (`LogStartPolicy.RETENTION`). That deviation is in the
-  README's deviations table (row "when the log start moves": Kafka's retention decides when,
-  KIP-630's rule caps how far, "Kafka has neither the rule nor the key"); the simulator's
-  policy (the rule alone, applied only on the steps above: no timer moves a log start) is the
-  seed's side of that row.
+  README's deviations table, row "when the log start moves" (Kafka's retention decides when,
+  KIP-630's rule caps how far, "Kafka has neither the rule nor the key"; a follower's log start
+  no further than its leader's; the simulator runs the rule alone). The rule is applied only
+  on the steps above: no timer moves a log start, so once the lag time passed the leader moves
+  at its next Fetch or snapshot taken.
 
   Exact on a static voter set: the simulator keys each Fetch a leader takes as the leader's
   progress is keyed in Kafka's LeaderState (a voter's by its id when the replica it names is
