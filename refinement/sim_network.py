@@ -434,6 +434,7 @@ class SimNetwork(SimBase):
                         self._check_answer_epoch(node, event, effects, before_view, after)
                     self._check_answers_sent(node, effects, before_view, after)
                     self._check_general(node, event, effects, before_view)
+                    self._check_log_start(node, event, answering, before_view, after)
                     if type(event) is Receive:
                         found = gen.follower_high_watermark_follows_answer(
                             node.id,
@@ -702,6 +703,17 @@ class SimNetwork(SimBase):
         through a method: mypyc would keep a value narrowed before _apply set it."""
         seen, self._truncated = self._truncated, False
         return seen
+
+    def _check_log_start(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        before: ReplicaViewLike,
+        after: ReplicaViewLike,
+    ) -> None:
+        """LogStartExact after a step, before anything else happens (refinement.sim_snapshots:
+        only under a profile that takes snapshots)."""
 
     def _log_truncated(self, node: _Node) -> None:
         """After a step of `node` that truncated its log (all its effects performed): what

@@ -36,32 +36,39 @@ from kraft.core.effects import (
     DiscardSnapshotFetch,
     Effect,
     InstallSnapshot,
+    MessageRefused,
+    Send,
     SnapshotRefused,
     ValidateSnapshot,
     WriteSnapshot,
     WriteSnapshotChunk,
 )
-from kraft.core.events import CreateSnapshot, Event, SnapshotValidated, SnapshotWritten
+from kraft.core.events import CreateSnapshot, Event, Receive, SnapshotValidated, SnapshotWritten
 from kraft.core.messages import FetchRequest, FetchResponse, Request
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_keys_of
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import NO_DIRECTORY, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.records import iter_batches, iter_values
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots, encode_snapshot, perform_snapshot_effect
 from refinement import invariants as inv
 from refinement import invariants_snapshot_rules as rules
-from refinement.invariants import EpochCache
+from refinement.invariants import EpochCache, Violation
 from refinement.invariants_snapshot_transfer import Seen, TransferMonitor
 from refinement.sim_base import _FAULT, _LOCAL, _NODE_CRASH, _SNAPSHOT, _Node
 from refinement.sim_network import SimNetwork
 
 if TYPE_CHECKING:
-    from refinement.sim_config import ReplicaFactory, SimConfig, SimResult
+    from refinement.sim_config import ReplicaFactory, ReplicaViewLike, SimConfig, SimResult
 
 
 _FILL = b"fill:"
+
+# A Fetch a leader took (LogStartExact): when, and from which fetch offset; by the progress it
+# updates (a voter's id, or -1 and the observer's key; on a dynamic quorum, each its own).
+_Taken = tuple[int, Offset]
+_ProgressKey = tuple[int, ReplicaKey | None]
 
 
 def encode_history(
@@ -159,6 +166,22 @@ class SimSnapshots(SimNetwork):
         self._part_gen: dict[tuple[NodeId, OffsetAndEpoch], int] = {}
         self._asked_gen: dict[int, int] = {}
         self._validate_rng = random.Random(f"{config.seed}/validate")
+        # LogStartExact (refinement.invariants_snapshot_rules), checked after each step of a
+        # replica that keeps snapshots. Per leader, the Fetches it took in its epoch: its
+        # incarnation, epoch, and (time, fetch offset) by the progress they update (a voter's
+        # by its id, any other replica's by its key; on a dynamic quorum each Fetch its own).
+        self._log_start_on = self._profile.snapshots and self._check
+        self._taken: dict[NodeId, tuple[int, Epoch, dict[_ProgressKey, _Taken]]] = {}
+        self._taken_seq = 0
+        # Of the step being applied: its node's lag-time clock before it, the Fetch answers it
+        # sent (fetcher, the request answered, whether the answer took it: no error,
+        # divergence or snapshot id), and whether it installed a snapshot or refused the
+        # message stepped.
+        self._since_before = 0
+        self._answered: list[tuple[NodeId, FetchRequest, bool]] = []
+        self._step_installed = False
+        self._step_refused = False
+        self._written_taken = False
 
     def _history_of(self, node: _Node, snapshot_id: OffsetAndEpoch, data: bytes) -> EpochCache:
         k = (snapshot_id, data)
@@ -211,6 +234,8 @@ class SimSnapshots(SimNetwork):
         src_id: int | None,
         event: Event | None = None,
     ) -> None:
+        if self._log_start_on:
+            self._see_log_start_effects(node, effects, event)
         super()._apply(node, effects, answering, src_id, event)
         monitor = self._transfers
         snaps = node.snaps
@@ -230,6 +255,200 @@ class SimSnapshots(SimNetwork):
         found = monitor.step(node.id, node.inc, event, effects, view=seen, parts=snaps.parts)
         if found is not None:
             self._violation(found.name, found.detail)
+
+    # ------------------------------------------------------------------ LogStartExact
+
+    def _see_log_start_effects(
+        self, node: _Node, effects: list[Effect], event: Event | None
+    ) -> None:
+        """Before a step's effects are performed (the ledger still holds the requests they
+        answer, the log is as the step found it): what LogStartExact needs of them."""
+        self._since_before = node.start_since
+        # A snapshot written is one of this log (SnapshotRole.on_snapshot_written takes it):
+        # past the log start, within the log, in the epoch of the record before its end.
+        log = node.log
+        self._written_taken = isinstance(event, SnapshotWritten) and (
+            log.start_offset < event.snapshot_id.offset <= log.end_offset
+            and _epoch_before(log, event.snapshot_id.offset) == event.snapshot_id.epoch
+        )
+        self._answered = []
+        self._step_installed = False
+        self._step_refused = False
+        for e in effects:
+            if isinstance(e, Send):
+                answer = e.message
+                if not isinstance(answer, FetchResponse) or e.reply_to is None:
+                    continue
+                request = self._ledger.request_of(node.id, e.reply_to)
+                if isinstance(request, FetchRequest):
+                    took = (
+                        answer.error is ErrorCode.NONE
+                        and answer.diverging_epoch is None
+                        and answer.snapshot_id is None
+                    )
+                    self._answered.append((e.dst, request, took))
+            elif isinstance(e, InstallSnapshot):
+                self._step_installed = True
+            elif isinstance(e, MessageRefused):
+                self._step_refused = True
+
+    def _step_seen(self) -> tuple[list[tuple[NodeId, FetchRequest, bool]], bool, bool, bool]:
+        # Through a call: mypyc would keep values narrowed before the step set them.
+        return self._answered, self._step_installed, self._step_refused, self._written_taken
+
+    def _check_log_start(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        before: ReplicaViewLike,
+        after: ReplicaViewLike,
+    ) -> None:
+        """LogStartExact: the log start after the step is where KIP-630's rule, recomputed
+        here, leaves it (refinement.invariants_snapshot_rules)."""
+        if not self._log_start_on or node.snaps is None:
+            return
+        answered, installed, refused, written = self._step_seen()
+        if installed:
+            return  # the log now starts at the installed snapshot: the transfer's checkers
+        start = before.log_start_offset
+        now_at = after.log_start_offset
+        message = event.message if isinstance(event, Receive) else None
+        if isinstance(event, Receive) and isinstance(message, FetchResponse):
+            if (
+                after.state is not ReplicaState.FOLLOWER
+                or after.leader_id != event.src
+                or after.epoch != message.leader_epoch
+                or message.log_start_offset < 0
+            ):
+                allowed: tuple[Offset, ...] = (start,)
+                what = f"stepped a Fetch answer of {event.src} it did not take"
+            else:
+                held = [s.offset for s in self._held_snapshots(node)]
+                moved = rules.follower_log_start_after(
+                    start, held=held, leader_log_start=message.log_start_offset
+                )
+                allowed = (start, moved)
+                what = (
+                    f"took a Fetch answer of its leader {event.src} whose log starts at"
+                    f" {message.log_start_offset}"
+                )
+            found = rules.log_start_exact(
+                node.id, what, before=start, after=now_at, allowed=allowed
+            )
+        elif before.state is ReplicaState.LEADER:
+            found = self._leader_log_start(
+                node,
+                event,
+                answering,
+                before,
+                now_at=now_at,
+                answered=answered,
+                refused=refused,
+                written=written,
+            )
+        else:
+            found = rules.log_start_exact(
+                node.id,
+                f"stepped {type(event).__name__} as {before.state.value}",
+                before=start,
+                after=now_at,
+                allowed=(start,),
+            )
+        if found is not None:
+            self._violation(found.name, found.detail)
+
+    def _leader_log_start(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        before: ReplicaViewLike,
+        *,
+        now_at: Offset,
+        answered: list[tuple[NodeId, FetchRequest, bool]],
+        refused: bool,
+        written: bool,
+    ) -> Violation | None:
+        """LogStartExact on a leader's step: the rule applied once per Fetch it took (the one
+        stepped, unless answered with an error, a divergence or a snapshot id, or refused as
+        malformed; each held one it answered now) and once for a snapshot written it took."""
+        taken: list[tuple[NodeId, FetchRequest] | None] = []
+        if (
+            isinstance(event, Receive)
+            and isinstance(answering, FetchRequest)
+            and answering.replica_epoch == before.epoch
+            and not refused
+        ):
+            own = [took for _, request, took in answered if request is answering]
+            if not own or own[0]:
+                taken.append((event.src, answering))
+        for dst, request, took in answered:
+            if took and request is not answering:
+                taken.append((dst, request))
+        start = before.log_start_offset
+        held = [s.offset for s in self._held_snapshots(node)]
+        log = node.log
+        if written and isinstance(event, SnapshotWritten):
+            held.append(event.snapshot_id.offset)
+            taken.append(None)
+        if not taken:
+            return rules.log_start_exact(
+                node.id,
+                f"stepped {type(event).__name__} as leader, taking no Fetch nor snapshot",
+                before=start,
+                after=now_at,
+                allowed=(start,),
+            )
+        timing = self._timing_of()
+        ghost = self._taken.get(node.id)
+        if ghost is None or ghost[0] != node.inc or ghost[1] != before.epoch:
+            ghost = self._taken[node.id] = (node.inc, before.epoch, {})
+        progress = ghost[2]
+        now = self.now
+        since = self._since_before
+        expected = start
+        for fetch in taken:
+            if fetch is not None:
+                src, request = fetch
+                progress[self._progress_key(node.id, src, request)] = (now, request.fetch_offset)
+            for k in [k for k, (at, _) in progress.items() if now - at > timing.fetch_timeout_ms]:
+                del progress[k]
+            moved = rules.leader_log_start_after(
+                expected,
+                held=held,
+                end=log.end_offset,
+                fetch_offsets=[o for _, o in progress.values()],
+                lag_passed=now - since >= timing.start_offset_lag_time_max_ms,
+            )
+            if moved > expected:
+                expected, since = moved, now
+        fetchers = sorted({int(f[0]) for f in taken if f is not None})
+        what = (
+            f"took, as leader of epoch {before.epoch}, Fetches of {fetchers}"
+            + (" and a snapshot written" if taken[-1] is None else "")
+            + f" (live fetch offsets {sorted(o for _, o in progress.values())},"
+            f" snapshots {sorted(held)})"
+        )
+        if self._dynamic:
+            # Progress moves between voters and observers with the voter set: every Fetch
+            # taken within the fetch timeout counts, a lower bound of the leader's.
+            return rules.log_start_exact(
+                node.id, what, before=start, after=now_at, allowed=(), at_least=expected
+            )
+        return rules.log_start_exact(node.id, what, before=start, after=now_at, allowed=(expected,))
+
+    def _progress_key(self, leader: NodeId, src: NodeId, request: FetchRequest) -> _ProgressKey:
+        """Which progress a Fetch a leader took updates (Kafka's LeaderState: a voter's, if
+        it comes from a voter and names that voter, by the voter's id; else the observer
+        named), on a static voter set; on a dynamic one each Fetch is its own."""
+        if self._dynamic:
+            self._taken_seq += 1
+            return (-self._taken_seq, None)
+        named = request.replica
+        if src != leader and src in self._voter_set and _is_voter(self._voter_keys, named):
+            return (int(src), None)
+        return (-1, named)
 
     # ------------------------------------------------------------------ the policy
 
@@ -469,6 +688,14 @@ class SimSnapshots(SimNetwork):
         )
         if found is not None:
             self._violation(found.name, found.detail)
+
+
+def _is_voter(voters: tuple[ReplicaKey, ...], key: ReplicaKey) -> bool:
+    """Kafka's VoterSet.isVoter: a voter with that id, and that directory id unless the voter
+    is known with none (a static voter)."""
+    return any(
+        v.id == key.id and v.directory_id in (NO_DIRECTORY, key.directory_id) for v in voters
+    )
 
 
 def _epoch_before(log: MemoryLog, offset: Offset) -> Epoch | None:

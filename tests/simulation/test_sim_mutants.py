@@ -42,7 +42,7 @@ SEEDS = range(10)
 EXPECTED: dict[str, tuple[str, ...]] = {
     # Taking a snapshot past the HWM breaks both the snapshot's contents and the per-step rule.
     "snapshot-past-hwm": (inv.SNAPSHOT_MATCHES_LOG, rules.SNAPSHOT_TAKEN_WHEN_ALLOWED),
-    "eager-log-start": (inv.LOG_START_BELOW_LIVE_REPLICAS,),
+    "eager-log-start": (inv.LOG_START_BELOW_LIVE_REPLICAS, rules.LOG_START_EXACT),
     "install-unvalidated": (inv.SNAPSHOT_INTACT,),
     "early-voter-change": (recon.AT_MOST_ONE_UNCOMMITTED_VOTER_CHANGE,),
     "two-uncommitted-changes": (recon.AT_MOST_ONE_UNCOMMITTED_VOTER_CHANGE,),
