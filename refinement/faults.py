@@ -329,3 +329,9 @@ PROFILES[SOLO.name] = SOLO
 # election timer runs out, and must never ask again one whose answer it counted.
 MIXED_QUICK = replace(MIXED, name="mixed+quick", request_timeout_ms=700)
 PROFILES[MIXED_QUICK.name] = MIXED_QUICK
+# A single-voter quorum grown and shrunk by the operator (`kraft format --standalone`, then
+# AddRaftVoter): its leader's voter set grows from one voter, which starts its check-quorum
+# timer (Kafka runs none for a single voter; invariants_timing's CheckQuorumNotEarly).
+SOLO_RECONFIG = with_reconfig(SOLO)
+PROFILES[SOLO_RECONFIG.name] = SOLO_RECONFIG
+RECONFIG_PROFILES = (*RECONFIG_PROFILES, SOLO_RECONFIG.name)
