@@ -400,6 +400,7 @@ class TimingMonitor:
         event: Event,
         effects: Sequence[Effect],
         leader: NodeId | None,
+        *,
         voters: Sequence[NodeId] | None = None,
     ) -> Violation | None:
         """One step of a running replica: `event` in, `effects` out; `leader` the leader it

@@ -460,7 +460,7 @@ class SimNetwork(SimBase):
                 seen = dataclasses.replace(event, broken=self._failure_broken)
             after_view = replica.view()
             found = monitor.step(
-                node.id, self.now, seen, effects, after_view.leader_id, after_view.voters
+                node.id, self.now, seen, effects, after_view.leader_id, voters=after_view.voters
             )
             if found is None:
                 found = self._appends_where_reported(node, event, effects)
