@@ -329,3 +329,11 @@ PROFILES[SOLO.name] = SOLO
 # election timer runs out, and must never ask again one whose answer it counted.
 MIXED_QUICK = replace(MIXED, name="mixed+quick", request_timeout_ms=700)
 PROFILES[MIXED_QUICK.name] = MIXED_QUICK
+# A single-voter quorum grown and shrunk by the operator (`kraft format --standalone`, then
+# AddRaftVoter) over a lossy network: its leader's voter set grows from one voter, which starts
+# its check-quorum timer (Kafka runs none for a single voter; invariants_timing's
+# CheckQuorumNotEarly). No node faults: on `solo`'s, VoterAddedWithProbedVersions fired
+# (seeds 131 and 159 of 100..159, not yet explained).
+SOLO_RECONFIG = with_reconfig(replace(LOSSY, name="solo+lossy", voters=1, observers=2))
+PROFILES[SOLO_RECONFIG.name] = SOLO_RECONFIG
+RECONFIG_PROFILES = (*RECONFIG_PROFILES, SOLO_RECONFIG.name)

@@ -278,6 +278,12 @@ class _Ghost:
     # last Fetch (or FetchSnapshot) from any voter it may have accepted.
     became: int = 0
     accepted: dict[NodeId, int] = field(default_factory=dict)
+    # The size of its voter set after its last step, whether it was in it, and when that set
+    # last grew from one voter (a leader's check-quorum timer starts then: Kafka's
+    # LeaderState.timeUntilCheckQuorumExpires runs no timer for a single voter).
+    voters_n: int | None = None
+    in_voters: bool = True
+    regrown: int = -1
     # Leader: voters that acknowledged it in this epoch (KIP-595: BeginQuorumEpoch answered,
     # or a Fetch accepted); it asks them no more.
     acknowledged: set[NodeId] = field(default_factory=set)
@@ -394,12 +400,20 @@ class TimingMonitor:
         event: Event,
         effects: Sequence[Effect],
         leader: NodeId | None,
+        *,
+        voters: Sequence[NodeId] | None = None,
     ) -> Violation | None:
         """One step of a running replica: `event` in, `effects` out; `leader` the leader it
-        knows after the step."""
+        knows after the step, `voters` its voter set after the step (if known)."""
         g = self._ghosts.get(node)
         if g is None:
             return None
+        if voters is not None:
+            n = len(voters)
+            if g.voters_n == 1 and n > 1:
+                g.regrown = now
+            g.voters_n = n
+            g.in_voters = node in voters
         if type(event) is Shutdown:
             g.shutting_down = True
         g.settled = False
@@ -680,8 +694,10 @@ class TimingMonitor:
             and type(event) is Tick
             and g.state is L
             and not g.shutting_down
-            and self.static
+            and (self.static or g.in_voters)
         ):
+            # A dynamic leader outside its voter set resigns on its removal (KIP-856), not
+            # for check-quorum: only a leader among its voters is judged.
             return self._check_quorum_resign(node, g, now)
         return None
 
@@ -693,6 +709,15 @@ class TimingMonitor:
                 f"leader {node} (epoch {g.epoch}) resigned for want of fetches"
                 f" {now - g.became}ms after it became leader (check-quorum {cq}ms)",
             )
+        if now - g.regrown < cq:
+            return Violation(
+                CHECK_QUORUM_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) resigned for want of fetches"
+                f" {now - g.regrown}ms after its voter set grew from one voter, which starts"
+                f" its check-quorum timer (check-quorum {cq}ms)",
+            )
+        if not self.static:
+            return None  # the majority below is the static voter set's
         # Voters that fetched within the last check-quorum timeout: if a majority with the
         # leader did, the timer restarted within it and has not run out.
         recent = sorted(v for v, at in g.accepted.items() if at > now - cq)

@@ -458,7 +458,10 @@ class SimNetwork(SimBase):
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
                 seen = dataclasses.replace(event, broken=self._failure_broken)
-            found = monitor.step(node.id, self.now, seen, effects, replica.view().leader_id)
+            after_view = replica.view()
+            found = monitor.step(
+                node.id, self.now, seen, effects, after_view.leader_id, voters=after_view.voters
+            )
             if found is None:
                 found = self._appends_where_reported(node, event, effects)
             if found is not None:

@@ -101,6 +101,8 @@ SIM_PROFILES: tuple[str, ...] = (
     "solo",
     # A request timeout below the election timeout: votes asked again within a round.
     "mixed+quick",
+    # One voter grown by the operator (s14b-mut-a): a leader's voter set growing from one.
+    "solo+lossy+reconfig",
 )
 # TLC's traces, seed-major over these profiles: three seeds each of 1000 events, about 50 s on
 # one core for the unmutated core. lossy+snapshots and disk-loss are left out for their cost:

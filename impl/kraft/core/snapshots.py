@@ -140,7 +140,8 @@ class SnapshotRole:
             return f"end offset {offset} is not after the latest snapshot {latest}"
         if offset <= log.start_offset:
             return f"end offset {offset} is not after the log start {log.start_offset}"
-        if offset > log.end_offset or log.epoch_at(Offset(offset - 1)) is None:
+        # epoch_at is None at and past the log end: this also refuses an offset past it.
+        if log.epoch_at(Offset(offset - 1)) is None:
             return f"the log does not hold the record before {offset}"
         if not self._batch_aligned(offset):
             return f"end offset {offset} is inside a batch"
