@@ -61,7 +61,7 @@ from kraft.core.messages import (
 )
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
-from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from refinement.invariants import Violation
 
 FETCH_SNAPSHOT_ASKS_ITS_POSITION = "FetchSnapshotAsksItsPosition"
@@ -373,3 +373,46 @@ def partial_snapshot_discarded(
             f" partial snapshot {held[0]}: Fetch resumes only once the transfer is over",
         )
     return None
+
+
+# --------------------------------------------------------------------------- request fields
+
+FETCH_SNAPSHOT_REQUEST_FIELDS = "FetchSnapshotRequestFields"
+
+# Kafka 4.3.1's QuorumConfig.DEFAULT_QUORUM_FETCH_SNAPSHOT_MAX_BYTES
+# (controller.quorum.fetch.snapshot.max.bytes), which KafkaRaftClient.buildFetchSnapshotRequest
+# sends as max_bytes. Stated here, not taken from the core.
+KAFKA_FETCH_SNAPSHOT_MAX_BYTES = 1048576
+
+
+def fetch_snapshot_request_fields(
+    node: NodeId,
+    msg: FetchSnapshotRequest,
+    *,
+    cluster_id: str,
+    key: ReplicaKey,
+    epoch: Epoch,
+    max_bytes: int,
+) -> Violation | None:
+    """FetchSnapshotRequestFields: every FetchSnapshot request a replica sends carries its
+    cluster's id, its own key (id and directory id, as Kafka's ReplicaKey.of(localId,
+    localDirectoryId)), its current epoch, a position not below 0, and exactly the configured
+    max_bytes (Kafka's fetchSnapshotMaxBytes; `max_bytes`: KAFKA_FETCH_SNAPSHOT_MAX_BYTES
+    unless the run sets its own limit)."""
+    wrong: list[str] = []
+    if msg.cluster_id != cluster_id:
+        wrong.append(f"cluster id {msg.cluster_id!r}, not {cluster_id!r}")
+    if msg.replica != key:
+        wrong.append(f"replica {msg.replica}, not its key {key}")
+    if msg.replica_epoch != epoch:
+        wrong.append(f"epoch {msg.replica_epoch}, not its epoch {epoch}")
+    if msg.position < 0:
+        wrong.append(f"position {msg.position}")
+    if msg.max_bytes != max_bytes:
+        wrong.append(f"max_bytes {msg.max_bytes}, not {max_bytes}")
+    if not wrong:
+        return None
+    return Violation(
+        FETCH_SNAPSHOT_REQUEST_FIELDS,
+        f"node {node} sent a FetchSnapshotRequest with " + "; ".join(wrong),
+    )

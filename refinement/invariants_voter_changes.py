@@ -12,7 +12,11 @@ voter sets its log states, by offset: `NodeState.voter_history`).
   REQUEST_TIMED_OUT to a change it accepted only while the change is not committed (a
   committed change is answered NONE, kraft.core.commits' rule). Each request is answered
   once, and an AddRaftVoter still probing its new voter is settled in the step that hears the
-  probe's answer: its Voters record appended, or the request answered.
+  probe's answer: its Voters record appended, or the request answered. A leader that steps
+  down answers, in that very step, every change it accepted and has not answered
+  NOT_LEADER_OR_FOLLOWER, whether it still probes its new voter or its Voters record is
+  appended (Kafka's LeaderState.close resets the AddVoter and RemoveVoter handler states
+  with that error; the commit rule never answers it later).
   The operator's own changes carry this cluster's id or none (Kafka accepts a null one), so
   INCONSISTENT_CLUSTER_ID is never right for them. The one-shot requests (UpdateRaftVoter,
   malformed AddRaftVoter, another cluster's id; refinement.sim_reconfig) are answered exactly
@@ -146,6 +150,23 @@ def voter_change_answered(
         VOTER_CHANGE_ANSWERED,
         f"node {node} answered {_verb(add)} of {voter} with {error.name}, but {problem}"
         f" (HWM {hwm}; voter sets {_history_text(history)})",
+    )
+
+
+def step_down_answers(
+    node: NodeId, pending: list[int], answers: dict[int, ErrorCode]
+) -> Violation | None:
+    """Node left leadership in a step; `pending`: the changes (reply tokens) it had accepted
+    and not answered as it began the step; `answers`: what the step answered, by token."""
+    nlf = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    wrong = [(t, answers.get(t)) for t in pending if answers.get(t) is not nlf]
+    if not wrong:
+        return None
+    said = ", ".join(f"{t}: {'nothing' if e is None else e.name}" for t, e in wrong)
+    return Violation(
+        VOTER_CHANGE_ANSWERED,
+        f"node {node} stepped down with voter changes pending and did not answer them"
+        f" NOT_LEADER_OR_FOLLOWER in that step, as Kafka's LeaderState.close does ({said})",
     )
 
 

@@ -75,6 +75,7 @@ from kraft.ids import (
 from kraft.records import encode_records, iter_batches
 from refinement import invariants_input as inp
 from refinement.invariants_input import Forgery, KeptState
+from refinement.invariants_snapshot_transfer import KAFKA_FETCH_SNAPSHOT_MAX_BYTES
 from refinement.sim_base import _FAULT, _REQUEST_MESSAGES, _RESPONSE_TYPES, _Node
 from refinement.sim_liveness import SimLiveness
 
@@ -229,6 +230,7 @@ def _fetch_snapshot_request(t: Target, v: Values) -> Message:
             offset=Offset(v.get("snapshot_id.end_offset", 1)),
         ),
         position=v.get("position", 0),
+        max_bytes=KAFKA_FETCH_SNAPSHOT_MAX_BYTES,
     )
 
 
@@ -779,6 +781,7 @@ def _fetch_snapshot_wrong_cluster(t: Target, rng: random.Random) -> Forgery:
         _any_epoch(t, rng),
         OffsetAndEpoch(epoch=Epoch(1), offset=Offset(1)),
         0,
+        max_bytes=KAFKA_FETCH_SNAPSHOT_MAX_BYTES,
     )
     return _forgery("FetchSnapshotRequest from another cluster", t.peer.id, msg, _CLUSTER)
 
@@ -790,6 +793,7 @@ def _fetch_snapshot_future(t: Target, _rng: random.Random) -> Forgery:
         Epoch(t.epoch + 1),
         OffsetAndEpoch(epoch=Epoch(1), offset=Offset(1)),
         0,
+        max_bytes=KAFKA_FETCH_SNAPSHOT_MAX_BYTES,
     )
     return _forgery(
         "FetchSnapshotRequest of a future epoch",

@@ -205,6 +205,8 @@ class SimResult:
     voter_disk_losses: int = 0
     # Voters records truncated away from a running replica's log (a change reverted).
     voters_truncated: int = 0
+    # Leaders that stepped down with a voter change pending (answered NOT_LEADER_OR_FOLLOWER).
+    step_downs_with_change_pending: int = 0
     # Batches of the idempotent producers acknowledged (a profile with `producers`).
     idempotent_acked: int = 0
     # An adversary profile (refinement.sim_adversary): forged messages handed to replicas,

@@ -56,6 +56,7 @@ from refinement import invariants_general as gen
 from refinement import invariants_leader as ldr
 from refinement import invariants_only_voter as only
 from refinement import invariants_reconfig as recon
+from refinement import invariants_snapshot_transfer as st_fields
 from refinement import invariants_timing as timing_inv
 from refinement import invariants_voter_changes as vc
 from refinement.invariants import AckedRange, ClusterState, EpochCache, NodeState, Violation
@@ -946,6 +947,18 @@ class SimNetwork(SimBase):
         elif mtype is FetchSnapshotRequest:
             assert isinstance(msg, FetchSnapshotRequest)
             self._chunk_awaited[(src.id, dst_id)] = msg
+            if self._check and src.replica is not None:
+                limit = self._profile.fetch_max_bytes
+                found = st_fields.fetch_snapshot_request_fields(
+                    src.id,
+                    msg,
+                    cluster_id=self.config.cluster_id,
+                    key=src.key,
+                    epoch=src.replica.view().epoch,
+                    max_bytes=st_fields.KAFKA_FETCH_SNAPSHOT_MAX_BYTES if limit is None else limit,
+                )
+                if found is not None:
+                    self._violation(found.name, found.detail)
         elif mtype is VoteResponse:
             assert isinstance(msg, VoteResponse)
             if (

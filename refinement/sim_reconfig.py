@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from kraft.control_records import Endpoint, VotersRecord
-from kraft.core.effects import CheckVoterVersions
+from kraft.core.effects import CheckVoterVersions, Effect, Send
 from kraft.core.events import CreateSnapshot, Event, Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
@@ -79,6 +79,7 @@ from kraft.core.messages import (
     Message,
     RemoveVoterRequest,
     RemoveVoterResponse,
+    Request,
     UpdateVoterRequest,
     UpdateVoterResponse,
 )
@@ -188,6 +189,9 @@ class SimReconfig(SimClients):
         self._one_shot_hints: list[tuple[NodeId, Epoch]] = []
         self._next_one_shot = _ONE_SHOT
         self._answered_in_step: set[int] = set()
+        # What the operator's requests were answered in the step being checked, by token
+        # (None: no step down being watched).
+        self._step_answers: dict[int, ErrorCode] | None = None
         # Every operator's request answered so far (VoterChangeAnswered: answered once).
         self._answered_tokens: set[int] = set()
         self._bootstrap_hist: tuple[tuple[Offset, VoterSet], ...] = ()
@@ -331,6 +335,69 @@ class SimReconfig(SimClients):
                     f" {voter} and neither answered its AddRaftVoter (request {token}) nor"
                     " appended its Voters record",
                 )
+
+    def _apply(
+        self,
+        node: _Node,
+        effects: list[Effect],
+        answering: Request | None,
+        src_id: int | None,
+        event: Event | None = None,
+    ) -> None:
+        heard = self._step_answers
+        if heard is not None:
+            for e in effects:
+                if type(e) is Send and e.dst == ADMIN and e.reply_to is not None:
+                    assert isinstance(e, Send)
+                    error = getattr(e.message, "error", None)
+                    if isinstance(error, ErrorCode):
+                        heard[e.reply_to] = error
+        super()._apply(node, effects, answering, src_id, event)
+
+    def _step(
+        self,
+        node: _Node,
+        event: Event,
+        answering: Request | None,
+        src_id: int | None,
+        msg: Message | None,
+        *,
+        is_tick: bool = False,
+    ) -> None:
+        """VoterChangeAnswered at a step down: a leader that leaves leadership in a step
+        answers every change it accepted and has not answered NOT_LEADER_OR_FOLLOWER in it."""
+        replica = node.replica
+        if (
+            not self._check
+            or replica is None
+            or replica.view().state is not ReplicaState.LEADER
+            or not self._changes_accepted.get(node.id)
+        ):
+            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+            return
+        inc = node.inc
+        pending = [
+            token
+            for token, (at_inc, _, _, early) in self._changes_accepted[node.id].items()
+            if at_inc == inc and not early
+        ]
+        outer, self._step_answers = self._step_answers, {}
+        try:
+            super()._step(node, event, answering, src_id, msg, is_tick=is_tick)
+        finally:
+            answers, self._step_answers = self._step_answers, outer
+        after = node.replica
+        if (
+            not pending
+            or after is None
+            or node.inc != inc
+            or after.view().state is ReplicaState.LEADER
+        ):
+            return
+        self.result.step_downs_with_change_pending += 1
+        v = vc.step_down_answers(node.id, pending, answers)
+        if v is not None:
+            self._violation(v.name, v.detail)
 
     # ------------------------------------------------------------------ faults
 

@@ -74,13 +74,17 @@ def _impostor(kind: str, lead: int, follower: int, epoch: int, end: int) -> tupl
     leader's check-quorum."""
     snap = OffsetAndEpoch(epoch=Epoch(1), offset=Offset(1))
     if kind == "snapshot-as-the-leader":
-        return lead, FetchSnapshotRequest(CLUSTER, key(lead), Epoch(epoch), snap, 0)
+        return lead, FetchSnapshotRequest(
+            CLUSTER, key(lead), Epoch(epoch), snap, 0, max_bytes=1 << 20
+        )
     if kind == "fetch-as-the-leader":
         fetch = FetchRequest(CLUSTER, key(lead), Epoch(epoch), Offset(end), Epoch(epoch), Offset(0))
         return lead, fetch
     other = _other_directory(key(follower))
     if kind == "snapshot-as-another-directory":
-        return follower, FetchSnapshotRequest(CLUSTER, other, Epoch(epoch), snap, 0)
+        return follower, FetchSnapshotRequest(
+            CLUSTER, other, Epoch(epoch), snap, 0, max_bytes=1 << 20
+        )
     assert kind == "fetch-as-another-directory"
     return follower, FetchRequest(
         CLUSTER, other, Epoch(epoch), Offset(end), Epoch(epoch), Offset(0)

@@ -56,7 +56,9 @@ def test_a_leader_shutting_down_answers_fetches_broker_not_available() -> None:
     other = NodeId(1 if me != 1 else 2)
     voter = c.r(other)._me
     fetch = FetchRequest(CLUSTER, voter, view.epoch, Offset(0), Epoch(0), Offset(0))
-    snap = FetchSnapshotRequest(CLUSTER, voter, view.epoch, OffsetAndEpoch(Offset(0), Epoch(0)), 0)
+    snap = FetchSnapshotRequest(
+        CLUSTER, voter, view.epoch, OffsetAndEpoch(Offset(0), Epoch(0)), 0, max_bytes=1 << 20
+    )
     for token, req in ((1, fetch), (2, snap)):
         effects = c.r(me).step(Receive(c.now, other, req, None, reply_to=token))
         answers = [e.message for e in effects if isinstance(e, Send)]

@@ -115,7 +115,9 @@ def test_an_observer_resumes_its_transfer_once_its_silent_leader_answers() -> No
 
 def _fetch_snapshot_from(c: Cluster, lead: int, src: int, sid: OffsetAndEpoch) -> None:
     epoch = c.view(lead).epoch
-    req = FetchSnapshotRequest(c.nodes[lead].config.cluster_id, key(src), epoch, sid, 0)
+    req = FetchSnapshotRequest(
+        c.nodes[lead].config.cluster_id, key(src), epoch, sid, 0, max_bytes=1 << 20
+    )
     c.step(lead, Receive(c.now, NodeId(src), req))
 
 
@@ -167,7 +169,7 @@ def test_a_chunk_request_past_the_snapshot_or_for_a_missing_one_is_answered_with
         (sid, size + 100, ErrorCode.POSITION_OUT_OF_RANGE),
         (missing, 0, ErrorCode.SNAPSHOT_NOT_FOUND),
     ):
-        req = FetchSnapshotRequest(cluster, key(4), epoch, snapshot_id, position)
+        req = FetchSnapshotRequest(cluster, key(4), epoch, snapshot_id, position, max_bytes=1 << 20)
         effects = c.step(lead, Receive(c.now, NodeId(4), req))
         answers = [
             e.message

@@ -32,7 +32,7 @@ SEEN = Seen(F, Epoch(3), LEADER, Offset(10), Offset(0), Offset(10), Epoch(3))
 
 
 def _ask(position: int, sid: OffsetAndEpoch = SID, epoch: int = 3) -> FetchSnapshotRequest:
-    return FetchSnapshotRequest(CLUSTER, key(2), Epoch(epoch), sid, position)
+    return FetchSnapshotRequest(CLUSTER, key(2), Epoch(epoch), sid, position, max_bytes=1 << 20)
 
 
 def test_a_request_asks_the_position_held_of_an_installable_snapshot() -> None:

@@ -97,7 +97,12 @@ HOSTILE_REQUESTS: list[tuple[str, Message, type]] = [
     (
         "fetch snapshot negative position",
         FetchSnapshotRequest(
-            CLUSTER, key(2), Epoch(1), OffsetAndEpoch(Epoch(0), Offset(0)), position=-1
+            CLUSTER,
+            key(2),
+            Epoch(1),
+            OffsetAndEpoch(Epoch(0), Offset(0)),
+            position=-1,
+            max_bytes=1 << 20,
         ),
         FetchSnapshotResponse,
     ),

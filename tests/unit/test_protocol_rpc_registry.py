@@ -48,7 +48,12 @@ REQUESTS_AND_SENDERS: list[tuple[Request, NodeId]] = [
     ),
     (
         FetchSnapshotRequest(
-            CLUSTER, ReplicaKey(NodeId(7)), Epoch(2), OffsetAndEpoch(Epoch(1), Offset(9)), 0
+            CLUSTER,
+            ReplicaKey(NodeId(7)),
+            Epoch(2),
+            OffsetAndEpoch(Epoch(1), Offset(9)),
+            0,
+            max_bytes=1 << 20,
         ),
         NodeId(7),
     ),

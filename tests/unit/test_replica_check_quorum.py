@@ -66,7 +66,9 @@ def test_a_fetch_snapshot_from_a_voter_counts() -> None:
     h = leader(fetch_timeout_ms=2000)
     t0 = h.now
     h.now = t0 + 2000
-    req = FetchSnapshotRequest(CLUSTER, key(3), Epoch(2), OffsetAndEpoch(Epoch(1), Offset(2)), 0)
+    req = FetchSnapshotRequest(
+        CLUSTER, key(3), Epoch(2), OffsetAndEpoch(Epoch(1), Offset(2)), 0, max_bytes=1 << 20
+    )
     h.recv(3, req)
     h.step(Tick(t0 + 3000))
     assert h.view.state is S.LEADER

@@ -301,7 +301,7 @@ def test_a_wiped_replica_fetching_a_snapshot_does_not_count_for_check_quorum() -
     snap = _oe(1, 3)
     before = leader.check_quorum_at
     h.now += 10
-    h.recv(2, FetchSnapshotRequest(CLUSTER, WIPED, epoch, snap, 0))
+    h.recv(2, FetchSnapshotRequest(CLUSTER, WIPED, epoch, snap, 0, max_bytes=1 << 20))
     assert leader.check_quorum_at == before  # the timer did not restart
-    h.recv(2, FetchSnapshotRequest(CLUSTER, key(2), epoch, snap, 0))
+    h.recv(2, FetchSnapshotRequest(CLUSTER, key(2), epoch, snap, 0, max_bytes=1 << 20))
     assert leader.check_quorum_at == h.now + leader.check_quorum_ms

@@ -254,7 +254,6 @@ class FollowerRole:
             refresh_voters(r)  # a voter set truncated away is undone (KIP-856)
             # Appends accepted at or after `target` are lost (kraft.core.commits).
             r._out.extend(r._commits.truncated(target))
-            r._reconfig.truncated(target)
             r._producers.truncate(target)
 
     def _batch_base(self, offset: Offset) -> Offset:

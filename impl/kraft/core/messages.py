@@ -113,7 +113,7 @@ class FetchSnapshotRequest:
     replica_epoch: Epoch
     snapshot_id: OffsetAndEpoch
     position: int
-    max_bytes: int = 1 << 20
+    max_bytes: int
 
 
 @dataclass(frozen=True, slots=True)

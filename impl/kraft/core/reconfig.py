@@ -541,15 +541,15 @@ class VoterChanges:
         ):
             ld.resign_at = r._now
 
-    def truncated(self, offset: Offset) -> None:
-        self._decided(self._commits.truncated(offset))
-
     def left_leadership(self) -> None:
-        """The leader stepped down: a change still probing its new voter is refused (Kafka:
-        NOT_LEADER_OR_FOLLOWER); one whose record is appended waits for the commit rule."""
-        for change_id, change in list(self._pending.items()):
-            if change.offset is None:
-                self._finish(change_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+        """The leader stepped down: every change still pending is answered
+        NOT_LEADER_OR_FOLLOWER at once, whether it still probes its new voter or its record
+        is appended (Kafka's LeaderState.close resets both handler states with that error);
+        nothing is left for the commit rule to decide (only a leader accepts changes, and a
+        follower's truncation can only undo records of changes already answered)."""
+        for change_id in list(self._pending):
+            self._finish(change_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+        self._commits = CommitRule()
 
     def tick(self) -> None:
         """Changes pending longer than request_timeout_ms are answered REQUEST_TIMED_OUT."""

@@ -241,6 +241,5 @@ class SnapshotFetcher:
         r._voters = r._log.voters
         r._is_voter = r._voters.contains(r._me)
         r._out.extend(r._commits.truncated(snap.offset))
-        r._reconfig.truncated(snap.offset)
         r._producers.clear()  # the snapshot holds no producer's batches
         r._raise_hwm(snap.offset)
