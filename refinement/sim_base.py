@@ -508,6 +508,9 @@ class SimBase:
         """A voter change's answer to the operator: refinement.sim_reconfig."""
         raise NotImplementedError
 
-    def _log_voters_changed(self, node: _Node, appended: bytes | memoryview | None) -> None:
-        """The node's log gained these batches (None: it shrank): refinement.sim_reconfig."""
+    def _log_voters_changed(
+        self, node: _Node, appended: bytes | memoryview | None, *, written: bool = False
+    ) -> None:
+        """The node's log gained these batches (None: it shrank), `written` by it as the
+        leader rather than replicated: refinement.sim_reconfig."""
         raise NotImplementedError

@@ -857,7 +857,7 @@ class SimNetwork(SimBase):
                         )
                 node.log_dirty = True
                 if self._dynamic:
-                    self._log_voters_changed(node, e.data)
+                    self._log_voters_changed(node, e.data, written=e.leader_encoded)
                 if e.leader_encoded and self._check:
                     bad = vc.control_records_in_kafka_format(node.id, e.data)
                     if bad is not None:
