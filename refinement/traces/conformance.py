@@ -56,6 +56,8 @@ def reconfig_conformance_profiles(*, voter_disk_loss: bool = True) -> tuple[str,
         if getattr(p, "dynamic", False)
         and (voter_disk_loss or not getattr(p, "voter_disk_loss_rate", 0.0))
         and not getattr(p, "update_voter_rate", 0.0)  # KRaft.tla has no UpdateRaftVoter
+        # Nor a lone voter leading as it starts (Kafka's initialize): not `solo+...` either.
+        and getattr(p, "voters", None) is None
     )
 
 
