@@ -420,14 +420,7 @@ class LeaderRole:
         ):
             err = ErrorCode.INVALID_REQUEST
         if err is None:
-            if req.replica_epoch < r._epoch:
-                err = ErrorCode.FENCED_LEADER_EPOCH
-            elif req.replica_epoch > r._epoch:
-                err = ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
-            elif r._state is not L:
-                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
-                err = ErrorCode.BROKER_NOT_AVAILABLE
+            err = r._leader_only_error(req.replica_epoch)
         ld = r._leader
         if err is not None or ld is None:
             r._send(src, self.fetch_response(err or ErrorCode.NOT_LEADER_OR_FOLLOWER))

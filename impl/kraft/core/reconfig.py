@@ -213,10 +213,9 @@ class VoterChanges:
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
                 f'The given id "{cluster_id}" doesn\'t match the cluster id "{r._cfg.cluster_id}"',
             )
-        if r._leader is None:  # not leading: a LeaderState exists only in Leader
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
-        if r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
-            return ErrorCode.BROKER_NOT_AVAILABLE, None
+        refused = r._leader_only_error(r._epoch)  # names our epoch: whether we lead
+        if refused is not None:
+            return refused, None
         if not self._valid_key(voter):
             return ErrorCode.INVALID_REQUEST, f"{what} voter request didn't include a valid voter"
         return None
@@ -405,18 +404,10 @@ class VoterChanges:
         if req.cluster_id is not None and r._request_error(req.cluster_id) is not None:
             answer(ErrorCode.INCONSISTENT_CLUSTER_ID)
             return
-        if req.leader_epoch < r._epoch:
-            answer(ErrorCode.FENCED_LEADER_EPOCH)
-            return
-        if req.leader_epoch > r._epoch:
-            answer(ErrorCode.UNKNOWN_LEADER_EPOCH)
-            return
+        refused = r._leader_only_error(req.leader_epoch)
         ld = r._leader
-        if ld is None:  # not the Leader: a LeaderState exists only in Leader
-            answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return
-        if r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
-            answer(ErrorCode.BROKER_NOT_AVAILABLE)
+        if refused is not None or ld is None:
+            answer(refused or ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return
         lo, hi = req.min_kraft_version, req.max_kraft_version
         # Kafka also refuses max < 0; that is implied here: max < 0 <= min, or min <= max < 0.

@@ -501,6 +501,20 @@ class Replica:
             return ErrorCode.INCONSISTENT_CLUSTER_ID
         return None
 
+    def _leader_only_error(self, epoch: Epoch) -> ErrorCode | None:
+        """Kafka's validateLeaderOnlyRequest for a request naming the leader's `epoch`
+        (Fetch, FetchSnapshot, UpdateRaftVoter; Add/RemoveRaftVoter pass our own): a past
+        epoch is fenced, a later one unknown, then we must lead and not be shutting down."""
+        if epoch < self._epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if epoch > self._epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH  # we cannot confirm that epoch's leader
+        if self._leader is None:  # not leading: a LeaderState exists only in Leader
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self._shutting_down:
+            return ErrorCode.BROKER_NOT_AVAILABLE
+        return None
+
     def _learn(self, leader: NodeId, epoch: Epoch) -> None:
         """A message names the leader and epoch: move to a larger epoch (as a follower of the
         named leader, or Unattached), or follow a leader newly learned in our own epoch."""

@@ -54,7 +54,6 @@ from kraft.records import CorruptRecordError, iter_batches
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
 
-L = ReplicaState.LEADER
 F = ReplicaState.FOLLOWER
 
 # The snapshot id of an error answer (Kafka's default -1s).
@@ -275,22 +274,14 @@ class SnapshotRole:
         self, src: NodeId, msg: FetchSnapshotRequest, _in_reply_to: Request | None
     ) -> None:
         """HandleFetchSnapshotRequest, checks in Kafka's order: cluster id, the leader's epoch
-        (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, BROKER_NOT_AVAILABLE
-        while shutting down), the snapshot
-        (SNAPSHOT_NOT_FOUND; the bootstrap snapshot is never served), the position
+        (Replica._leader_only_error), the snapshot (SNAPSHOT_NOT_FOUND; the bootstrap snapshot
+        is never served), the position
         (POSITION_OUT_OF_RANGE); then at most max bytes from the position."""
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_FETCH_SNAPSHOT_REQUEST))
         err = r._request_error(msg.cluster_id)
         if err is None:
-            if msg.replica_epoch < r._epoch:
-                err = ErrorCode.FENCED_LEADER_EPOCH
-            elif msg.replica_epoch > r._epoch:
-                err = ErrorCode.UNKNOWN_LEADER_EPOCH
-            elif r._state is not L:
-                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif r._shutting_down:  # Kafka's validateLeaderOnlyRequest: a shutdown is pending
-                err = ErrorCode.BROKER_NOT_AVAILABLE
+            err = r._leader_only_error(msg.replica_epoch)
         if err is not None:
             r._send(src, self._answer(err))
             return
