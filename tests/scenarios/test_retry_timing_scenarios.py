@@ -194,6 +194,18 @@ def test_an_observers_discovery_fetch_asks_no_long_poll() -> None:
     assert send.message.max_wait_ms == 0
 
 
+def test_a_fetch_that_could_not_be_sent_is_sent_again_after_the_retry_backoff() -> None:
+    """A Fetch the driver could not send is no longer in flight: the next one goes after
+    quorum.retry.backoff.ms, not when the lost one's request timeout would have expired
+    (here the earlier of the two)."""
+    s = Solo(request_timeout_ms=100, retry_backoff_ms=500)
+    fetch = s.follow()
+    s.step(SendFailed(9, LEADER, fetch))
+    again = s.tick_until_sent(FetchRequest, limit=1000)
+    assert again.dst == LEADER
+    assert s.now == 9 + 500
+
+
 def test_a_failed_fetch_snapshot_is_sent_again_after_the_retry_backoff() -> None:
     s = Solo(snapshots=True)
     fetch = s.follow()

@@ -76,7 +76,7 @@ class FollowerRole:
         turn": round the list in ascending id order, each time the one after the last asked
         (Kafka starts from a random one; this core stays deterministic)."""
         r = self._r
-        silent = r._state is F and r._leader_silent
+        silent = r._leader_silent  # only ever set in Follower: every transition clears it
         if r._fetcher is not None and r._fetcher.active and r._state is F and not silent:
             r._fetcher.send()
             return
@@ -123,7 +123,7 @@ class FollowerRole:
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_FETCH_RESPONSE))
         r._learn(resp.leader_id, resp.leader_epoch)
-        asking = (r._state in (U, V) and not r._is_voter) or (r._state is F and r._leader_silent)
+        asking = (r._state in (U, V) and not r._is_voter) or r._leader_silent
         if r._state is not F or src != r._leader_id or resp.leader_epoch != r._epoch:
             if asking and r._fetch_send_at is None:
                 # A discovery answer that names no leader (or only the one we know): ask
