@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from refinement.mutation.campaign import EQUIVALENTS
 from refinement.mutation.generate import (
     OPERATORS,
     check_mutant,
@@ -16,6 +17,7 @@ from refinement.mutation.generate import (
     mutants_of_source,
     sample,
 )
+from refinement.mutation.report import load_equivalents
 
 IMPL = Path(__file__).resolve().parents[2] / "impl"
 
@@ -28,6 +30,14 @@ def test_the_generator_is_deterministic_and_its_ids_are_unique():
     assert len({m.id for m in first}) == len(first) > 1000
     # Every operator of the module docstring occurs in the core.
     assert set(Counter(m.operator for m in first)) == set(OPERATORS)
+
+
+def test_every_listed_equivalent_is_a_mutant_of_the_current_core():
+    """An id hashes its site's text, so an edit of that line retires the id: its entry must
+    go (or be judged again under its new id) rather than linger as a reason nobody reads."""
+    current = {m.id for m in generate(IMPL)}
+    stale = sorted(set(load_equivalents(EQUIVALENTS)) - current)
+    assert stale == [], f"equivalent.toml lists mutants the core no longer has: {stale}"
 
 
 def test_a_sample_is_deterministic_and_in_file_order():
