@@ -16,8 +16,8 @@ from __future__ import annotations
 from scenario_harness import CLUSTER
 from test_update_voter_scenarios import _leader_after_shutdown
 
-from kraft.core.effects import ActionTaken, Send, ShutdownComplete
-from kraft.core.events import Receive, Tick
+from kraft.core.effects import ActionTaken, AppendResult, Send, ShutdownComplete
+from kraft.core.events import ClientAppend, Receive, Tick
 from kraft.core.messages import (
     EndQuorumEpochRequest,
     FetchRequest,
@@ -71,3 +71,14 @@ def test_a_leader_shutting_down_answers_fetches_broker_not_available() -> None:
         view.end_offset,
         view.high_watermark,
     )
+
+
+def test_a_leader_shutting_down_refuses_client_appends() -> None:
+    """This project's deviation (README): Kafka's leader keeps taking its controller's appends
+    until the poll that resigns it; ours refuses them from the Shutdown on, naming itself."""
+    c, me = _leader_after_shutdown()
+    view = c.view(me)
+    assert view.state is ReplicaState.LEADER
+    effects = c.r(me).step(ClientAppend(c.now, ((None, b"late"),), request_id=7))
+    assert effects == [AppendResult(7, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=NodeId(me))]
+    assert c.view(me).end_offset == view.end_offset
