@@ -4,8 +4,9 @@ into one batch, which is written when the linger runs out, or at once when what 
 batch. The simulator's timing checkers (refinement.invariants_timing) see the linger with the
 simulator's small appends; the limit takes appends of megabytes, driven here.
 
-The sizes keep a margin of 4 KiB from the limit on either side, beyond any record framing: the
-tests state the limit, not how the accumulator counts a record's framing bytes.
+The sizes keep a margin of 4 KiB from the limit on either side, beyond any record framing,
+except in the last test, which pins how a record's framing is counted: as Kafka 4.3.1's
+DefaultRecord.MAX_RECORD_OVERHEAD, 21 bytes, the most a record's own framing can take.
 """
 
 from __future__ import annotations
@@ -107,3 +108,14 @@ def test_the_shortest_linger_still_gathers_appends() -> None:
     assert not _written(c.append(leader, b"b", request_id=2), 2)
     c.run(c.now + 1)
     assert c.view(leader).end_offset == end + 2
+
+
+@pytest.mark.parametrize(("short", "written"), [(0, True), (1, False)])
+def test_a_records_framing_counts_as_kafkas_max_record_overhead(short: int, written: bool) -> None:
+    """One record whose key and value with 21 bytes of framing make exactly 8 MiB fills the
+    batch (written at once); a byte less lingers."""
+    c, leader = _cluster()
+    max_record_overhead = 21  # Kafka's DefaultRecord.MAX_RECORD_OVERHEAD
+    value = b"v" * (BATCH_LIMIT - max_record_overhead - len(KEY) - short)
+    effects = c.step(leader, ClientAppend(c.now, ((KEY, value),), 1))
+    assert _written(effects, 1) is written

@@ -15,6 +15,8 @@ rarely or never:
 - a BeginQuorumEpoch answer FENCED_LEADER_EPOCH that names the leader's own epoch and the leader
   answers a request of an earlier epoch: it is no endorsement, the leader keeps asking (Kafka's
   handleBeginQuorumEpochResponse acknowledges only on NONE);
+- a BeginQuorumEpoch that failed to send after its voter already endorsed the leader is not
+  sent again (Kafka's leader asks only the voters that have not acknowledged its epoch);
 - a follower whose fetch timer is not running (an observer whose leader went silent) and that a
   resigning leader names as a successor answers EndQuorumEpoch and arms its timer;
 - a leader whose removal from the voter set committed resigns on its next tick, at that instant
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memory_logs import key, raw_batches
-from scenario_harness import CLUSTER, Cluster, DynamicCluster
+from scenario_harness import CLUSTER, Cluster, DynamicCluster, elect
 
 from kraft.core.effects import (
     ActionTaken,
@@ -41,7 +43,7 @@ from kraft.core.effects import (
     Send,
     StateChanged,
 )
-from kraft.core.events import Event, Receive, Tick
+from kraft.core.events import Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -251,6 +253,23 @@ def test_a_fenced_begin_quorum_epoch_answer_naming_the_leaders_epoch_is_no_endor
     c.run(c.now + 500)
     asked = [m for _t, s, d, m in c.sent[seen:] if (s, d) == (leader, away)]
     assert any(isinstance(m, BeginQuorumEpochRequest) and m.leader_epoch == epoch for m in asked)
+
+
+def test_a_failed_begin_quorum_epoch_to_a_voter_that_endorsed_the_leader_is_not_resent() -> None:
+    c = _Steps(3, seed=4)
+    leader = elect(c)
+    epoch = c.view(leader).epoch
+    other = next(i for i in c.nodes if i != leader)
+    # Every voter fetched in the new epoch: the leader asks none of them any more.
+    c.run_until(lambda: c.view(other).end_offset == c.view(leader).end_offset)
+    c.run(c.now + 100)
+    begin = BeginQuorumEpochRequest(CLUSTER, NodeId(leader), epoch)
+    c.step(leader, SendFailed(c.now, NodeId(other), begin))
+    seen = len(c.sent)
+    c.run(c.now + 2 * c.r(leader)._timing.request_timeout_ms)
+    asked = [m for _t, s, d, m in c.sent[seen:] if (s, d) == (leader, other)]
+    assert not any(isinstance(m, BeginQuorumEpochRequest) for m in asked), asked
+    assert c.view(leader).epoch == epoch
 
 
 # -- EndQuorumEpoch
