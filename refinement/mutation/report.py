@@ -7,6 +7,12 @@ Every survivor is shown with its diff, and with its reason where the equivalents
 it; a survivor the file does not list is "unexplained" and fails the campaign.
 
     python -m refinement.mutation.report out/mutate-NAME [--equivalents FILE]
+
+`--pool DIR DIR ...` scores fresh samples together, judged by today's equivalents file: a
+survivor since listed as equivalent leaves the count, one killed since by a new check still
+counts as a survivor of its sample (the estimate is of what the layers caught before anyone
+looked), and a mutant drawn by two samples counts once, from the first. The pooled score comes
+with a 95 % Wilson interval: a sample of 40 cannot tell 95 % from 90 %.
 """
 
 from __future__ import annotations
@@ -254,14 +260,65 @@ def build_report(out: Path, equivalents_path: Path) -> Report:
     return Report(path, "\n".join(lines), unexplained, score)
 
 
+def wilson_interval(killed: int, counted: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion killed/counted (95 % for z = 1.96)."""
+    if counted <= 0:
+        return (0.0, 1.0)
+    p = killed / counted
+    centre = p + z * z / (2 * counted)
+    spread = z * ((p * (1 - p) + z * z / (4 * counted)) / counted) ** 0.5
+    scale = 1 + z * z / counted
+    return (max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale))
+
+
+def pool(outs: Sequence[Path], equivalents_path: Path) -> str:
+    """Per-sample and pooled scores of fresh samples under today's equivalents (module doc)."""
+    import pandas as pd
+
+    equivalents = load_equivalents(equivalents_path)
+    seen: set[str] = set()
+    lines = [
+        "| sample | mutants | killed | equivalent now | survivors | score |",
+        "|---|---|---|---|---|---|",
+    ]
+    all_killed = all_counted = 0
+    for out in outs:
+        df = pd.read_parquet(out / "mutants", columns=["id", "killed"])
+        df = df[~df["id"].isin(seen)]
+        seen.update(df["id"])
+        killed = int(df["killed"].sum())
+        eq = int((~df["killed"] & df["id"].isin(equivalents)).sum())
+        counted = len(df) - eq
+        all_killed += killed
+        all_counted += counted
+        lines.append(
+            f"| {out} | {len(df)} | {killed} | {eq} | {counted - killed} "
+            f"| {_pct(_score(killed, counted, 0))} |"
+        )
+    low, high = wilson_interval(all_killed, all_counted)
+    lines.append(
+        f"| pooled | {len(seen)} | {all_killed} | | {all_counted - all_killed} "
+        f"| {_pct(_score(all_killed, all_counted, 0))} (95 % interval {_pct(low)} - {_pct(high)}) |"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from refinement.mutation.campaign import EQUIVALENTS
 
     p = argparse.ArgumentParser(prog="python -m refinement.mutation.report")
-    p.add_argument("out", type=Path)
+    p.add_argument("out", type=Path, nargs="+", help="a campaign's directory (several with --pool)")
     p.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
+    p.add_argument(
+        "--pool", action="store_true", help="score fresh samples together (see the module doc)"
+    )
     args = p.parse_args(argv)
-    report = build_report(args.out, args.equivalents)
+    if args.pool:
+        print(pool(args.out, args.equivalents))
+        return 0
+    if len(args.out) != 1:
+        p.error("one campaign directory, or several with --pool")
+    report = build_report(args.out[0], args.equivalents)
     print(report.summary)
     return 1 if report.unexplained else 0
 
