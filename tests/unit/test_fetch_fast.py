@@ -281,3 +281,18 @@ def test_an_answer_is_written_as_the_generic_encoder_writes_it(
 def test_the_fast_version_is_the_one_replicas_speak() -> None:
     """A newer Fetch version would leave the fast paths unused: this says so."""
     assert SUPPORTED_APIS[ApiKey.FETCH][1] == FAST_FETCH_VERSION
+
+
+def test_a_value_that_does_not_fit_its_field_is_left_to_the_generic_encoder() -> None:
+    req = FetchRequest(
+        ClusterId("c"),
+        ReplicaKey(NodeId(1)),
+        Epoch(1),
+        Offset(0),
+        Epoch(1),
+        Offset(0),
+        max_wait_ms=2**31,
+    )
+    assert fetch_request_frame(req, 1, "x") is None
+    resp = FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(2**31), Offset(0), Offset(0))
+    assert fetch_response_frame(resp, 1, None) is None

@@ -252,9 +252,24 @@ _TAGGED_SNAPSHOT: Final = struct.Struct(">BBqiB")  # tag, size 13, end offset, e
 _TAGGED_STATE: Final = struct.Struct(">BBiqB")  # tag 1, size 13, replica id, replica epoch
 
 
-def fetch_request_frame(req: FetchRequest, correlation_id: int, client_id: str | None) -> bytes:
+# A value out of its field's range (or a string that is not UTF-8): the generic encoder then
+# refuses it in its own words.
+_WRITE_FAULTS: Final = (struct.error, ValueError, OverflowError)
+
+
+def fetch_request_frame(
+    req: FetchRequest, correlation_id: int, client_id: str | None
+) -> bytes | None:
     """The whole Fetch v17 request (size prefix, header v2, body) the generic encoder writes
-    for `req` (FetchRpc.request_to_wire, kraft.protocol.envelope.encode_request_payload)."""
+    for `req` (FetchRpc.request_to_wire, kraft.protocol.envelope.encode_request_payload), or
+    None when a value does not fit its field."""
+    try:
+        return _request_frame(req, correlation_id, client_id)
+    except _WRITE_FAULTS:
+        return None
+
+
+def _request_frame(req: FetchRequest, correlation_id: int, client_id: str | None) -> bytes:
     if client_id is None:
         head = _REQUEST_HEADER.pack(ApiKey.FETCH, FAST_FETCH_VERSION, correlation_id, -1)
     else:
@@ -301,9 +316,18 @@ def fetch_response_frame(
 ) -> bytes | None:
     """The whole Fetch v17 response (size prefix, header v1, body) the generic encoder writes
     for `resp` (FetchRpc.response_to_wire, encode_response_payload); None for a top-level
-    error, which the generic path answers in its own shape."""
+    error, which the generic path answers in its own shape, or a value that does not fit."""
     if resp.error in TOP_LEVEL_ERRORS:
         return None
+    try:
+        return _response_frame(resp, correlation_id, leader_listener)
+    except _WRITE_FAULTS:
+        return None
+
+
+def _response_frame(
+    resp: FetchResponse, correlation_id: int, leader_listener: Listener | None
+) -> bytes:
     records = resp.records
     parts: list[bytes | memoryview] = [
         b"",

@@ -110,9 +110,12 @@ class PeerLink:
 
     def prepare(self, request: Request) -> Release:
         corr = next(self._ids) & 0x7FFFFFFF
-        if type(request) is FetchRequest:  # a follower's every fetch: written directly
-            api_key, version = ApiKey.FETCH, FAST_FETCH_VERSION
-            frame = fetch_request_frame(request, corr, self._client_id)
+        # A follower's every fetch: written directly (fetch_fast).
+        fast = None
+        if type(request) is FetchRequest:
+            fast = fetch_request_frame(request, corr, self._client_id)
+        if fast is not None:
+            api_key, version, frame = ApiKey.FETCH, FAST_FETCH_VERSION, fast
         else:
             api_key, version, body = request_to_wire(request, listeners=self._listeners)
             header = RequestHeader(api_key, version, corr, self._client_id)
