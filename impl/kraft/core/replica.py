@@ -210,12 +210,6 @@ class Replica:
         return self._is_voter
 
     @property
-    def voter_ids(self) -> tuple[NodeId, ...]:
-        """The latest voter set's ids, the tuple view().voters holds (one per set, so a driver
-        notices a change by identity without building a view per send)."""
-        return self._voters.ids
-
-    @property
     def has_fetched_from_leader(self) -> bool:
         """Kafka's FollowerState.hasFetchedFromLeader: a Follower whose leader answered a
         Fetch in this epoch (False in every other state); for checkers."""

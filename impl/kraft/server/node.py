@@ -100,9 +100,9 @@ class _Transport:
         (a VoterSet's ids are one tuple for its life: an identity check per send)."""
         assert self.driver is not None
         replica = self.driver.replica
-        if replica.voter_ids is self._voter_ids:
-            return
         view = replica.view()
+        if view.voters is self._voter_ids:
+            return
         self._voter_ids = view.voters
         record = voters_record_at(replica, Offset(view.end_offset + 1))
         voters = (
