@@ -55,6 +55,7 @@ from kraft.core.messages import (
     FetchResponse,
     FetchSnapshotResponse,
     RemoveVoterResponse,
+    Request,
     Response,
 )
 from kraft.core.vocabulary import ReplicaState
@@ -93,6 +94,11 @@ from kraft.protocol.client_api import (
     decode_client_request,
     encode_client_response,
     is_client_api,
+)
+from kraft.protocol.fetch_fast import (
+    FAST_FETCH_VERSION,
+    fetch_response_frame,
+    read_fetch_request,
 )
 from kraft.protocol.rpc import (
     Listener,
@@ -354,7 +360,7 @@ class RequestServer:
             self._on_client_request(conn, payload)
             return
         try:
-            header, _ = decode_request_header(payload)
+            header, at = decode_request_header(payload)
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
@@ -378,6 +384,12 @@ class RequestServer:
         except ProtocolError as e:
             self._refuse(conn, str(e))
             return
+        if api_key == ApiKey.FETCH and version == FAST_FETCH_VERSION:
+            # A replica's Fetch of the usual shape skips the generic decoder (fetch_fast).
+            fetch = read_fetch_request(memoryview(payload)[at:])
+            if fetch is not None:
+                self._submit_request(conn, api_key, version, corr, fetch)
+                return
         try:
             _, body = decode_request_payload(payload)
         except ProtocolError as e:
@@ -400,6 +412,11 @@ class RequestServer:
                 conn, api_key, version, corr, error_response(api_key, version, e.error_code)
             )
             return
+        self._submit_request(conn, api_key, version, corr, req)
+
+    def _submit_request(
+        self, conn: _Connection, api_key: int, version: int, corr: int, req: Request
+    ) -> None:
         if isinstance(req, FetchRequest) and req.replica.id < 0:
             self._consumer_fetch(conn, version, corr, req)
             return
@@ -444,6 +461,11 @@ class RequestServer:
             # Its connection closed (or an answer without a token): nobody to answer.
             log.debug("no pending %s for reply token %s", api_key.name, send.reply_to)
             return _nothing
+        if type(msg) is FetchResponse and p.version == FAST_FETCH_VERSION:
+            # A follower's every fetch is answered: written directly (fetch_fast).
+            fast = fetch_response_frame(msg, p.correlation_id, self._listener_of(msg.leader_id))
+            if fast is not None:
+                return lambda: p.conn.write(fast)
         # AddRaftVoter / RemoveRaftVoter answers name no leader.
         named = None if isinstance(msg, AddVoterResponse | RemoveVoterResponse) else msg.leader_id
         body = response_to_wire(msg, api_key, p.version, leader_listener=self._listener_of(named))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from kraft.core.events import Event, Receive, SendFailed
-from kraft.core.messages import Request
+from kraft.core.messages import FetchRequest, Request
 from kraft.ids import NodeId
 from kraft.protocol import (
     FrameDecoder,
@@ -33,7 +33,13 @@ from kraft.protocol import (
     decode_response_payload,
     encode_request_payload,
 )
+from kraft.protocol.fetch_fast import (
+    FAST_FETCH_VERSION,
+    fetch_request_frame,
+    read_fetch_response,
+)
 from kraft.protocol.rpc import Listener, request_to_wire, response_from_wire
+from kraft.protocol.schema import ApiKey
 from kraft.protocol.values import FieldTypeError, Message, get_int, get_str, get_structs
 from kraft.server.driver import Clock, Release
 
@@ -103,10 +109,17 @@ class PeerLink:
         self._closed = False
 
     def prepare(self, request: Request) -> Release:
-        api_key, version, body = request_to_wire(request, listeners=self._listeners)
         corr = next(self._ids) & 0x7FFFFFFF
-        header = RequestHeader(api_key, version, corr, self._client_id)
-        frame = encode_request_payload(header, body, framed=True)
+        # A follower's every fetch: written directly (fetch_fast).
+        fast = None
+        if type(request) is FetchRequest:
+            fast = fetch_request_frame(request, corr, self._client_id)
+        if fast is not None:
+            api_key, version, frame = ApiKey.FETCH, FAST_FETCH_VERSION, fast
+        else:
+            api_key, version, body = request_to_wire(request, listeners=self._listeners)
+            header = RequestHeader(api_key, version, corr, self._client_id)
+            frame = encode_request_payload(header, body, framed=True)
 
         def release() -> None:
             self._send(corr, _InFlight(request, api_key, version), frame)
@@ -188,6 +201,16 @@ class PeerLink:
         if entry.timer is not None:
             entry.timer.cancel()
         now = self._clock()
+        if entry.api_key == ApiKey.FETCH and entry.version == FAST_FETCH_VERSION:
+            # The usual answer to a Fetch skips the generic decoder (fetch_fast).
+            fast = read_fetch_response(frame)
+            if fast is not None:
+                fetched, endpoints = fast
+                if self.on_endpoints is not None:
+                    for node, host, port in endpoints:
+                        self.on_endpoints(node, host, port)
+                self._submit(Receive(now, self.node_id, fetched, in_reply_to=entry.request))
+                return
         try:
             _, body = decode_response_payload(entry.api_key, entry.version, frame)
             response = response_from_wire(entry.api_key, entry.version, body)
