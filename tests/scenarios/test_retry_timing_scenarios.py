@@ -206,6 +206,34 @@ def test_a_fetch_that_could_not_be_sent_is_sent_again_after_the_retry_backoff() 
     assert s.now == 9 + 500
 
 
+def test_a_snapshot_id_no_leader_could_hold_backs_off_past_the_fetchs_request_timeout() -> None:
+    """A Fetch answer naming a snapshot of a later epoch than ours is refused: the Fetch it
+    answered is no longer in flight, and the next goes after the retry backoff, even when
+    that comes after the answered Fetch's request timeout would have expired."""
+    s = Solo(snapshots=True, request_timeout_ms=100, retry_backoff_ms=500)
+    fetch = s.follow()
+    effects = s.answer(9, fetch, snapshot_id=OffsetAndEpoch(Epoch(EPOCH + 1), Offset(10)))
+    assert not s.sent(FetchSnapshotRequest, effects)
+    again = s.tick_until_sent(FetchRequest, limit=1000)
+    assert again.dst == LEADER
+    assert s.now == 9 + 500
+
+
+def test_without_pre_vote_a_broken_leader_connection_does_not_hasten_the_fetch_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Standing early on a broken connection is safe only because pre-vote keeps a false
+    alarm from deposing the leader (README's deviation): with pre-vote off (test-only), a
+    voter waits out its fetch timeout as Kafka's does."""
+    monkeypatch.setattr(Replica, "pre_vote_enabled", False)
+    s = Solo()
+    fetch = s.follow()
+    s.step(SendFailed(3, LEADER, fetch, broken=True))
+    while s.now < s.timing.fetch_timeout_ms - 1:
+        s.step(Tick(min(max(s.replica.next_deadline_ms(), s.now), s.timing.fetch_timeout_ms - 1)))
+    assert s.replica.view().state is ReplicaState.FOLLOWER
+
+
 def test_a_failed_fetch_snapshot_is_sent_again_after_the_retry_backoff() -> None:
     s = Solo(snapshots=True)
     fetch = s.follow()

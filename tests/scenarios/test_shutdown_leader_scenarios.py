@@ -13,11 +13,11 @@ tells the other voters; it says ShutdownComplete no second time.
 
 from __future__ import annotations
 
-from scenario_harness import CLUSTER
+from scenario_harness import CLUSTER, Cluster, elect
 from test_update_voter_scenarios import _leader_after_shutdown
 
 from kraft.core.effects import ActionTaken, AppendResult, Send, ShutdownComplete
-from kraft.core.events import ClientAppend, Receive, Tick
+from kraft.core.events import ClientAppend, Receive, Shutdown, Tick
 from kraft.core.messages import (
     EndQuorumEpochRequest,
     FetchRequest,
@@ -82,3 +82,20 @@ def test_a_leader_shutting_down_refuses_client_appends() -> None:
     effects = c.r(me).step(ClientAppend(c.now, ((None, b"late"),), request_id=7))
     assert effects == [AppendResult(7, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=NodeId(me))]
     assert c.view(me).end_offset == view.end_offset
+
+
+def test_a_leader_cut_off_as_it_shuts_down_completes_at_the_request_timeout() -> None:
+    """A leader's graceful shutdown waits for its EndQuorumEpoch answers, but no longer than
+    quorum.request.timeout.ms: cut off from every voter, it says ShutdownComplete then, and
+    not a millisecond before."""
+    c = Cluster(3, seed=2, election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=700)
+    lead = elect(c)
+    c.isolate(lead)
+    t = c.now
+    effects = c.r(lead).step(Shutdown(t))
+    assert any(
+        isinstance(e, Send) and isinstance(e.message, EndQuorumEpochRequest) for e in effects
+    )
+    assert not any(isinstance(e, ShutdownComplete) for e in effects)
+    assert not any(isinstance(e, ShutdownComplete) for e in c.r(lead).step(Tick(t + 699)))
+    assert any(isinstance(e, ShutdownComplete) for e in c.r(lead).step(Tick(t + 700)))

@@ -9,6 +9,8 @@
   and a leader whose voters only fetch snapshot chunks keeps leading;
 - FetchSnapshot for a position past the snapshot, or for a snapshot the leader lacks, is
   answered with its error at once, and a fetcher so answered goes back to Fetch at once;
+- a SnapshotWritten of the snapshot the log already starts at (a late or repeated report) is
+  no new CreateSnapshot: the spec's CreateSnapshot takes an offset past the log start;
 - under Kafka's retention policy (the node's, not the simulator's), followers move their log
   start to the snapshot their retention asks for once the leader's log start is there.
 """
@@ -20,8 +22,8 @@ from dataclasses import replace
 from memory_logs import key
 from scenario_harness import Cluster, committed, elect
 
-from kraft.core.effects import Effect, Send, SnapshotRequired
-from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive
+from kraft.core.effects import ActionTaken, Effect, Send, SnapshotRequired
+from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive, SnapshotWritten
 from kraft.core.messages import (
     FetchRequest,
     FetchResponse,
@@ -29,7 +31,7 @@ from kraft.core.messages import (
     FetchSnapshotResponse,
 )
 from kraft.core.snapshots import LogStartPolicy
-from kraft.core.vocabulary import ReplicaState
+from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.storage.memory_log import MemoryLog
@@ -250,3 +252,12 @@ def test_a_snapshot_gone_from_the_leader_mid_transfer_sends_the_fetcher_back_to_
         ]
         assert len(fetches) == 1, error
         assert fetches[0].fetch_offset == c.nodes[4].log.end_offset  # from its own log end
+
+
+def test_a_snapshot_written_at_the_log_start_is_no_create_snapshot() -> None:
+    c = Recording(3, observers=1, seed=7, snapshots=True)
+    lead, sid = trimmed_leader(c, behind=4)
+    before = c.view(lead)
+    effects = c.r(lead).step(SnapshotWritten(c.now, sid))
+    assert ActionTaken(Action.CREATE_SNAPSHOT) not in effects
+    assert c.view(lead) == before

@@ -241,7 +241,7 @@ class Replica:
             self._enter(C, es.epoch, voted=es.voted_for)
         elif es.voted_for is not None:  # an observer's vote too (KIP-853: any replica votes)
             self._enter(V, es.epoch, voted=es.voted_for)
-        elif es.leader_id is not None and es.leader_id != me.id:
+        elif es.leader_id is not None:  # another's: ours came back Resigned above
             self._enter(F, es.epoch, leader=es.leader_id)
         else:
             self._enter(U, es.epoch)
