@@ -934,7 +934,7 @@ StillStarting(s) ==
 AtStartAfter ==
     atStart' = [s \in Server |->
                    IF ~alive[s] /\ alive'[s] THEN VotersOf(s) = {s} /\ state'[s] # "Candidate"
-                   ELSE StillStarting(s) /\ atStart[s]]
+                   ELSE atStart[s] /\ StillStarting(s)]
 
 KeepFetched == fetched' = [s \in Server |-> StillFollowing(s) /\ fetched[s]] /\ AtStartAfter
 
