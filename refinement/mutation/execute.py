@@ -105,10 +105,10 @@ SIM_PROFILES: tuple[str, ...] = (
     "solo+lossy+reconfig",
 )
 # TLC's traces, seed-major over these profiles: three seeds each of 1000 events, about 50 s on
-# one core for the unmutated core without `solo` (its three: about 45 s of CPU more, TLC
-# included; its voter leads as it restarts, KRaft.tla's atStart). lossy+snapshots and
-# disk-loss are left out for their cost: TLC's time there grows much faster than the trace
-# (lossy+snapshots: 40 s at 800 events, over 5 min at 1500).
+# one core for the unmutated core without `solo` (its voter leads as it restarts, KRaft.tla's
+# atStart; 2026-11-24, 2 shared cores: 9 traces 53 s wall and 84 s CPU, 12 with solo's 76 s
+# and 113 s). lossy+snapshots and disk-loss are left out for their cost: TLC's time there
+# grows much faster than the trace (lossy+snapshots: 40 s at 800 events, over 5 min at 1500).
 TLC_PROFILES: tuple[str, ...] = ("mixed", "partitions", "crashes+snapshots", "solo")
 
 
