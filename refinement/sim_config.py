@@ -62,6 +62,12 @@ class SimConfig:
     cluster_id: str = "sim-cluster"
 
     @property
+    def voter_ids(self) -> tuple[int, ...]:
+        """The voters' node ids, 1..n: the profile's count where it sets one (`solo`'s single
+        voter), else `voters`; every further node is an observer."""
+        return tuple(range(1, (self.profile.voters or self.voters) + 1))
+
+    @property
     def liveness_bound(self) -> int:
         if self.liveness_bound_ms is not None:
             return self.liveness_bound_ms

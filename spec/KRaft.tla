@@ -89,6 +89,8 @@ VARIABLES
     votesRejected,  \* prospective: voters that rejected its pre-vote (read only in Prospective)
     fetched,        \* follower: a Fetch of this epoch was answered by its leader since it
                     \* became Follower (Kafka's hasFetchedFromLeader; FALSE otherwise)
+    atStart,        \* volatile: the only voter of its voter set (re)started and has not
+                    \* stood yet (Kafka's KafkaRaftClient.initialize; FALSE otherwise)
     endorsed,       \* leader: voters that acknowledged this epoch (BeginQuorumEpoch / Fetch)
     messages,       \* the network: message -> number of copies
     logStart,       \* persisted: records 1..logStart are held only in the snapshot ending there
@@ -104,7 +106,8 @@ logVars == <<log, highWatermark>>
 leaderVars == <<endOffset, votesGranted, votesRejected, endorsed>>
 ghostVars == <<restarts, elected, committed>>
 snapVars == <<logStart, snapshots>>
-vars == <<serverVars, logVars, leaderVars, fetched, messages, ghostVars, snapVars, snapFetch>>
+vars == <<serverVars, logVars, leaderVars, fetched, atStart, messages, ghostVars, snapVars,
+         snapFetch>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -245,6 +248,8 @@ Init ==
     /\ votesGranted = [s \in Server |-> {}]
     /\ votesRejected = [s \in Server |-> {}]
     /\ fetched = [s \in Server |-> FALSE]
+    \* The first start is a start too (AtStartAfter); Unattached stands by ElectionTimeout anyway.
+    /\ atStart = [s \in Server |-> Voters = {s}]
     /\ endorsed = [s \in Server |-> {}]
     /\ messages = <<>>
     /\ restarts = 0
@@ -268,12 +273,15 @@ LossState(s) ==
 \* persisting nothing, and send pre-vote requests.  A Prospective that got no majority
 \* in time goes back (LossState).  Resigned moves to Unattached in the next epoch (and times out
 \* again into Prospective).  No pre-vote at MaxEpoch: it could not lead to a candidate.
+\* The only voter of its voter set does not wait for its timer as it starts (atStart: Kafka's
+\* KafkaRaftClient.initialize), and stands from Resigned too, in its epoch.
 ElectionTimeout(s) ==
     /\ alive[s]
     \* A Resigned leader that removed itself moves on too (Kafka's pollResigned).
     /\ s \in VotersOf(s) \/ state[s] = "Resigned"
     /\ currentEpoch[s] < MaxEpoch
-    /\ CASE state[s] \in {"Unattached", "Voted", "Follower", "Candidate"} ->
+    /\ CASE \/ state[s] \in {"Unattached", "Voted", "Follower", "Candidate"}
+            \/ state[s] = "Resigned" /\ atStart[s] ->
               /\ Room(Cardinality(VotersOf(s)) - 1)
               /\ state' = [state EXCEPT ![s] = "Prospective"]
               /\ votesGranted' = [votesGranted EXCEPT ![s] = {s}]
@@ -282,12 +290,15 @@ ElectionTimeout(s) ==
               \* Kafka keeps no vote once a leader is known (its quorum-state stores either):
               \* a Prospective that was a Follower knows the leader and no vote.
               /\ votedFor' = [votedFor EXCEPT ![s] = IF state[s] = "Follower" THEN Nil ELSE @]
-              /\ UNCHANGED <<currentEpoch, leader>>
+              \* A Resigned at start forgets that it led (as the core; it is Candidate next) but
+              \* keeps its vote for itself: it grants no other vote in the epoch it led.
+              /\ leader' = [leader EXCEPT ![s] = IF state[s] = "Resigned" THEN Nil ELSE @]
+              /\ UNCHANGED currentEpoch
          [] state[s] = "Prospective" ->
               /\ state' = [state EXCEPT ![s] = LossState(s)]
               /\ votesGranted' = [votesGranted EXCEPT ![s] = {}]
               /\ UNCHANGED <<currentEpoch, votedFor, leader, votesRejected, messages>>
-         [] state[s] = "Resigned" ->
+         [] state[s] = "Resigned" /\ ~atStart[s] ->
               /\ state' = [state EXCEPT ![s] = "Unattached"]
               /\ currentEpoch' = [currentEpoch EXCEPT ![s] = @ + 1]
               /\ votedFor' = [votedFor EXCEPT ![s] = Nil]
@@ -862,7 +873,9 @@ Crash(s) ==
 
 \* The role follows from the persisted quorum-state: a leader comes back Resigned in its
 \* epoch, a candidate as candidate of its epoch (asking for votes again), a replica that knows
-\* the leader as follower.  HWM and all in-memory bookkeeping are lost.
+\* the leader as follower.  HWM and all in-memory bookkeeping are lost.  The only voter of its
+\* voter set stands at once (Kafka's KafkaRaftClient.initialize): a Candidate has its own vote,
+\* a majority (BecomeLeader); any other state is atStart (AtStartAfter), for ElectionTimeout.
 Restart(s) ==
     LET vf == IF Mutant = "VotedForNotPersisted" THEN Nil ELSE votedFor[s]
         st == RestartState(s, vf)
@@ -912,13 +925,25 @@ StillFollowing(s) ==
     /\ state[s] = "Follower" /\ state'[s] = "Follower"
     /\ currentEpoch'[s] = currentEpoch[s] /\ leader'[s] = leader[s]
 
-KeepFetched == fetched' = [s \in Server |-> StillFollowing(s) /\ fetched[s]]
+\* `atStart` is set by a restart (alive again) of the only voter of its voter set as anything
+\* but Candidate (Kafka's initialize: Unattached, Voted, Follower, Resigned), and kept while it
+\* stays in that state and epoch: its ElectionTimeout ends it.  Conjoined with `fetched`'s rule.
+StillStarting(s) ==
+    alive[s] /\ alive'[s] /\ state'[s] = state[s] /\ currentEpoch'[s] = currentEpoch[s]
+
+AtStartAfter ==
+    atStart' = [s \in Server |->
+                   IF ~alive[s] /\ alive'[s] THEN VotersOf(s) = {s} /\ state'[s] # "Candidate"
+                   ELSE atStart[s] /\ StillStarting(s)]
+
+KeepFetched == fetched' = [s \in Server |-> StillFollowing(s) /\ fetched[s]] /\ AtStartAfter
 
 FetchedAfter(m) ==
-    fetched' = [s \in Server |->
-                   StillFollowing(s)
-                   /\ (fetched[s] \/ (s = m.dst /\ m.kind # "error" /\ m.src = leader[s]
-                                      /\ m.epoch = currentEpoch[s]))]
+    /\ fetched' = [s \in Server |->
+                      StillFollowing(s)
+                      /\ (fetched[s] \/ (s = m.dst /\ m.kind # "error" /\ m.src = leader[s]
+                                         /\ m.epoch = currentEpoch[s]))]
+    /\ AtStartAfter
 
 \* A snapshot transfer is abandoned by any change of the follower's role, epoch or leader, and
 \* by a crash (the chunks fetched so far are in a `.part` file, deleted at start).
@@ -1006,6 +1031,8 @@ TypeOK ==
     /\ votesRejected \in [Server -> SUBSET Server]
     /\ fetched \in [Server -> BOOLEAN]
     /\ \A s \in Server : fetched[s] => state[s] = "Follower"
+    /\ atStart \in [Server -> BOOLEAN]
+    /\ \A s \in Server : atStart[s] => alive[s]
     /\ endorsed \in [Server -> SUBSET Server]
     /\ \A m \in DOMAIN messages : messages[m] \in Nat \ {0}
     /\ restarts \in 0..MaxRestarts
@@ -1154,11 +1181,17 @@ NoPreVoteLostToRejections ==
           /\ state[m.dst] = "Prospective" /\ state'[m.dst] = "Follower"
           /\ currentEpoch'[m.dst] = currentEpoch[m.dst]]_vars
 
+\* Action property: the only voter of its voter set, restarted Resigned, stands in its epoch
+\* (atStart: Kafka's KafkaRaftClient.initialize) instead of moving to Unattached in the next.
+NoLoneVoterStandsFromResigned ==
+    [][\A s \in Server : state[s] = "Resigned" => state'[s] # "Prospective"]_vars
+
 \* votesRejected is read only in Prospective and reset on entering it: outside, it is left out.
 ModelView == <<state, currentEpoch, votedFor, leader, log, highWatermark, alive, endOffset,
                votesGranted,
                [s \in Server |-> IF state[s] = "Prospective" THEN votesRejected[s] ELSE {}],
-               fetched, messages, restarts, elected, committed, logStart, snapshots, snapFetch>>
+               fetched, atStart, messages, restarts, elected, committed, logStart, snapshots,
+               snapFetch>>
 
 \* Symmetry: voters among themselves, observers among themselves, and values.
 Symmetry == Permutations(Voters) \cup Permutations(Observers) \cup Permutations(Values)

@@ -146,8 +146,7 @@ def run_tlc(
                     simulate(config, trace=out)
             except Exception as exc:
                 return _crash(exc, runs, profile=profile, seed=seed)
-            voters = tuple(range(1, config.voters + 1))
-            res = validate_trace(path, voters=voters, timeout_s=timeout_s)
+            res = validate_trace(path, voters=config.voter_ids, timeout_s=timeout_s)
             if not res.accepted:
                 return LayerOutcome(
                     True,

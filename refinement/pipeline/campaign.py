@@ -62,14 +62,11 @@ ALL = "all"
 # KIP-630 actions and the `+reconfig` profiles' voter changes (AddVoter, RemoveVoter) among them.
 # The `+reconfig` profiles are those reconfig_conformance_profiles() names (every one: a voter
 # that loses its disk is a new incarnation to TraceKRaft, refinement.traces.incarnations).
-# Not the `+adversary` profiles: a forged message is no step of the spec; nor `solo`, whose
-# one voter the validation's three-voter model does not have.
+# `solo` among them: its one voter leads as it (re)starts (KRaft.tla's atStart), and its
+# samples are validated with its own voter set (samples.py). Not the `+adversary` profiles: a
+# forged message is no step of the spec.
 PROFILE_ORDER: tuple[str, ...] = (
-    tuple(
-        n
-        for n, p in PROFILES.items()
-        if not p.dynamic and n not in ADVERSARY_PROFILES and p.voters is None
-    )
+    tuple(n for n, p in PROFILES.items() if not p.dynamic and n not in ADVERSARY_PROFILES)
     + reconfig_conformance_profiles()
 )
 

@@ -211,7 +211,10 @@ def _class_sites(
 def sample_on_executor(spec: RunSpec, task: tuple[str, int, str, int | None]) -> tuple[int, str]:
     """Run on a Spark executor: rerun one earmarked unit with the first `lines` lines of its
     trace (None: all) written to `path`, then validate that with TLC; (lines written, verdict)."""
-    voters = tuple(range(1, spec.voters + 1))  # the simulator's node ids: voters first
+    from refinement.pipeline.seedrun import Unit
+
+    # The simulator's node ids, voters first (`solo`'s profile sets its own count).
+    voters = spec.config(Unit(task[0], task[1])).voter_ids
     return _write_sample(spec, task), validate_on_executor(task[2], voters)
 
 

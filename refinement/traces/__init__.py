@@ -18,6 +18,7 @@ from refinement.traces.conformance import (
     SNAPSHOT_CONFORMANCE_PROFILES,
     ConformanceRun,
     conformance,
+    profile_voters,
     reconfig_conformance_profiles,
     simulate_trace,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "conformance",
     "map_trace",
     "merge_traces",
+    "profile_voters",
     "reconfig_conformance_profiles",
     "simulate_trace",
     "spec_message",

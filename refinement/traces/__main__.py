@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
         "--profile",
         choices=sorted(PROFILES),
         help="one profile for all seeds (default: lossy, crashes, partitions, mixed, snapshots,"
-        " every X+snapshots and disk-loss in turn)",
+        " every X+snapshots, disk-loss and solo in turn)",
     )
     c.add_argument("--jobs", type=int, default=2)
     c.add_argument("--keep", type=Path, help="keep the traces in this directory")

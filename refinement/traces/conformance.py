@@ -6,11 +6,14 @@ and mixed; `snapshots`; every `X+snapshots` variant of refinement.faults (chunks
 where X loses messages, crashes at each step of a transfer where X has node faults: a
 corrupted chunk fails validation, the bridging step AbandonSnapFetch; a crash is KRaft's
 Crash); and `disk-loss`, whose observers lose their data directory (the bridging step
-LoseDisk of spec/TraceKRaft.tla). The simulator's voters are nodes 1..3 (SIM_VOTERS) and any
-further node an observer, which TLC is told.
+LoseDisk of spec/TraceKRaft.tla); and `solo`, one voter and two observers, whose voter leads
+as it (re)starts (Kafka's KafkaRaftClient.initialize: KRaft.tla's atStart). The simulator's
+voters are nodes 1..3 (SIM_VOTERS), or 1..n for a profile that sets its own count (`solo`: 1;
+profile_voters), and any further node an observer, which TLC is told.
 
 Voter changes (KIP-853): a trace of a dynamic quorum (refinement.faults' `NAME+reconfig`
-profiles) is validated the same way: SIM_VOTERS are its bootstrap voters and validate_trace
+profiles, `solo+lossy+reconfig` among them) is validated the same way: the profile's voters
+are its bootstrap voters and validate_trace
 sees from the trace that the quorum is dynamic (mapping.is_dynamic: KRaft.tla's Dynamic and
 VoterChanges). A voter that loses its disk comes back with a new directory id: a new replica,
 a server of its own to TLC (refinement.traces.incarnations). reconfig_conformance_profiles()
@@ -39,9 +42,20 @@ SNAPSHOT_CONFORMANCE_PROFILES = (
     "mixed+snapshots",
     "disk-loss",
 )
-CONFORMANCE_PROFILES = BASE_CONFORMANCE_PROFILES + SNAPSHOT_CONFORMANCE_PROFILES
-# The voters of every simulated run here (SimConfig's default count, ids 1..n).
+# A single voter (and two observers) under mixed faults: it leads as it (re)starts.
+CONFORMANCE_PROFILES = BASE_CONFORMANCE_PROFILES + SNAPSHOT_CONFORMANCE_PROFILES + ("solo",)
+# The voters of a simulated run whose profile sets no count of its own (SimConfig's default
+# count, ids 1..n).
 SIM_VOTERS: tuple[int, ...] = tuple(range(1, 4))
+
+
+def profile_voters(profile: str) -> tuple[int, ...]:
+    """The voter ids of a simulated run of `profile` (SIM_VOTERS unless it sets its own
+    count, as `solo` does: its one voter)."""
+    from refinement.faults import PROFILES
+    from refinement.sim import SimConfig
+
+    return SimConfig(profile=PROFILES[profile]).voter_ids
 
 
 def reconfig_conformance_profiles(*, voter_disk_loss: bool = True) -> tuple[str, ...]:
@@ -56,8 +70,6 @@ def reconfig_conformance_profiles(*, voter_disk_loss: bool = True) -> tuple[str,
         if getattr(p, "dynamic", False)
         and (voter_disk_loss or not getattr(p, "voter_disk_loss_rate", 0.0))
         and not getattr(p, "update_voter_rate", 0.0)  # KRaft.tla has no UpdateRaftVoter
-        # Nor a lone voter leading as it starts (Kafka's initialize): not `solo+...` either.
-        and getattr(p, "voters", None) is None
     )
 
 
@@ -70,7 +82,7 @@ class ConformanceRun:
     trace_path: Path | None
 
     def replay(self, budget: int) -> str:
-        voters = ",".join(str(v) for v in SIM_VOTERS)
+        voters = ",".join(str(v) for v in profile_voters(self.profile))
         return (
             f"python -m refinement.sim --seed {self.seed} --profile {self.profile}"
             f" --events {budget} --trace /tmp/trace-{self.seed}.ndjson && "
@@ -85,7 +97,7 @@ def simulate_trace(seed: int, profile: str, events: int, out: Path) -> None:
     from refinement.sim import SimConfig, simulate
 
     config = SimConfig(seed=seed, max_events=events, profile=PROFILES[profile])
-    assert tuple(range(1, config.voters + 1)) == SIM_VOTERS
+    assert config.voter_ids == profile_voters(profile)
     with open(out, "w", encoding="utf-8") as f:
         simulate(config, trace=f)
 
@@ -109,7 +121,7 @@ def conformance(
         path = out_dir / f"trace-{profile}-{seed}.ndjson"
         simulate_trace(seed, profile, events, path)
         trace = read_trace(path)
-        res = validate_trace(trace, timeout_s=timeout_s, voters=SIM_VOTERS)
+        res = validate_trace(trace, timeout_s=timeout_s, voters=profile_voters(profile))
         if res.accepted and keep_dir is None:
             path.unlink()
         return ConformanceRun(seed, profile, len(trace), res, path)

@@ -143,7 +143,10 @@ def test_registry_has_the_kraft_models_and_mutants() -> None:
         "KRaftWitnessNoPreVoteRejectedByFollower": "NoPreVoteRejectedByFollower",
         "KRaftWitnessNoPreVoteWonDespiteRejection": "NoPreVoteWonDespiteRejection",
         "KRaftWitnessNoPreVoteLostToRejections": "NoPreVoteLostToRejections",
+        # The only voter, restarted Resigned, stands in its epoch (Kafka's initialize).
+        "KRaftWitnessNoLoneVoterStandsFromResigned": "NoLoneVoterStandsFromResigned",
     }
+    assert "KRaftSolo" in {m.name for m in MUST_PASS}
 
 
 def test_model_metadata_comes_from_the_first_config_line(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from refinement.traces import (
     reconfig_conformance_profiles,
     validate_trace,
 )
-from refinement.traces.conformance import SIM_VOTERS
+from refinement.traces.conformance import SIM_VOTERS, profile_voters
 from refinement.traces.lookahead import is_dynamic
 from refinement.traces.mapping import ANY_VOTER
 
@@ -140,6 +140,17 @@ def test_reconfig_conformance_profiles_are_the_dynamic_ones(monkeypatch: pytest.
     monkeypatch.setitem(sys.modules, "refinement.faults", faults)
     assert reconfig_conformance_profiles(voter_disk_loss=False) == ("lossy+reconfig",)
     assert reconfig_conformance_profiles() == ("lossy+reconfig", "crashes+reconfig")
+
+
+def test_each_profile_is_validated_with_its_own_voters() -> None:
+    # TLC is told the voters the simulator ran: 1..3, or the profile's own count (`solo`).
+    from refinement.faults import PROFILES
+    from refinement.sim import SimConfig
+
+    assert profile_voters("mixed") == profile_voters("lossy+reconfig") == SIM_VOTERS == (1, 2, 3)
+    assert profile_voters("solo") == profile_voters("solo+lossy+reconfig") == (1,)
+    assert SimConfig(voters=5, profile=PROFILES["solo"]).voter_ids == (1,)
+    assert SimConfig(voters=5, profile=PROFILES["mixed"]).voter_ids == (1, 2, 3, 4, 5)
 
 
 # --------------------------------------------------------------------------- TLC runs
@@ -290,6 +301,17 @@ def test_simulated_traces_of_voter_changes_are_accepted(tmp_path: Path):
     assert "lossy+reconfig" in reconfig_conformance_profiles()
 
 
+@pytest.mark.tlc
+def test_traces_of_a_quorum_grown_from_one_voter_are_accepted(tmp_path: Path):
+    # solo+lossy+reconfig (`kraft format --standalone`): the one bootstrap voter leads as it
+    # starts (KRaft.tla's atStart), then the operator adds and removes voters. Validated with
+    # the profile's own voter set, {1}; seed 0 changes it three times within 300 events.
+    assert "solo+lossy+reconfig" in reconfig_conformance_profiles()
+    [run] = conformance([0], events=300, profiles=("solo+lossy+reconfig",), keep_dir=tmp_path)
+    assert run.result.accepted, run.result.summary()
+    assert run.trace_path is not None and _voter_changes(run.trace_path) >= 3
+
+
 # (profile, seed, events) of every dynamic profile, checked accepted on 2026-11-22 (seed 9 of
 # shutdowns+reconfig has a voter lose its disk). shutdowns+reconfig seed 1 runs 700 events
 # (two voter changes): since an observer whose leader went silent asks the voters, its
@@ -300,6 +322,7 @@ RECONFIG_RUNS = [
     ("crashes+reconfig", 3, 1500), ("crashes+reconfig", 6, 1500),
     ("shutdowns+reconfig", 1, 700), ("shutdowns+reconfig", 9, 1500),
     ("mixed+reconfig", 2, 1500), ("mixed+reconfig", 8, 1500),
+    ("solo+lossy+reconfig", 0, 600),
 ]  # fmt: skip
 
 

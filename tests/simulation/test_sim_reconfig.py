@@ -37,8 +37,7 @@ def _campaign_choices() -> list[str]:
 
 def test_every_base_profile_has_a_reconfig_variant_and_only_those_are_dynamic() -> None:
     # ... and mixed+snapshots+reconfig (tests/simulation/test_sim_reconfig_snapshots.py) and
-    # solo+lossy+reconfig (a quorum grown from one voter: CheckQuorumNotEarly; its traces are
-    # not validated, KRaft.tla's Restart has no lone voter leading as it starts).
+    # solo+lossy+reconfig (a quorum grown from one voter: CheckQuorumNotEarly).
     extra = {"mixed+snapshots+reconfig", "solo+lossy+reconfig"}
     assert set(RECONFIG_PROFILES) == {f"{b.name}+reconfig" for b in BASE_PROFILES} | extra
     assert not any(PROFILES[b.name].dynamic for b in BASE_PROFILES)
