@@ -260,11 +260,12 @@ def test_z3_searches_offsets_beyond_the_python_breakpoints():
 # --------------------------------------------------------------------------- lemmas
 
 
-def test_every_lemma_is_proved_fast():
+def test_every_lemma_is_proved():
+    """Each lemma proved (z3 answers unsat for its negation); how long each took is in its
+    text, not asserted: a busy machine must not fail a proof."""
     results = smt.prove_all()
     for r in results:
         assert r.proved, str(r)
-        assert r.seconds < 10, str(r)
     assert {r.lemma for r in results} == {
         "MajoritiesIntersect",
         "HighWatermarkIsMajorityMaximum",

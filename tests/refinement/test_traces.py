@@ -581,7 +581,12 @@ def test_implementation_mutant_hwm_without_epoch_check_is_rejected(
 
 @pytest.mark.tlc
 @needs_pre_vote_core
-def test_validation_speed_of_a_2000_event_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_a_2000_event_trace_validates_without_the_search_blowing_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """TLC follows a long trace step by step: the states it explores grow with the trace, a
+    small multiple of its events (about 1.5 per event), never with the model's whole state
+    space. Counted in states, not seconds, so a busy machine cannot fail it; the time is shown."""
     path = tmp_path / "mixed-7.ndjson"
     simulate_trace(7, "mixed", 1900, path)
     trace = read_trace(path)
@@ -595,4 +600,4 @@ def test_validation_speed_of_a_2000_event_trace(tmp_path: Path, capsys: pytest.C
             f"\n[trace validation] {len(trace)} events in {wall:.1f}s"
             f" ({len(trace) / wall:.0f} events/s, {res.distinct_states} distinct states)"
         )
-    assert wall < 60
+    assert 0 < res.distinct_states <= 3 * len(trace)
