@@ -9,10 +9,11 @@ id is not negative and it names a directory: replica id 0 is a valid voter.
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, DynamicCluster, controller_endpoints, elect
+from scenario_harness import CLUSTER, controller_endpoints
+from test_add_voter_answer_scenarios import ADMIN, NEW, _admin, _setup
 
 from kraft.core.effects import CheckVoterVersions, Effect, Send
-from kraft.core.events import Event, Receive, VoterVersionsChecked
+from kraft.core.events import Receive, VoterVersionsChecked
 from kraft.core.messages import (
     AddVoterRequest,
     AddVoterResponse,
@@ -22,24 +23,6 @@ from kraft.core.messages import (
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId, ReplicaKey
 
-ADMIN = NodeId(-1)  # an admin client has no node id
-NEW = 4
-
-
-def _setup() -> tuple[DynamicCluster, int]:
-    c = DynamicCluster(3, observers=1, seed=7, election_timeout_ms=1000, fetch_timeout_ms=2000)
-    lead = elect(c)
-    c.append(lead, b"x")
-    end = c.view(lead).end_offset
-    c.run_until(lambda: c.view(lead).high_watermark == end and c.view(NEW).end_offset == end)
-    return c, lead
-
-
-def _step(c: DynamicCluster, node: int, ev: Event) -> list[Effect]:
-    effects = c.r(node).step(ev)
-    c.apply(node, [e for e in effects if not (isinstance(e, Send) and e.dst == ADMIN)], None)
-    return effects
-
 
 def _answers(effects: list[Effect], kind: type) -> list[object]:
     return [e.message for e in effects if isinstance(e, Send) and isinstance(e.message, kind)]
@@ -47,7 +30,7 @@ def _answers(effects: list[Effect], kind: type) -> list[object]:
 
 def test_a_probe_answer_with_no_add_pending_is_ignored() -> None:
     c, lead = _setup()
-    effects = _step(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
+    effects = _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
     assert effects == []
     assert c.view(lead).voters == (1, 2, 3)
 
@@ -55,16 +38,16 @@ def test_a_probe_answer_with_no_add_pending_is_ignored() -> None:
 def test_a_probe_answer_from_another_replica_does_not_decide_the_pending_add() -> None:
     c, lead = _setup()
     req = AddVoterRequest(CLUSTER, key(NEW), controller_endpoints(NEW))
-    effects = _step(c, lead, Receive(c.now, ADMIN, req, reply_to=1))
+    effects = _admin(c, lead, Receive(c.now, ADMIN, req, reply_to=1))
     assert any(isinstance(e, CheckVoterVersions) and e.voter == key(NEW) for e in effects)
 
     # A late answer to an earlier probe of replica 5: neither an acceptance nor a refusal.
     for error, span in ((ErrorCode.NONE, (0, 1)), (ErrorCode.REQUEST_TIMED_OUT, None)):
-        stray = _step(c, lead, VoterVersionsChecked(c.now, NodeId(5), error, span))
+        stray = _admin(c, lead, VoterVersionsChecked(c.now, NodeId(5), error, span))
         assert _answers(stray, AddVoterResponse) == []
         assert c.view(lead).voters == (1, 2, 3)
 
-    _step(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
+    _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
     assert c.view(lead).voters == (1, 2, 3, NEW)
 
 
@@ -72,14 +55,14 @@ def test_replica_id_0_is_a_valid_voter_and_a_negative_id_is_not() -> None:
     c, lead = _setup()
     zero = key(0)
     add = AddVoterRequest(CLUSTER, zero, controller_endpoints(0))
-    effects = _step(c, lead, Receive(c.now, ADMIN, add, reply_to=1))
+    effects = _admin(c, lead, Receive(c.now, ADMIN, add, reply_to=1))
     assert _answers(effects, AddVoterResponse) == []
     assert any(isinstance(e, CheckVoterVersions) and e.voter == zero for e in effects)
 
     c2, lead2 = _setup()
     remove = RemoveVoterRequest(CLUSTER, zero)
     [answer] = _answers(
-        _step(c2, lead2, Receive(c2.now, ADMIN, remove, reply_to=1)), RemoveVoterResponse
+        _admin(c2, lead2, Receive(c2.now, ADMIN, remove, reply_to=1)), RemoveVoterResponse
     )
     assert isinstance(answer, RemoveVoterResponse)
     assert answer.error is ErrorCode.VOTER_NOT_FOUND
@@ -89,7 +72,7 @@ def test_replica_id_0_is_a_valid_voter_and_a_negative_id_is_not() -> None:
         AddVoterRequest(CLUSTER, negative, controller_endpoints(5)),
         RemoveVoterRequest(CLUSTER, negative),
     ):
-        refused = _step(c2, lead2, Receive(c2.now, ADMIN, request, reply_to=2))
+        refused = _admin(c2, lead2, Receive(c2.now, ADMIN, request, reply_to=2))
         [msg] = [e.message for e in refused if isinstance(e, Send)]
         assert isinstance(msg, AddVoterResponse | RemoveVoterResponse)
         assert msg.error is ErrorCode.INVALID_REQUEST
