@@ -218,12 +218,12 @@ class SimBase:
         self._seq = 0
         self.now = 0
         self.result = result
-        n_voters = config.profile.voters or config.voters
-        n_total = n_voters + max(config.observers, config.profile.observers)
+        voters = config.voter_ids  # 1..n, observers after them
+        n_total = len(voters) + max(config.observers, config.profile.observers)
         self._nodes: dict[NodeId, _Node] = {
-            NodeId(i): _Node(NodeId(i), i <= n_voters) for i in range(1, n_total + 1)
+            NodeId(i): _Node(NodeId(i), i in voters) for i in range(1, n_total + 1)
         }
-        self._voter_ids = tuple(n.id for n in self._nodes.values() if n.is_voter)
+        self._voter_ids = tuple(NodeId(i) for i in voters)
         self._voter_keys = tuple(self._nodes[i].key for i in self._voter_ids)
         self._voter_set = frozenset(self._voter_ids)
         self._snaps: dict[NodeId, NodeState] = {i: n.snap for i, n in self._nodes.items()}

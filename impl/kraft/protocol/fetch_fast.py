@@ -17,7 +17,6 @@ import struct
 from typing import Final
 
 from kraft.core.messages import FetchRequest, FetchResponse
-from kraft.errors import ErrorCode
 from kraft.ids import (
     NO_DIRECTORY,
     ClusterId,
@@ -28,7 +27,7 @@ from kraft.ids import (
     OffsetAndEpoch,
     ReplicaKey,
 )
-from kraft.protocol.rpc.common import TOP_LEVEL_ERRORS, Listener
+from kraft.protocol.rpc.common import TOP_LEVEL_ERRORS, Listener, error_from_code
 from kraft.protocol.schema import ApiKey
 from kraft.protocol.topic_ids import METADATA_PARTITION, METADATA_TOPIC_ID
 from kraft.protocol.wire import WireFormatError, make_uuid, read_uvarint, uvarint
@@ -133,13 +132,6 @@ def read_fetch_response(frame: bytes) -> tuple[FetchResponse, list[Endpoint]] | 
         return None
 
 
-def _error(code: int) -> ErrorCode:
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
 def _response(b: memoryview) -> tuple[FetchResponse, list[Endpoint]] | None:
     end = len(b)
     if b[4] != 0:  # response header v1: correlation id, no tags
@@ -226,7 +218,7 @@ def _response(b: memoryview) -> tuple[FetchResponse, list[Endpoint]] | None:
             return None  # the generic path refuses a half-set snapshot id
         snapshot = OffsetAndEpoch(Epoch(snap_epoch), Offset(snap_end))
     response = FetchResponse(
-        error=_error(error),
+        error=error_from_code(error),
         leader_id=NodeId(leader_id),
         leader_epoch=Epoch(leader_epoch),
         high_watermark=Offset(hwm),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from kraft.core.events import Event, Receive, SendFailed
-from kraft.core.messages import FetchRequest, Request
+from kraft.core.messages import FetchRequest, Request, Response
 from kraft.ids import NodeId
 from kraft.protocol import (
     FrameDecoder,
@@ -201,25 +201,23 @@ class PeerLink:
         if entry.timer is not None:
             entry.timer.cancel()
         now = self._clock()
+        fast = None
+        response: Response
         if entry.api_key == ApiKey.FETCH and entry.version == FAST_FETCH_VERSION:
-            # The usual answer to a Fetch skips the generic decoder (fetch_fast).
-            fast = read_fetch_response(frame)
-            if fast is not None:
-                fetched, endpoints = fast
-                if self.on_endpoints is not None:
-                    for node, host, port in endpoints:
-                        self.on_endpoints(node, host, port)
-                self._submit(Receive(now, self.node_id, fetched, in_reply_to=entry.request))
+            fast = read_fetch_response(frame)  # the usual answer to a Fetch (fetch_fast)
+        if fast is not None:
+            response, endpoints = fast
+        else:
+            try:
+                _, body = decode_response_payload(entry.api_key, entry.version, frame)
+                response = response_from_wire(entry.api_key, entry.version, body)
+            except ProtocolError as e:
+                log.warning("bad response from node %d: %s", self.node_id, e)
+                self._submit(SendFailed(now, self.node_id, entry.request))
                 return
-        try:
-            _, body = decode_response_payload(entry.api_key, entry.version, frame)
-            response = response_from_wire(entry.api_key, entry.version, body)
-        except ProtocolError as e:
-            log.warning("bad response from node %d: %s", self.node_id, e)
-            self._submit(SendFailed(now, self.node_id, entry.request))
-            return
+            endpoints = _endpoints_of(body)
         if self.on_endpoints is not None:
-            for node, host, port in _endpoints_of(body):
+            for node, host, port in endpoints:
                 self.on_endpoints(node, host, port)
         self._submit(Receive(now, self.node_id, response, in_reply_to=entry.request))
 

@@ -49,6 +49,7 @@ __all__ = [
     "Rpc",
     "UntranslatableVersionError",
     "WireTranslationError",
+    "error_from_code",
 ]
 
 
@@ -251,7 +252,10 @@ def snapshot_id_of(s: Message) -> OffsetAndEpoch:
 
 
 def error_of(msg: Message) -> ErrorCode:
-    code = get_int(msg, "error_code")
+    return error_from_code(get_int(msg, "error_code"))
+
+
+def error_from_code(code: int) -> ErrorCode:
     try:
         return ErrorCode(code)
     except ValueError:
