@@ -57,8 +57,9 @@ Kafka's semantics written down here, not taken from the core:
   max wait the Fetch asks (quorum.fetch.max.wait.ms for a follower), then answers it.
 - AppendLingerNotEarly / AppendLingerNotLate: with quorum.append.linger.ms L, a leader writes
   the client appends it gathers as one batch L after the first of them arrived (at once with no
-  linger), earlier only when what waits reaches the batch limit (Kafka's MAX_BATCH_SIZE_BYTES,
-  8 MiB) or another write needs them out first (an idempotent append, a control record).
+  linger), earlier only when a plain append does not fit beside them in one batch (Kafka's
+  MAX_BATCH_SIZE_BYTES, 8 MiB with the batch header) or another write needs them out first (an
+  idempotent append, a control record).
 - AppendAtReportedOffsets: an accepted client append's records are in the accepting leader's
   log at the offsets its answer reports, in order (several appends gathered in one batch each
   get their own offsets).
@@ -171,10 +172,12 @@ CHECK_QUORUM_FACTOR = 1.5
 # (SnapshotRequired): it fetches again only after this many retry backoffs, at most half a
 # fetch timeout later.
 SNAPSHOT_REFETCH_RETRIES = 50
-# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the accumulator's batch limit.
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the accumulator's batch limit, its 61-byte
+# batch header (Kafka's RECORD_BATCH_OVERHEAD) included.
 BATCH_LIMIT_BYTES = 8 * 1024 * 1024
+BATCH_HEADER_BYTES = 61
 # A generous bound on a record's framing in a batch (varint lengths, deltas, attributes): an
-# early flush is excused once what waits may have reached the limit by any reasonable measure.
+# early flush is excused once an append may not fit beside what waits by any reasonable measure.
 RECORD_FRAMING_BOUND = 64
 # How late (virtual ms) a due timer may fire: the simulator ticks at a replica's next deadline,
 # and once more 1 ms later if a timer is still due after a tick.
@@ -1042,8 +1045,8 @@ class TimingMonitor:
                 f" {linger}ms)",
             )
         if plain and isinstance(event, ClientAppend):
-            size = g.waiting_bytes + _bytes_of(event)
-            if size < BATCH_LIMIT_BYTES:
+            size = BATCH_HEADER_BYTES + g.waiting_bytes + _bytes_of(event)
+            if size <= BATCH_LIMIT_BYTES:
                 return Violation(
                     APPEND_LINGER_NOT_EARLY,
                     f"leader {node} (epoch {g.epoch}) wrote its gathered client appends at"

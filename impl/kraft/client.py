@@ -371,6 +371,7 @@ _NOT_STORED = frozenset(
         ErrorCode.INVALID_REQUEST,
         ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
     }
 )
 

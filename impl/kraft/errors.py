@@ -14,6 +14,8 @@ class ErrorCode(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
+    # Kafka's RecordBatchTooLargeException: an append too large for one batch.
+    RECORD_LIST_TOO_LARGE = 18
     UNSUPPORTED_VERSION = 35
     # Kafka's answer when the log cannot be read (a damaged segment).
     KAFKA_STORAGE_ERROR = 56

@@ -1,5 +1,6 @@
 """The listener's resource limits, each with Kafka's configuration name: a node under a flood
-of connections, partial frames or silent sockets keeps its memory bounded and keeps serving."""
+of connections, partial frames or silent sockets keeps its memory bounded and keeps serving;
+an append too large for one batch is refused with Kafka's error."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import pytest
 from cluster_harness import FAST
 from polling import kraft_info, wait_for
 
-from kraft.client import Address, append
+from kraft.client import Address, ClientError, append
+from kraft.client_read import read
 from kraft.cluster import LocalCluster, free_ports
+from kraft.errors import ErrorCode
 
 LIMITS = {
     "socket.request.max.bytes": str(1 << 20),
@@ -147,3 +150,22 @@ def test_connections_beyond_max_connections_are_refused(
             s.close()
     wait_for("the node to accept connections again", lambda: kraft_info(address) is not None)
     _still_serves(address)
+
+
+def test_an_append_too_large_for_one_batch_is_refused(tmp_path: Path) -> None:
+    """400,000 empty values fit a request of 800 KB (within Kafka's default request limits),
+    but not one 8 MiB batch as Kafka measures it (21 bytes of framing a record): refused with
+    RECORD_LIST_TOO_LARGE, nothing stored."""
+    defaults = {
+        "socket.request.max.bytes": str(100 << 20),
+        "queued.max.request.bytes": str(64 << 20),
+    }
+    c, address = _start(tmp_path, **defaults)
+    try:
+        with pytest.raises(ClientError) as refused:
+            asyncio.run(append([address], [b""] * 400_000, timeout_ms=10_000))
+        assert refused.value.error is ErrorCode.RECORD_LIST_TOO_LARGE
+        _still_serves(address)
+        assert not [o for o, v in asyncio.run(read(address, 0)).records if v == b""]
+    finally:
+        c.stop_all()

@@ -1,12 +1,16 @@
 """Scenario tests of the leader's accumulator at its batch limit (quorum.append.linger.ms and
-Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB): appends within the linger are gathered
-into one batch, which is written when the linger runs out, or at once when what waits fills a
-batch. The simulator's timing checkers (refinement.invariants_timing) see the linger with the
-simulator's small appends; the limit takes appends of megabytes, driven here.
+Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB with the batch header), as Kafka 4.3.1's
+BatchAccumulator keeps it: appends within the linger are gathered into one batch, written when
+the linger runs out; an append that does not fit beside what waits completes that batch, and
+both batches are written at once; an append too large for any batch is refused with
+RECORD_LIST_TOO_LARGE (Kafka's RecordBatchTooLargeException). The simulator's timing checkers
+(refinement.invariants_timing) see the linger with the simulator's small appends; the limit
+takes appends of megabytes, driven here.
 
 The sizes keep a margin of 4 KiB from the limit on either side, beyond any record framing,
-except in the last test, which pins how a record's framing is counted: as Kafka 4.3.1's
-DefaultRecord.MAX_RECORD_OVERHEAD, 21 bytes, the most a record's own framing can take.
+except in the last test, which pins how a batch is measured: its 61-byte header, and each
+record's framing as Kafka 4.3.1's DefaultRecord.MAX_RECORD_OVERHEAD, 21 bytes, the most a
+record's own framing can take.
 """
 
 from __future__ import annotations
@@ -63,23 +67,40 @@ def test_an_append_below_the_batch_limit_lingers() -> None:
     assert c.view(leader).end_offset >= 2
 
 
-def test_an_append_that_fills_a_batch_is_written_at_once() -> None:
-    """What waits reaching the batch limit (by 4 KiB past it, in one append) is written in the
-    step that receives it, without waiting for the linger."""
+def test_an_append_too_large_for_a_batch_is_refused() -> None:
+    """An append larger than a batch (by 4 KiB) is refused with RECORD_LIST_TOO_LARGE and
+    nothing of it is written; what waited before it keeps waiting for the linger."""
     c, leader = _cluster()
-    effects = _append(c, leader, 1, BATCH_LIMIT + MARGIN)
-    assert _written(effects, 1)
+    end = c.view(leader).end_offset
+    assert not _written(c.append(leader, b"a", request_id=1), 1)
+    effects = _append(c, leader, 2, BATCH_LIMIT + MARGIN)
+    assert not any(isinstance(e, AppendToLog) for e in effects)
+    assert [e.error for e in effects if isinstance(e, AppendResult)] == [
+        ErrorCode.RECORD_LIST_TOO_LARGE
+    ]
+    c.run(c.now + LINGER_MS + 5)
+    assert c.view(leader).end_offset == end + 1
 
 
-def test_appends_that_fill_a_batch_together_are_written_at_once() -> None:
-    """Appends gathered within the linger count together: the one that brings what waits to
-    the limit has the batch written at once, holding both."""
+def test_an_append_that_does_not_fit_beside_what_waits_writes_both_batches() -> None:
+    """Two appends of half a batch and 4 KiB each do not fit in one batch: the second completes
+    the first's batch, and both are written at once, as two batches in arrival order, neither
+    above the limit."""
     c, leader = _cluster()
     half = BATCH_LIMIT // 2 + MARGIN
+    end = c.view(leader).end_offset
     assert not _written(_append(c, leader, 1, half), 1)
     effects = _append(c, leader, 2, half)
     assert _written(effects, 1)
     assert _written(effects, 2)
+    batches = [e for e in effects if isinstance(e, AppendToLog)]
+    assert [(b.first_offset, b.last_offset) for b in batches] == [
+        (end, end + 1),
+        (end + 2, end + 3),
+    ]
+    assert all(len(b.data) <= BATCH_LIMIT for b in batches)
+    answers = {e.request_id: e for e in effects if isinstance(e, AppendResult)}
+    assert (answers[1].first_offset, answers[2].first_offset) == (end, end + 2)
 
 
 @pytest.mark.parametrize("linger_ms", [0, LINGER_MS])
@@ -110,12 +131,20 @@ def test_the_shortest_linger_still_gathers_appends() -> None:
     assert c.view(leader).end_offset == end + 2
 
 
-@pytest.mark.parametrize(("short", "written"), [(0, True), (1, False)])
-def test_a_records_framing_counts_as_kafkas_max_record_overhead(short: int, written: bool) -> None:
-    """One record whose key and value with 21 bytes of framing make exactly 8 MiB fills the
-    batch (written at once); a byte less lingers."""
+@pytest.mark.parametrize(("extra", "refused"), [(0, False), (1, True)])
+def test_a_batch_counts_its_header_and_kafkas_max_record_overhead(
+    extra: int, refused: bool
+) -> None:
+    """One record whose key and value with 21 bytes of framing and a 61-byte batch header make
+    exactly 8 MiB fits a batch: it lingers like any append (Kafka completes a batch only when the
+    next append does not fit). A byte more is refused."""
     c, leader = _cluster()
-    max_record_overhead = 21  # Kafka's DefaultRecord.MAX_RECORD_OVERHEAD
-    value = b"v" * (BATCH_LIMIT - max_record_overhead - len(KEY) - short)
+    end = c.view(leader).end_offset
+    batch_header, max_record_overhead = 61, 21  # Kafka's RECORD_BATCH_OVERHEAD, MAX_RECORD_OVERHEAD
+    value = b"v" * (BATCH_LIMIT - batch_header - max_record_overhead - len(KEY) + extra)
     effects = c.step(leader, ClientAppend(c.now, ((KEY, value),), 1))
-    assert _written(effects, 1) is written
+    assert not any(isinstance(e, AppendToLog) for e in effects)
+    errors = [e.error for e in effects if isinstance(e, AppendResult)]
+    assert errors == ([ErrorCode.RECORD_LIST_TOO_LARGE] if refused else [])
+    c.run(c.now + LINGER_MS + 5)
+    assert c.view(leader).end_offset == end + (0 if refused else 1)

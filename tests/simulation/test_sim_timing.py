@@ -84,7 +84,8 @@ MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], bool, str]] = {
         timing.CHECK_QUORUM_NOT_EARLY,
     ),
     "batch-written-before-linger": (
-        lambda mp: mp.setattr(appends, "MAX_BATCH_BYTES", 0),
+        # Batches of at most 64 bytes: the second small append no longer fits beside the first.
+        lambda mp: mp.setattr(appends, "MAX_RECORDS_BYTES", 64),
         True,
         timing.APPEND_LINGER_NOT_EARLY,
     ),

@@ -2,12 +2,16 @@
 
 Plain appends wait in the leader's `Lingering` accumulator for `append_linger_ms`
 (quorum.append.linger.ms) from the first one, and are written as one batch in the leader's
-epoch when the linger runs out (the leader's tick, kraft.core.leader) or as soon as what waits
-fills a batch (`MAX_BATCH_BYTES`, Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: its
-accumulator drains a completed batch without waiting for the linger). The replica keeps
-stepping other events meanwhile: a linger delays only the appends. An idempotent client's
-append (kraft.core.producers) is its own batch carrying its producer id and sequence, written
-after whatever waits so that appends keep their arrival order. With no linger every append is
+epoch when the linger runs out (the leader's tick, kraft.core.leader). A batch holds at most
+`MAX_BATCH_BYTES` with its header (Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES), as Kafka
+4.3.1's BatchAccumulator keeps it: an append that does not fit beside what waits completes
+what waits as one batch and starts the next, and both are written at once (Kafka drains a
+completed batch, with the one after it, at its next poll, without waiting for the linger); an
+append too large for a batch of its own is refused with RECORD_LIST_TOO_LARGE (Kafka's
+RecordBatchTooLargeException) and what waits keeps waiting. The replica keeps stepping other
+events meanwhile: a linger delays only the appends. An idempotent client's append
+(kraft.core.producers) is its own batch carrying its producer id and sequence, written after
+whatever waits so that appends keep their arrival order. With no linger every append is
 written in the step that receives it (the driver's group commit still shares one fsync among
 the appends of one loop iteration, kraft.server.driver).
 """
@@ -22,16 +26,20 @@ from kraft.core.producers import MAX_SEQUENCE, ProducerBatch, Verdict
 from kraft.core.vocabulary import Action
 from kraft.errors import ErrorCode
 from kraft.ids import NO_PRODUCER, Offset
-from kraft.records import KeyValue, encode_records
+from kraft.records import BATCH_HEADER_SIZE, KeyValue, encode_records
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
 
-# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: what the accumulator gathers into one batch.
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the most one batch takes, its header included.
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 # Per record, besides its key and value: a bound on the record's own framing (length, attributes,
-# timestamp and offset deltas, key and value lengths, header count; all varints).
+# timestamp and offset deltas, key and value lengths, header count; all varints), Kafka's
+# DefaultRecord.MAX_RECORD_OVERHEAD. Measured with it a batch may end a little before Kafka's
+# (which counts exact sizes), never after.
 RECORD_OVERHEAD_BYTES = 21
+# The most records_bytes one batch holds beside its header.
+MAX_RECORDS_BYTES = MAX_BATCH_BYTES - BATCH_HEADER_SIZE
 
 
 def records_bytes(records: tuple[KeyValue, ...]) -> int:
@@ -77,14 +85,22 @@ class ClientAppends:
         ):
             r._out.append(AppendResult(ev.request_id, ErrorCode.INVALID_REQUEST))
             return
+        size = records_bytes(ev.records)
+        if size > MAX_RECORDS_BYTES:  # no batch could hold it
+            r._out.append(AppendResult(ev.request_id, ErrorCode.RECORD_LIST_TOO_LARGE))
+            return
         if ev.producer != NO_PRODUCER:
             self._idempotent_append(ev)
             return
         r._out.append(ActionTaken(Action.CLIENT_APPEND))
         waiting = ld.lingering
+        full = waiting.size + size > MAX_RECORDS_BYTES
+        if full:  # what waits is a batch complete without this append
+            self.append_lingering()
+            waiting = ld.lingering
         waiting.entries.append((ev.request_id, ev.records))
-        waiting.size += records_bytes(ev.records)
-        if r._timing.append_linger_ms <= 0 or waiting.size >= MAX_BATCH_BYTES:
+        waiting.size += size
+        if full or r._timing.append_linger_ms <= 0:
             self.append_lingering()
         elif waiting.until is None:
             waiting.until = r._now + r._timing.append_linger_ms

@@ -131,6 +131,7 @@ _APPEND_REFUSALS = {
     ErrorCode.INVALID_REQUEST: "no values, or a sequence number out of range",
     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "a gap after the producer's last sequence number",
     ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "a resend older than the batches the leader keeps",
+    ErrorCode.RECORD_LIST_TOO_LARGE: "values too large for one batch (8 MiB)",
 }
 
 Clock = Callable[[], int]
