@@ -50,7 +50,9 @@ $(TLA_JAR): $(TLA_SHA256)
 # every jar we tested with is committed (tools/kafka/libs.sha256): a mismatch, a missing or an
 # extra jar stops.
 kafka: $(KAFKA_STAMP)
-$(KAFKA_STAMP): $(KAFKA_DIR)/pom.xml $(KAFKA_DIR)/libs.sha256
+# After the TLA+ jar (order only): two Maven runs at once could share a half-written download
+# in the local repository.
+$(KAFKA_STAMP): $(KAFKA_DIR)/pom.xml $(KAFKA_DIR)/libs.sha256 | $(TLA_JAR)
 	rm -rf $(KAFKA_DIR)/libs.tmp
 	mvn -q -B -f $(KAFKA_DIR)/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	    -DoutputDirectory=$(abspath $(KAFKA_DIR)/libs.tmp)
@@ -91,12 +93,20 @@ lint: venv
 	$(VENV)/bin/ruff check impl refinement tests benchmarks
 	$(VENV)/bin/ruff format --check impl refinement
 
+# worksteal: a worker that runs out of tests takes queued ones from the other, so one long
+# TLC or campaign test does not leave a core idle at the end.
 test: setup
-	$(PY) -m pytest -n 2 --durations=25 tests
+	$(PY) -m pytest -n 2 --dist worksteal --durations=25 tests
 
 # Everything a reviewer runs: lint, the test suite (which includes the TLC model checks,
 # the mutants and the trace conformance), and the spec table regenerated from TLC output.
-check: setup lint test
+# The set-up steps and the lint run side by side (the downloads wait on the network while the
+# mypyc build and mypy use the cores; each step's output is printed whole as it ends), then
+# the tests.
+check:
+	$(MAKE) venv
+	$(MAKE) -j3 --output-sync=target tla kafka compiled lint
+	$(MAKE) test
 
 check-deep: setup
 	$(PY) -m pytest -m slow tests

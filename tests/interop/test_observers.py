@@ -9,6 +9,7 @@ import random
 
 import pytest
 from kafka_harness import (
+    KRAFT_QUORUM,
     METADATA_DIR,
     METADATA_VERSION_LEVEL,
     Batch,
@@ -57,14 +58,23 @@ def _assert_same_below(hwm: int, logs: dict[str, list[Batch]]) -> None:
         )
 
 
-def test_a_kraft_observer_replicates_a_kafka_quorums_log(procs: Procs) -> None:
+@pytest.mark.parametrize("fetch_max_bytes", [None, 300])
+def test_a_kraft_observer_replicates_a_kafka_quorums_log(
+    procs: Procs, fetch_max_bytes: int | None
+) -> None:
+    """With controller.quorum.fetch.max.bytes at 300 the Kafka leader cuts its Fetch answers
+    inside a batch (it reads that many bytes of its log, and always one whole batch): the
+    observer appends the whole batches before each cut and fetches on from there."""
     cluster_id = generate_cluster_id(random.Random())
     ports = ports_for([1, 2, 3])
     voters = voters_string(ports)
     kafka = kafka_nodes(procs, ports, voters, cluster_id)
     for k in kafka.values():
         k.start()
-    observer = kraft_cluster(procs, ports_for([4]), voters, cluster_id)
+    quorum = dict(KRAFT_QUORUM)
+    if fetch_max_bytes is not None:
+        quorum["controller.quorum.fetch.max.bytes"] = str(fetch_max_bytes)
+    observer = kraft_cluster(procs, ports_for([4]), voters, cluster_id, quorum=quorum)
     observer.start()
     address = observer.addresses[4]
 

@@ -28,6 +28,7 @@ from kraft.core.effects import (
 )
 from kraft.core.events import (
     ClientAppend,
+    CreateSnapshot,
     Event,
     Receive,
     SendFailed,
@@ -344,6 +345,20 @@ def committed(c: Cluster, lead: int, n: int) -> int:
     end = c.view(lead).end_offset
     c.run_until(lambda: c.view(lead).high_watermark == end)
     return end
+
+
+def snapshot_everywhere(c: Cluster, lead: int, n: int) -> OffsetAndEpoch:
+    """Commit n more values, wait until every node's HWM covers them, and have every node
+    snapshot at that offset; the snapshot's id."""
+    end = committed(c, lead, n)
+    c.run_until(lambda: all(c.view(i).high_watermark == end for i in c.nodes))
+    for i in c.nodes:
+        c.step(i, CreateSnapshot(c.now, end))
+    c.run(c.now + 5)
+    snaps = c.nodes[lead].snaps
+    assert snaps is not None
+    [sid] = [s for s in snaps.complete if s.offset == end]
+    return sid
 
 
 def controller_endpoints(n: int) -> tuple[Endpoint, ...]:

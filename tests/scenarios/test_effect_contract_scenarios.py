@@ -19,7 +19,7 @@ from memory_logs import key
 from scenario_harness import CLUSTER, Cluster
 
 from kraft.core.effects import AppendResult, Effect, Send, ShutdownComplete
-from kraft.core.events import ClientAppend, Receive
+from kraft.core.events import ClientAppend, Receive, Tick
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -124,6 +124,29 @@ def test_a_held_fetch_and_the_request_that_ends_the_epoch_get_their_own_answers(
         (FetchResponse, fetcher, FETCH_TOKEN),
         (answer, other, LATER_TOKEN),
     ]
+
+
+@pytest.mark.parametrize("max_wait_ms", [0, 1, 500])
+def test_a_caught_up_fetch_is_held_for_its_max_wait_however_short(max_wait_ms: int) -> None:
+    """A caught-up follower's Fetch with nothing new is answered at once only with a max wait
+    of 0; any other, even 1 ms, is held that long and answered then (Kafka's
+    handleFetchRequest completes at once only when `maxWaitMs == 0`)."""
+    c, leader = _settled()
+    fetcher, _ = _others(c, leader)
+    v = c.view(leader)
+    fetch = FetchRequest(CLUSTER, key(fetcher), v.epoch, v.end_offset, v.last_epoch, Offset(0),
+                         max_wait_ms=max_wait_ms)  # fmt: skip
+    at = c.now
+    held = c.step(leader, Receive(at, NodeId(fetcher), fetch, None, FETCH_TOKEN))
+    mine = [a for a in _answers(held) if a[2] == FETCH_TOKEN]
+    assert mine == ([(FetchResponse, fetcher, FETCH_TOKEN)] if max_wait_ms == 0 else [])
+    if max_wait_ms:
+        early = c.step(leader, Tick(at + max_wait_ms - 1))
+        assert not [a for a in _answers(early) if a[2] == FETCH_TOKEN]
+        due = c.step(leader, Tick(at + max_wait_ms))
+        assert [a for a in _answers(due) if a[2] == FETCH_TOKEN] == [
+            (FetchResponse, fetcher, FETCH_TOKEN)
+        ]
 
 
 @pytest.mark.parametrize("how", ["later-epoch", "shutdown"])

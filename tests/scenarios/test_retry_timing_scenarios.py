@@ -121,17 +121,24 @@ class Solo:
         return self.receive(at, LEADER, resp, fetch)
 
 
-def test_a_replica_without_snapshots_refetches_after_its_long_backoff() -> None:
+@pytest.mark.parametrize(
+    ("retry_backoff_ms", "fetch_timeout_ms", "backoff"),
+    [(20, 2000, 1000), (20, 1200, 600), (10, 2000, 500)],
+)
+def test_a_replica_without_snapshots_refetches_after_its_long_backoff(
+    retry_backoff_ms: int, fetch_timeout_ms: int, backoff: int
+) -> None:
     """Told to fetch a snapshot it cannot fetch, a Follower asks again exactly
-    min(SNAPSHOT_REFETCH_RETRIES x retry backoff, fetch timeout / 2) later (1000 ms here)."""
-    s = Solo()
+    min(SNAPSHOT_REFETCH_RETRIES x retry backoff, fetch timeout / 2) later: either bound may
+    be the smaller."""
+    s = Solo(retry_backoff_ms=retry_backoff_ms, fetch_timeout_ms=fetch_timeout_ms)
     fetch = s.follow()
     effects = s.answer(5, fetch, snapshot_id=OffsetAndEpoch(EPOCH, Offset(10)))
     assert any(isinstance(e, SnapshotRequired) for e in effects)
     assert not s.sent(FetchRequest, effects)
     again = s.tick_until_sent(FetchRequest, limit=5000)
     assert again is not None
-    backoff = min(timing.SNAPSHOT_REFETCH_RETRIES * 20, 2000 // 2)
+    assert backoff == min(timing.SNAPSHOT_REFETCH_RETRIES * retry_backoff_ms, fetch_timeout_ms // 2)
     assert s.now == 5 + backoff
 
 

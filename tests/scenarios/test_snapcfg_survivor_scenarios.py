@@ -35,6 +35,7 @@ from scenario_harness import (
     committed,
     controller_endpoints,
     elect,
+    snapshot_everywhere,
 )
 
 from kraft.control_records import VoterEntry, VotersRecord
@@ -291,18 +292,8 @@ def test_under_retention_a_followers_log_start_never_passes_the_leaders() -> Non
     to e2."""
     c = RetentionCluster(3, seed=23, snapshots=True)
     lead = elect(c)
-    sids: list[OffsetAndEpoch] = []
-    for n in (5, 5):
-        end = committed(c, lead, n)
-        c.run_until(lambda: all(c.view(i).high_watermark == end for i in c.nodes))  # noqa: B023
-        for i in c.nodes:
-            c.step(i, CreateSnapshot(c.now, end))
-        c.run(c.now + 5)
-        snaps = c.nodes[lead].snaps
-        assert snaps is not None
-        [sid] = [s for s in snaps.complete if s.offset == end]
-        sids.append(sid)
-    e1, e2 = sids
+    e1 = snapshot_everywhere(c, lead, 5)
+    e2 = snapshot_everywhere(c, lead, 5)
     followers = [i for i in c.nodes if i != lead]
     for i in followers:
         c.step(i, DeleteBeforeSnapshot(c.now, e2))
@@ -310,3 +301,24 @@ def test_under_retention_a_followers_log_start_never_passes_the_leaders() -> Non
     c.run_until(lambda: all(c.view(i).log_start_offset == e1.offset for i in c.nodes))
     c.run(c.now + 1000)
     assert [c.view(i).log_start_offset for i in followers] == [e1.offset, e1.offset]
+
+
+def test_under_retention_a_follower_heeds_a_new_leaders_log_start_of_0() -> None:
+    """A leader that moved its log start to e1 is followed by one that never moved its (0):
+    a follower that heard e1 from the first and is then asked by its retention to move to e1
+    stays at 0, the log start the new leader's Fetch answers give (0 is a log start like any
+    other, not "unknown")."""
+    c = RetentionCluster(3, seed=23, snapshots=True)
+    first = elect(c)
+    e1 = snapshot_everywhere(c, first, 5)
+    c.step(first, DeleteBeforeSnapshot(c.now, e1))
+    c.run(c.now + 1000)  # the followers hear log start e1 in the first leader's answers
+    assert c.view(first).log_start_offset == e1.offset
+    c.crash(first)
+    second = elect(c)
+    assert second != first and c.view(second).log_start_offset == 0
+    [other] = [i for i in c.nodes if i not in (first, second)]
+    c.run(c.now + 1000)  # it fetches from the second leader
+    c.step(other, DeleteBeforeSnapshot(c.now, e1))
+    c.run(c.now + 1000)
+    assert c.view(other).log_start_offset == 0

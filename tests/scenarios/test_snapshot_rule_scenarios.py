@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memory_logs import key
-from scenario_harness import Cluster, committed, elect
+from scenario_harness import Cluster, committed, elect, snapshot_everywhere
 
 from kraft.core.effects import ActionTaken, Effect, Send, SnapshotRequired
 from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive, SnapshotWritten
@@ -197,14 +197,7 @@ def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> 
     Fetch answers) has, and the leader once every live replica has the snapshot."""
     c = RetentionCluster(3, seed=23, snapshots=True)
     lead = elect(c)
-    end = committed(c, lead, 10)
-    c.run_until(lambda: all(c.view(i).high_watermark == end for i in c.nodes))
-    for i in c.nodes:
-        c.step(i, CreateSnapshot(c.now, end))
-    c.run(c.now + 5)
-    snaps = c.nodes[lead].snaps
-    assert snaps is not None
-    [sid] = [s for s in snaps.complete if s.offset == end]
+    sid = snapshot_everywhere(c, lead, 10)
     followers = [i for i in c.nodes if i != lead]
     c.run(c.now + 1000)
     assert all(c.view(i).log_start_offset == 0 for i in c.nodes)  # nothing asked yet
@@ -213,7 +206,7 @@ def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> 
     c.run(c.now + 1000)
     assert all(c.view(i).log_start_offset == 0 for i in followers)
     c.step(lead, DeleteBeforeSnapshot(c.now, sid))
-    c.run_until(lambda: all(c.view(i).log_start_offset == end for i in c.nodes), limit=5000)
+    c.run_until(lambda: all(c.view(i).log_start_offset == sid.offset for i in c.nodes), limit=5000)
 
 
 def _until_mid_transfer(c: Cluster, fetcher: int) -> None:

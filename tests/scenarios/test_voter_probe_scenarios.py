@@ -8,6 +8,7 @@ id is not negative and it names a directory: replica id 0 is a valid voter.
 
 from __future__ import annotations
 
+import pytest
 from memory_logs import key
 from scenario_harness import CLUSTER, controller_endpoints
 from test_add_voter_answer_scenarios import ADMIN, NEW, _admin, _setup
@@ -76,3 +77,32 @@ def test_replica_id_0_is_a_valid_voter_and_a_negative_id_is_not() -> None:
         [msg] = [e.message for e in refused if isinstance(e, Send)]
         assert isinstance(msg, AddVoterResponse | RemoveVoterResponse)
         assert msg.error is ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(("silent_ms", "caught_up"), [(3_599_999, True), (3_600_000, False)])
+def test_a_replica_to_add_counts_as_caught_up_while_its_last_fetch_is_under_an_hour_old(
+    silent_ms: int, caught_up: bool
+) -> None:
+    """The replica caught up and then stopped fetching (the leader keeps its entry: no other
+    observer came to make it forget it). An hour after its last Fetch it no longer counts as
+    caught up, a millisecond earlier it does (Kafka's LeaderState.isReplicaCaughtUp:
+    `lastFetchTimestamp > now - 1 hour`): the add is then aborted with REQUEST_TIMED_OUT."""
+    c, lead = _setup()
+    c.crash(NEW)
+    c.run(c.now + 2_000)  # a Fetch it left parked counts again when the leader answers it
+    leading = c.r(lead)._leader
+    assert leading is not None
+    last = leading.observers[key(NEW)].last_fetch_ms
+    assert last is not None
+    c.run(last + silent_ms)
+    add = AddVoterRequest(CLUSTER, key(NEW), controller_endpoints(NEW))
+    _admin(c, lead, Receive(c.now, ADMIN, add, reply_to=1))
+    effects = _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
+    if caught_up:
+        assert c.view(lead).voters == (1, 2, 3, NEW)
+    else:
+        answers = [
+            a for a in _answers(effects, AddVoterResponse) if isinstance(a, AddVoterResponse)
+        ]
+        assert [a.error for a in answers] == [ErrorCode.REQUEST_TIMED_OUT]
+        assert c.view(lead).voters == (1, 2, 3)

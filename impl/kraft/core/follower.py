@@ -35,7 +35,7 @@ from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_records import refresh_voters, voter_sets_in
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
-from kraft.records import CorruptRecordError, iter_batches
+from kraft.records import CorruptRecordError, TruncatedBatchError, iter_batches
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -280,8 +280,9 @@ class FollowerRole:
         idempotent: list[ProducerBatch] = []
         next_offset = end
         control = False
+        whole = 0  # the bytes of the whole batches
         try:
-            for _, h in iter_batches(records):
+            for pos, h in iter_batches(records):
                 if h.base_offset != next_offset:
                     return False
                 batches.append((Epoch(h.partition_leader_epoch), Offset(h.base_offset)))
@@ -289,6 +290,16 @@ class FollowerRole:
                 control = control or h.is_control
                 if h.producer_id >= 0:
                     idempotent.append(producer_batch_of(h))
+                whole = pos + h.size_in_bytes
+        except TruncatedBatchError:
+            # A Kafka leader cuts its answer at the Fetch's max bytes, inside a batch: the
+            # whole batches before the cut are appended, as Kafka's follower does.
+            if not batches:
+                return False
+            records = records[:whole]
+        except (CorruptRecordError, ValueError):
+            return False
+        try:
             # KIP-853: Voters records set the voter set as they are appended.
             voter_sets = voter_sets_in(records) if control else []
         except (CorruptRecordError, ValueError):

@@ -21,7 +21,7 @@ class QuorumTiming:
     retry_backoff_ms: int = 20
     # quorum.request.timeout.ms: an unanswered request is resent after this.
     request_timeout_ms: int = 2000
-    # The most bytes a Fetch asks for and a leader returns (Kafka's raft fetch max bytes).
+    # controller.quorum.fetch.max.bytes: the most bytes a Fetch asks for and a leader returns.
     fetch_max_bytes: int = 1 << 20
     # quorum.append.linger.ms: how long a leader gathers client appends into one batch.
     append_linger_ms: int = 0

@@ -209,6 +209,8 @@ _TIMING_KEYS: Final[dict[str, str]] = {
     "quorum.request.timeout.ms": "request_timeout_ms",
     "quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
     "quorum.append.linger.ms": "append_linger_ms",
+    # Kafka 4.3's controller.quorum.fetch.max.bytes (default 1 MiB): what a Fetch asks for.
+    "quorum.fetch.max.bytes": "fetch_max_bytes",
     # KIP-630's name (Kafka ships no such key): how old the log start may grow while a live
     # replica still needs it.
     "metadata.start.offset.lag.time.max.ms": "start_offset_lag_time_max_ms",
@@ -311,7 +313,7 @@ def load_config(path: Path | None, overrides: Mapping[str, str] = {}) -> NodeCon
             ints[attr] = n
     timing: dict[str, int] = {}
     for key, attr in _TIMING_KEYS.items():
-        n = _int(props, key)
+        n = _int(props, key, minimum=1 if attr == "fetch_max_bytes" else 0)
         if n is not None:
             timing[attr] = n
     trace = props.get("kraft.trace.file")

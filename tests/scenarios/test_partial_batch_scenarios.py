@@ -1,0 +1,57 @@
+"""A Fetch answer that ends inside a batch, as a Kafka leader sends one: Kafka's leader reads
+the Fetch's max bytes from its log (UnifiedLog.read with minOneMessage), so whenever more than
+that waits the answer ends with part of a batch. Kafka's follower appends the whole batches
+before the cut and ignores the rest (its log drops the invalid tail); kraft's does the same,
+and fetches next from after the last whole batch. An answer with no whole batch at all
+(nothing but a piece of one) is ignored as corrupt, high watermark included.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_retry_timing_scenarios import EPOCH, LEADER, Solo
+
+from kraft.core.effects import AppendToLog
+from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.errors import ErrorCode
+from kraft.ids import Offset
+from kraft.records import encode_batch
+
+
+def _batch(base: int) -> bytes:
+    """A batch of one 200-byte record (270 bytes with its header and framing)."""
+    return encode_batch(base, EPOCH, [b"%03d" % base * 66 + b"xx"], timestamp_ms=0)
+
+
+def _answer(hwm: int, records: bytes) -> FetchResponse:
+    return FetchResponse(ErrorCode.NONE, LEADER, EPOCH, Offset(hwm), Offset(0), records=records)
+
+
+@pytest.mark.parametrize("cut", [1, 30, 61, 269])
+def test_the_whole_batches_before_a_cut_are_appended(cut: int) -> None:
+    """Two whole batches and `cut` bytes of a third (inside its header, or past it)."""
+    s = Solo()
+    fetch = s.follow()
+    records = _batch(0) + _batch(1) + _batch(2)[:cut]
+    effects = s.receive(5, LEADER, _answer(3, records), fetch)
+    [append] = [e for e in effects if isinstance(e, AppendToLog)]
+    assert (append.first_offset, append.last_offset) == (0, 1)
+    assert bytes(append.data) == _batch(0) + _batch(1)
+    view = s.replica.view()
+    assert (view.end_offset, view.high_watermark) == (2, 2)
+    [nxt] = s.sent(FetchRequest, effects)
+    assert isinstance(nxt.message, FetchRequest) and nxt.message.fetch_offset == 2
+
+
+@pytest.mark.parametrize("cut", [1, 30, 269])
+def test_an_answer_with_no_whole_batch_is_ignored(cut: int) -> None:
+    """After two batches at HWM 0, an answer holding only a piece of the next batch moves
+    neither the log nor the high watermark it states (2)."""
+    s = Solo()
+    fetch = s.follow()
+    effects = s.receive(5, LEADER, _answer(0, _batch(0) + _batch(1)), fetch)
+    [again] = s.sent(FetchRequest, effects)
+    effects = s.receive(6, LEADER, _answer(2, _batch(2)[:cut]), again.message)  # type: ignore[arg-type]
+    assert not [e for e in effects if isinstance(e, AppendToLog)]
+    view = s.replica.view()
+    assert (view.end_offset, view.high_watermark) == (2, 0)
