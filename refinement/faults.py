@@ -139,6 +139,11 @@ class FaultProfile:
     # confused leader might send: the fetcher starts over from Fetch after the retry backoff
     # (kraft.core.snapshot_transfer; FetchRetryExact). Drawn from its own generator.
     mangle_chunk: float = 0.0
+    # Per Fetch answer carrying more than one batch: its records cut at a random byte past the
+    # first batch, as a Kafka leader cuts its answer at the Fetch's max bytes (it reads that
+    # many bytes of its log, always one whole batch): the fetcher appends the whole batches
+    # before the cut and fetches on from there. Drawn from its own generator.
+    cut_fetch: float = 0.0
     # Answers held past the requester's election timeout (the `+delays` profiles): per
     # answer to a Vote (real or pre-vote), BeginQuorumEpoch or EndQuorumEpoch request, with
     # this probability the network holds it until the requester has moved to another state or
@@ -306,13 +311,17 @@ PROFILES["mixed+adversary"] = replace(PROFILES["mixed+adversary"], update_voter_
 # The adversary where logs start at snapshots: among its forgeries, a Fetch at a leader's
 # log start in an epoch it draws, whose answer (the latest snapshot's id unless the epoch is
 # the earliest snapshot's: Kafka's validateOffsetAndEpoch) FetchAnswerPosition judges.
-MIXED_SNAPSHOTS_ADVERSARY = with_adversary(with_snapshots(MIXED))
+# Also Fetch answers cut inside a batch as a Kafka leader cuts them (`cut_fetch`): not a
+# forgery, but no step of the spec either (the fetcher appends fewer batches than the answer's
+# message holds), so only where traces are not validated.
+MIXED_SNAPSHOTS_ADVERSARY = replace(with_adversary(with_snapshots(MIXED)), cut_fetch=0.3)
 PROFILES[MIXED_SNAPSHOTS_ADVERSARY.name] = MIXED_SNAPSHOTS_ADVERSARY
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)
-# The profiles with an adversary on the network.
+# The profiles with an adversary on the network (or cut Fetch answers): no trace of theirs is
+# validated.
 ADVERSARY_PROFILES: tuple[str, ...] = tuple(
-    n for n, p in PROFILES.items() if p.adversary_rate > 0 or p.corrupt_fetch > 0
+    n for n, p in PROFILES.items() if p.adversary_rate > 0 or p.corrupt_fetch > 0 or p.cut_fetch > 0
 )
 # The profiles whose voter set changes (each run by the reconfiguration sweeps).
 RECONFIG_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.dynamic)

@@ -33,6 +33,14 @@ delivered to it (kraft.core.effects, kraft.core.vocabulary's Action):
   id and h >= 0, its records (if any) grew the log, and the replica fetches from that leader
   again in the step (a stale answer, or records it could not append, leaves the Fetch in
   flight and sends nothing).
+- FollowerAppendsWholeBatches: a Follower given its leader's Fetch answer in its epoch (no
+  error, snapshot id or diverging epoch; to a Fetch from its log end; not while it fetches a
+  snapshot, when Fetch answers are late ones) whose records continue its log with whole batches
+  that it may append (CRC valid, contiguous from its log end, epochs not decreasing from its
+  last and not past its epoch; no control batch, whose contents the replica checks further)
+  ends the step with its log end at the end of the last whole batch, even when the answer
+  ends inside a further batch: a Kafka leader cuts its answers at the Fetch's max bytes, and
+  Kafka's follower appends what comes before the cut.
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ from kraft.core.messages import (
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
+from kraft.records import CorruptRecordError, TruncatedBatchError, iter_batches
 from refinement.invariants import Violation
 
 LEADER_ELECTED_BY_VOTES = "LeaderElectedByVotes"
@@ -72,6 +81,7 @@ CANDIDATE_BY_PRE_VOTES = "CandidateByPreVotes"
 ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE = "ActionTakenForEveryHandledMessage"
 COMMIT_AFTER_HIGH_WATERMARK = "CommitAfterHighWatermark"
 FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER = "FollowerHighWatermarkFollowsAnswer"
+FOLLOWER_APPENDS_WHOLE_BATCHES = "FollowerAppendsWholeBatches"
 
 GENERAL_CHECKERS = (
     LEADER_ELECTED_BY_VOTES,
@@ -79,6 +89,7 @@ GENERAL_CHECKERS = (
     ACTION_TAKEN_FOR_EVERY_HANDLED_MESSAGE,
     COMMIT_AFTER_HIGH_WATERMARK,
     FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER,
+    FOLLOWER_APPENDS_WHOLE_BATCHES,
 )
 
 _HANDLE_ACTION: dict[type, Action] = {
@@ -233,6 +244,26 @@ def commit_after_high_watermark(
     return None
 
 
+def _leader_answer(
+    message: Message,
+    src: NodeId,
+    was_following: bool,
+    state: ReplicaState,
+    leader: NodeId | None,
+) -> FetchResponse | None:
+    """`message` if it is a Fetch answer from the leader the replica followed before the step
+    and still follows after it, else None."""
+    if (
+        type(message) is not FetchResponse
+        or not was_following
+        or state is not ReplicaState.FOLLOWER
+        or leader != src
+    ):
+        return None
+    assert isinstance(message, FetchResponse)
+    return message
+
+
 def follower_high_watermark_follows_answer(
     node: NodeId,
     src: NodeId,
@@ -251,27 +282,22 @@ def follower_high_watermark_follows_answer(
     """FollowerHighWatermarkFollowsAnswer for one step that handled `message` from `src`;
     `was_following`: the replica was `src`'s Follower in `epoch` before the step; `before`
     and `end_before` its high watermark and log end then, the rest its view after."""
-    if (
-        type(message) is not FetchResponse
-        or not was_following
-        or state is not ReplicaState.FOLLOWER
-        or leader != src
-    ):
+    answer = _leader_answer(message, src, was_following, state, leader)
+    if answer is None:
         return None
-    assert isinstance(message, FetchResponse)
     if (
-        message.error is not ErrorCode.NONE
-        or message.snapshot_id is not None
-        or message.high_watermark < 0
-        or message.leader_epoch != epoch
-        or (len(message.records) > 0 and end_offset <= end_before)
+        answer.error is not ErrorCode.NONE
+        or answer.snapshot_id is not None
+        or answer.high_watermark < 0
+        or answer.leader_epoch != epoch
+        or (len(answer.records) > 0 and end_offset <= end_before)
     ):
         return None
     if not any(
         type(e) is Send and e.dst == src and type(e.message) is FetchRequest for e in effects
     ):
         return None  # an answer it did not take (stale, or records it could not append)
-    want = Offset(min(message.high_watermark, end_offset))
+    want = Offset(min(answer.high_watermark, end_offset))
     if before is not None and before > want:
         want = before
     if after == want:
@@ -279,6 +305,64 @@ def follower_high_watermark_follows_answer(
     return Violation(
         FOLLOWER_HIGH_WATERMARK_FOLLOWS_ANSWER,
         f"node {node}, Follower of {src} in epoch {epoch}, took a Fetch answer with high"
-        f" watermark {message.high_watermark} at log end {end_offset} (its own was {before})"
+        f" watermark {answer.high_watermark} at log end {end_offset} (its own was {before})"
         f" and ended the step at {after}, not {want}",
+    )
+
+
+def follower_appends_whole_batches(
+    node: NodeId,
+    src: NodeId,
+    message: Message,
+    in_reply_to: Request | None,
+    *,
+    was_following: bool,
+    end_before: Offset,
+    last_epoch_before: Epoch,
+    fetching_snapshot: bool,
+    state: ReplicaState,
+    epoch: Epoch,
+    leader: NodeId | None,
+    end_offset: Offset,
+) -> Violation | None:
+    """FollowerAppendsWholeBatches for one step that handled `message` from `src`;
+    `was_following`: the replica was `src`'s Follower in `epoch` before the step, with log end
+    `end_before` and last epoch `last_epoch_before`, fetching a snapshot or not; the rest its
+    view after."""
+    answer = _leader_answer(message, src, was_following, state, leader)
+    if answer is None or fetching_snapshot:
+        return None
+    if (
+        answer.error is not ErrorCode.NONE
+        or answer.snapshot_id is not None
+        or answer.diverging_epoch is not None
+        or answer.leader_epoch != epoch
+        or not answer.records
+    ):
+        return None
+    if isinstance(in_reply_to, FetchRequest) and (
+        in_reply_to.fetch_offset != end_before
+        or in_reply_to.last_fetched_epoch != last_epoch_before
+    ):
+        return None  # it answers a Fetch from a log position the replica has left
+    want, last = end_before, last_epoch_before
+    cut = False
+    try:
+        for _, h in iter_batches(answer.records):
+            if h.base_offset != want or h.is_control:
+                return None
+            if not last <= h.partition_leader_epoch <= epoch:
+                return None
+            want, last = Offset(h.next_offset), Epoch(h.partition_leader_epoch)
+    except TruncatedBatchError:
+        cut = True
+    except (CorruptRecordError, ValueError):
+        return None
+    if want in (end_before, end_offset):
+        return None
+    return Violation(
+        FOLLOWER_APPENDS_WHOLE_BATCHES,
+        f"node {node}, Follower of {src} in epoch {epoch} at log end {end_before}, took a Fetch"
+        f" answer whose whole batches end at {want}{' (then cut inside a batch)' if cut else ''}"
+        f" and ended the step at log end {end_offset}",
     )

@@ -14,7 +14,7 @@ from kraft.core.events import Event
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_set import VoterSet
-from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 from kraft.storage.memory_log import MemoryLog
 from kraft.storage.memory_snapshots import MemorySnapshots
 from refinement.faults import PROFILES, FaultProfile
@@ -113,6 +113,8 @@ class ReplicaViewLike(Protocol):
     def log_start_offset(self) -> Offset: ...
     @property
     def voters(self) -> tuple[NodeId, ...]: ...
+    @property
+    def fetching_snapshot(self) -> OffsetAndEpoch | None: ...
 
 
 class SimReplica(Protocol):
@@ -197,6 +199,8 @@ class SimResult:
     disk_losses: int = 0
     chunks_corrupted: int = 0
     chunks_mangled: int = 0
+    # Fetch answers cut inside a batch (FaultProfile.cut_fetch).
+    fetches_cut: int = 0
     chunks_lost: int = 0
     chunks_stale: int = 0
     transfer_crashes: dict[str, int] = field(default_factory=dict)
@@ -261,6 +265,7 @@ class SimResult:
                 ("chunks_stale", self.chunks_stale),
                 ("chunks_corrupted", self.chunks_corrupted),
                 ("chunks_mangled", self.chunks_mangled),
+                ("fetches_cut", self.fetches_cut),
                 ("transfer_crashes", sum(self.transfer_crashes.values())),
                 ("transfers_leader_changed", self.transfers_leader_changed),
                 ("disk_losses", self.disk_losses),

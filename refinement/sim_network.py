@@ -131,6 +131,8 @@ class SimNetwork(SimBase):
         self._corrupt = self._profile.corrupt
         self._mangle = self._profile.mangle_chunk
         self._mangle_rng = random.Random(f"{config.seed}/mangle")
+        self._cut = self._profile.cut_fetch
+        self._cut_rng = random.Random(f"{config.seed}/cut")
         # KIP-630 ghosts, kept only under a profile that takes snapshots. The longest history
         # any leader exposed as committed (SnapshotMatchesLog); per leader, the last Fetch it
         # accepted from each replica: (its incarnation, epoch, time, fetch offset)
@@ -437,24 +439,7 @@ class SimNetwork(SimBase):
                     self._check_general(node, event, effects, before_view)
                     self._check_log_start(node, event, answering, before_view, after)
                     if type(event) is Receive:
-                        found = gen.follower_high_watermark_follows_answer(
-                            node.id,
-                            event.src,
-                            event.message,
-                            effects,
-                            was_following=before_view.state is ReplicaState.FOLLOWER
-                            and before_view.leader_id == event.src
-                            and before_view.epoch == after.epoch,
-                            end_before=before_view.end_offset,
-                            before=before_view.high_watermark,
-                            state=after.state,
-                            epoch=after.epoch,
-                            leader=after.leader_id,
-                            end_offset=after.end_offset,
-                            after=after.high_watermark,
-                        )
-                        if found is not None:
-                            self._violation(found.name, found.detail)
+                        self._check_follower_answer(node, event, effects, before_view, after)
         if monitor is not None and node.replica is not None:
             seen = event
             if type(event) is SendFailed and event.broken is not self._failure_broken:
@@ -996,6 +981,9 @@ class SimNetwork(SimBase):
         if self._mangle and mtype is FetchSnapshotResponse:
             assert isinstance(msg, FetchSnapshotResponse)
             msg = self._mangled(msg)
+        if self._cut and mtype is FetchResponse:
+            assert isinstance(msg, FetchResponse)
+            msg = self._cut_inside_a_batch(msg)
         payload = (src.id, msg, in_reply_to, dst.inc)
         if (
             self._hold_past
@@ -1105,6 +1093,68 @@ class SimNetwork(SimBase):
         if rng.random() < 0.5:
             return dataclasses.replace(msg, chunk=b"")
         return dataclasses.replace(msg, size=msg.position + len(msg.chunk) - 1)
+
+    def _check_follower_answer(
+        self,
+        node: _Node,
+        event: Receive,
+        effects: list[Effect],
+        before: ReplicaViewLike,
+        after: ReplicaViewLike,
+    ) -> None:
+        """FollowerHighWatermarkFollowsAnswer and FollowerAppendsWholeBatches for a step that
+        handled `event`."""
+        was_following = (
+            before.state is ReplicaState.FOLLOWER
+            and before.leader_id == event.src
+            and before.epoch == after.epoch
+        )
+        for found in (
+            gen.follower_high_watermark_follows_answer(
+                node.id,
+                event.src,
+                event.message,
+                effects,
+                was_following=was_following,
+                end_before=before.end_offset,
+                before=before.high_watermark,
+                state=after.state,
+                epoch=after.epoch,
+                leader=after.leader_id,
+                end_offset=after.end_offset,
+                after=after.high_watermark,
+            ),
+            gen.follower_appends_whole_batches(
+                node.id,
+                event.src,
+                event.message,
+                event.in_reply_to,
+                was_following=was_following,
+                end_before=before.end_offset,
+                last_epoch_before=before.last_epoch,
+                fetching_snapshot=before.fetching_snapshot is not None,
+                state=after.state,
+                epoch=after.epoch,
+                leader=after.leader_id,
+                end_offset=after.end_offset,
+            ),
+        ):
+            if found is not None:
+                self._violation(found.name, found.detail)
+
+    def _cut_inside_a_batch(self, msg: FetchResponse) -> FetchResponse:
+        """Now and then (FaultProfile.cut_fetch), a Fetch answer of several batches cut at a
+        random byte past its first batch, as a Kafka leader's answer ends at the Fetch's max
+        bytes."""
+        rng = self._cut_rng
+        if msg.error is not ErrorCode.NONE or not msg.records or rng.random() >= self._cut:
+            return msg
+        ends = [pos + h.size_in_bytes for pos, h in iter_batches(msg.records, verify=False)]
+        if len(ends) < 2:
+            return msg
+        self.result.fetches_cut += 1
+        at = rng.randrange(ends[0] + 1, ends[-1])
+        return dataclasses.replace(msg, records=bytes(msg.records[:at]))
 
     def _drop(self, src: int, dst: NodeId, msg: object, reason: str) -> None:
         self.result.dropped += 1

@@ -3,7 +3,9 @@ the Fetch's max bytes from its log (UnifiedLog.read with minOneMessage), so when
 that waits the answer ends with part of a batch. Kafka's follower appends the whole batches
 before the cut and ignores the rest (its log drops the invalid tail); kraft's does the same,
 and fetches next from after the last whole batch. An answer with no whole batch at all
-(nothing but a piece of one) is ignored as corrupt, high watermark included.
+(nothing but a piece of one) is ignored as corrupt, high watermark included. And an answer
+naming a snapshot that ends at the follower's high watermark is fetched, one ending below it
+is not.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import pytest
 from test_retry_timing_scenarios import EPOCH, LEADER, Solo
 
 from kraft.core.effects import AppendToLog
-from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotRequest
 from kraft.errors import ErrorCode
-from kraft.ids import Offset
+from kraft.ids import Offset, OffsetAndEpoch
 from kraft.records import encode_batch
 
 
@@ -55,3 +57,23 @@ def test_an_answer_with_no_whole_batch_is_ignored(cut: int) -> None:
     assert not [e for e in effects if isinstance(e, AppendToLog)]
     view = s.replica.view()
     assert (view.end_offset, view.high_watermark) == (2, 0)
+
+
+@pytest.mark.parametrize(("offset", "fetched"), [(2, True), (1, False)])
+def test_a_snapshot_ending_at_the_high_watermark_is_fetched_one_below_is_not(
+    offset: int, fetched: bool
+) -> None:
+    """At HWM 2, an answer naming a snapshot that ends at 2 drops nothing committed: the
+    follower fetches it at once. One ending at 1 would leave the HWM above the log end: this
+    project's follower backs off instead (Kafka would fetch it; see the README's deviations)."""
+    s = Solo(snapshots=True)
+    fetch = s.follow()
+    effects = s.receive(5, LEADER, _answer(2, _batch(0) + _batch(1)), fetch)
+    assert s.replica.view().high_watermark == 2
+    [again] = s.sent(FetchRequest, effects)
+    named = FetchResponse(
+        ErrorCode.NONE, LEADER, EPOCH, Offset(2), Offset(0),
+        snapshot_id=OffsetAndEpoch(EPOCH, Offset(offset)),
+    )  # fmt: skip
+    effects = s.receive(6, LEADER, named, again.message)  # type: ignore[arg-type]
+    assert bool(s.sent(FetchSnapshotRequest, effects)) is fetched

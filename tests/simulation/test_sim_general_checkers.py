@@ -1,7 +1,7 @@
 """The general step checkers of refinement.invariants_general: each fires, in the simulator, on
 a core weakened in the way it names (a leader or candidate without a majority, a handled
-message with no trace action, a commit said before its high watermark), and stays silent on
-what the rules allow."""
+message with no trace action, a commit said before its high watermark, a follower refusing a
+Fetch answer cut inside a batch), and stays silent on what the rules allow."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from kraft.core.replica import Replica
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, ReplicaKey
+from kraft.records import TruncatedBatchError, iter_batches
 from refinement import invariants_general as gen
 from refinement.faults import PROFILES
 from refinement.sim import SimConfig, simulate
@@ -131,5 +132,24 @@ def test_a_commit_before_its_high_watermark_is_caught(monkeypatch: pytest.Monkey
     assert gen.COMMIT_AFTER_HIGH_WATERMARK in _caught("none", 2)
 
 
+def test_a_follower_refusing_an_answer_cut_inside_a_batch_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The follower as it was before it took Kafka's cut answers: an answer that ends inside
+    a batch is refused whole. The snapshot adversary's profile cuts answers (cut_fetch)."""
+    append_fetched = FollowerRole._append_fetched
+
+    def whole_or_nothing(self: FollowerRole, records: Any) -> bool:
+        try:
+            list(iter_batches(records))
+        except TruncatedBatchError:
+            return False
+        return append_fetched(self, records)
+
+    monkeypatch.setattr(FollowerRole, "_append_fetched", whole_or_nothing)
+    assert gen.FOLLOWER_APPENDS_WHOLE_BATCHES in _caught("mixed+snapshots+adversary", 2)
+
+
 def test_the_unweakened_core_is_left_alone() -> None:
     assert not _caught("mixed", 2) & set(gen.GENERAL_CHECKERS)
+    assert not _caught("mixed+snapshots+adversary", 2) & set(gen.GENERAL_CHECKERS)

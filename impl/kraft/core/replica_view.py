@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kraft.core.vocabulary import ReplicaState
-from kraft.ids import Epoch, NodeId, Offset, ReplicaKey
+from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
@@ -29,6 +29,8 @@ class ReplicaView:
     high_watermark: Offset | None
     log_start_offset: Offset
     voters: tuple[NodeId, ...]
+    # KIP-630: the snapshot it is fetching (Fetch is paused meanwhile), if any.
+    fetching_snapshot: OffsetAndEpoch | None = None
 
 
 class ViewCache:
@@ -42,7 +44,12 @@ class ViewCache:
 
     def view_of(self, r: Replica) -> ReplicaView:
         log = r._log
-        key = (r._state, r._epoch, r._leader_id, r._voted_for, r._hwm, log.version, r._voters)
+        transfer = None if r._fetcher is None else r._fetcher.transfer
+        fetching = None if transfer is None else transfer.snapshot_id
+        key = (
+            r._state, r._epoch, r._leader_id, r._voted_for, r._hwm, log.version, r._voters,
+            fetching,
+        )  # fmt: skip
         if key == self._key and self._view is not None:
             return self._view
         self._key = key
@@ -58,5 +65,6 @@ class ViewCache:
             high_watermark=r._hwm,
             log_start_offset=log.start_offset,
             voters=r._voters.ids,
+            fetching_snapshot=fetching,
         )
         return self._view

@@ -54,11 +54,6 @@ class VoterSet:
             return False
         return mine is key.directory_id or mine in (NO_DIRECTORY, key.directory_id)
 
-    def key_of(self, node: NodeId) -> ReplicaKey | None:
-        """The voter with id `node` (its directory id as the set knows it), if any."""
-        directory = self._by_id.get(node)
-        return None if directory is None else ReplicaKey(node, directory)
-
     def contains_id(self, node: NodeId) -> bool:
         return node in self._by_id
 
