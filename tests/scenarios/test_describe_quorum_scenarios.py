@@ -80,3 +80,6 @@ def test_a_fetch_reaching_the_leaders_end_at_the_previous_fetch_dates_catching_u
     t3 = t2 + 10
     fetch(t3, start + 1)  # behind what the leader had at t2: no news
     assert caught_up() == t1
+    t4 = t3 + 10
+    fetch(t4, int(c.view(lead).end_offset))  # exactly the leader's end: caught up now
+    assert caught_up() == t4

@@ -5,7 +5,7 @@ before the cut and ignores the rest (its log drops the invalid tail); kraft's do
 and fetches next from after the last whole batch. An answer with no whole batch at all
 (nothing but a piece of one) is ignored as corrupt, high watermark included. And an answer
 naming a snapshot that ends at the follower's high watermark is fetched, one ending below it
-is not.
+is not, and a transfer believes any positive size the leader states.
 """
 
 from __future__ import annotations
@@ -13,8 +13,14 @@ from __future__ import annotations
 import pytest
 from test_retry_timing_scenarios import EPOCH, LEADER, Solo
 
-from kraft.core.effects import AppendToLog
-from kraft.core.messages import FetchRequest, FetchResponse, FetchSnapshotRequest
+from kraft.core.effects import AppendToLog, ValidateSnapshot, WriteSnapshotChunk
+from kraft.core.events import Tick
+from kraft.core.messages import (
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+)
 from kraft.errors import ErrorCode
 from kraft.ids import Offset, OffsetAndEpoch
 from kraft.records import encode_batch
@@ -77,3 +83,29 @@ def test_a_snapshot_ending_at_the_high_watermark_is_fetched_one_below_is_not(
     )  # fmt: skip
     effects = s.receive(6, LEADER, named, again.message)  # type: ignore[arg-type]
     assert bool(s.sent(FetchSnapshotRequest, effects)) is fetched
+
+
+def test_a_snapshot_of_any_positive_size_is_taken_at_its_word() -> None:
+    """The first chunk answer of a transfer states the snapshot's size; any positive size is
+    believed (1 byte here, no real snapshot is that small) and the chunk written: whether it
+    holds a snapshot is for the validation to say, not the size."""
+    s = Solo(snapshots=True)
+    fetch = s.follow()
+    named = FetchResponse(
+        ErrorCode.NONE, LEADER, EPOCH, Offset(0), Offset(5),
+        snapshot_id=OffsetAndEpoch(EPOCH, Offset(5)),
+    )  # fmt: skip
+    effects = s.receive(5, LEADER, named, fetch)
+    if not s.sent(FetchSnapshotRequest, effects):
+        effects = s.step(Tick(s.replica.next_deadline_ms()))
+    [ask] = s.sent(FetchSnapshotRequest, effects)
+    assert isinstance(ask.message, FetchSnapshotRequest) and ask.message.position == 0
+    chunk = FetchSnapshotResponse(
+        ErrorCode.NONE, LEADER, EPOCH, OffsetAndEpoch(EPOCH, Offset(5)), size=1, position=0,
+        chunk=b"x",
+    )  # fmt: skip
+    effects = s.receive(s.now, LEADER, chunk, ask.message)
+    assert [type(e) for e in effects if isinstance(e, WriteSnapshotChunk | ValidateSnapshot)] == [
+        WriteSnapshotChunk,
+        ValidateSnapshot,
+    ]

@@ -238,12 +238,13 @@ def _next_request_after_a_bad_chunk(bad: str) -> tuple[int, object]:
     c = Recording(3, observers=1, seed=29, snapshots=True, fetch_max_bytes=8)
     lead, asked = _mid_transfer(c, 4)
     c.partition(4, lead)  # the real chunks stop; this answer comes instead
+    [size, *_] = [m.size for _, _, _, m in c.sent if isinstance(m, FetchSnapshotResponse)]
     answer = FetchSnapshotResponse(
         ErrorCode.NONE,
         NodeId(lead),
         c.view(lead).epoch,
         asked.snapshot_id,
-        size=10**6 if bad == "other size" else 10**3,
+        size=10**6 if bad == "other size" else size,  # an empty chunk comes with the true size
         position=asked.position,
         chunk=b"" if bad == "empty" else b"x" * 8,
     )
