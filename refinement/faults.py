@@ -314,7 +314,11 @@ PROFILES["mixed+adversary"] = replace(PROFILES["mixed+adversary"], update_voter_
 # Also Fetch answers cut inside a batch as a Kafka leader cuts them (`cut_fetch`): not a
 # forgery, but no step of the spec either (the fetcher appends fewer batches than the answer's
 # message holds), so only where traces are not validated.
-MIXED_SNAPSHOTS_ADVERSARY = replace(with_adversary(with_snapshots(MIXED)), cut_fetch=0.3)
+# And FetchSnapshot answers that cannot belong to the snapshot (`mangle_chunk`, with sizes of
+# 0, -1 or a different one among them), which ChunkAnswerTakenExactly judges.
+MIXED_SNAPSHOTS_ADVERSARY = replace(
+    with_adversary(with_snapshots(MIXED)), cut_fetch=0.3, mangle_chunk=0.2
+)
 PROFILES[MIXED_SNAPSHOTS_ADVERSARY.name] = MIXED_SNAPSHOTS_ADVERSARY
 # The profiles that take snapshots (each run by the snapshot sweeps).
 SNAPSHOT_PROFILES: tuple[str, ...] = tuple(n for n, p in PROFILES.items() if p.snapshots)

@@ -24,6 +24,16 @@ simulator sees after each step (the event, the effects in order, the replica's v
   and an unfrozen writer deletes its `.part` on close; an answer saying the snapshot is gone
   (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE) drops the transfer likewise. An abandoned
   transfer leaves nothing behind, and the next one starts from position 0.
+- ChunkAnswerTakenExactly: an answer from the leader of the replica's epoch, to the transfer it
+  asked for (FetchSnapshot sent in its current state, no validation pending), is taken exactly
+  as this project's follower rule says (kraft.core.snapshot_transfer, step 3): SNAPSHOT_NOT_FOUND
+  or POSITION_OUT_OF_RANGE abandons the transfer (DiscardSnapshotFetch; Kafka's
+  handleFetchSnapshotResponse drops it likewise); a chunk of another snapshot or position changes
+  nothing; a chunk at the position held is written whole when it can belong to the snapshot (some
+  bytes, a positive size it does not end past, the size the transfer's first chunk gave), with
+  ValidateSnapshot in the same step when it is the last, and otherwise abandons the transfer
+  with nothing written. The checker keeps its own count of the bytes written and the size. (An
+  answer with a negative size or position is malformed: dropped before any rule.)
 - SnapshotInstalledAtItsEnd: once a replica installs a fetched snapshot, its log starts and
   ends at the snapshot's end offset, its last epoch is the snapshot's (Kafka's lastFetchedEpoch
   after truncateToLatestSnapshot), its high watermark is that offset, and a Fetch sent in the
@@ -69,6 +79,7 @@ CHUNK_WRITTEN_FROM_ITS_LEADER = "ChunkWrittenFromItsLeader"
 PARTIAL_SNAPSHOT_DISCARDED = "PartialSnapshotDiscarded"
 NOTHING_ASKED_WHILE_VALIDATING = "NothingAskedWhileValidating"
 SNAPSHOT_INSTALLED_AT_ITS_END = "SnapshotInstalledAtItsEnd"
+CHUNK_ANSWER_TAKEN_EXACTLY = "ChunkAnswerTakenExactly"
 
 SNAPSHOT_TRANSFER_CHECKERS: tuple[str, ...] = (
     FETCH_SNAPSHOT_ASKS_ITS_POSITION,
@@ -76,6 +87,7 @@ SNAPSHOT_TRANSFER_CHECKERS: tuple[str, ...] = (
     PARTIAL_SNAPSHOT_DISCARDED,
     NOTHING_ASKED_WHILE_VALIDATING,
     SNAPSHOT_INSTALLED_AT_ITS_END,
+    CHUNK_ANSWER_TAKEN_EXACTLY,
 )
 
 F = ReplicaState.FOLLOWER
@@ -109,6 +121,16 @@ class _Ghost:
     part: PartBegun | None = None
     # The snapshot handed to the driver to validate, until its answer or a change of state.
     validating: OffsetAndEpoch | None = None
+    # The view after the replica's last step.
+    seen: Seen | None = None
+    # The transfer asked for in the current state (FetchSnapshot sent), until it is over: its
+    # snapshot, the bytes written of it, and the size its first written chunk gave.
+    asked: OffsetAndEpoch | None = None
+    held: int = 0
+    size: int | None = None
+
+    def transfer_over(self) -> None:
+        self.asked, self.held, self.size = None, 0, None
 
 
 class TransferMonitor:
@@ -138,6 +160,12 @@ class TransferMonitor:
         """One step of `node` (`event` None: its start): `effects` as emitted, `view` after
         the step, `parts` the `.part` buffers its driver holds once the effects are performed."""
         g = self._ghost(node, incarnation)
+        if type(event) is Receive:
+            assert isinstance(event, Receive)
+            if type(event.message) is FetchSnapshotResponse:
+                found = self._chunk_answer(node, g, event, effects)
+                if found is not None:
+                    return found
         if type(event) is SnapshotValidated:
             assert isinstance(event, SnapshotValidated)
             if g.validating == event.snapshot_id:
@@ -154,8 +182,11 @@ class TransferMonitor:
             if t is StateChanged:
                 g.part = None
                 g.validating = None
+                g.transfer_over()
             elif t is WriteSnapshotChunk:
                 assert isinstance(e, WriteSnapshotChunk)
+                g.held = e.position + len(e.data)
+                g.size = e.size
                 if e.position == 0:
                     g.part = PartBegun(e.snapshot_id, view.epoch, view.leader_id)
                 found = chunk_written_from_its_leader(node, event, e, view, parts)
@@ -164,6 +195,7 @@ class TransferMonitor:
             elif t is DiscardSnapshotFetch or t is InstallSnapshot:
                 g.part = None
                 g.validating = None
+                g.transfer_over()
                 if t is InstallSnapshot:
                     assert isinstance(e, InstallSnapshot)
                     installed = e.snapshot_id
@@ -179,6 +211,9 @@ class TransferMonitor:
                     found = fetch_snapshot_asks_its_position(node, e.dst, msg, view, parts)
                     if found is not None:
                         return found
+                    if g.asked != msg.snapshot_id:
+                        g.transfer_over()
+                        g.asked = msg.snapshot_id
                 elif mt is FetchRequest:
                     assert isinstance(msg, FetchRequest)
                     fetched = msg
@@ -200,11 +235,36 @@ class TransferMonitor:
                         f" validating snapshot {g.validating}: its fetch timer is suspended"
                         " until the answer",
                     )
+        g.seen = view
         if installed is not None:
             found = snapshot_installed_at_its_end(node, installed, view, fetched)
             if found is not None:
                 return found
         return partial_snapshot_discarded(node, g.part, view, parts, regular_fetch=regular_fetch)
+
+    @staticmethod
+    def _chunk_answer(
+        node: NodeId, g: _Ghost, event: Receive, effects: Sequence[Effect]
+    ) -> Violation | None:
+        """ChunkAnswerTakenExactly for a step that received a FetchSnapshot answer, from the
+        ghost as the step found it."""
+        resp = event.message
+        assert isinstance(resp, FetchSnapshotResponse)
+        pre = g.seen
+        if (
+            pre is None
+            or g.asked is None
+            or g.validating is not None
+            or pre.state is not F
+            or event.src != pre.leader_id
+            or resp.leader_id != pre.leader_id
+            or resp.leader_epoch != pre.epoch
+            or any(type(e) is StateChanged for e in effects)
+        ):
+            return None
+        return chunk_answer_taken_exactly(
+            node, resp, effects, asked=g.asked, held=g.held, size=g.size
+        )
 
 
 def _leader_gone(event: Event | None) -> bool:
@@ -307,6 +367,63 @@ def chunk_written_from_its_leader(
             f"node {node} wrote {len(data)} bytes of snapshot {e.snapshot_id} at {e.position}"
             f" from an answer carrying {len(resp.chunk)} bytes of {resp.snapshot_id} at"
             f" {resp.position} (its .part now {None if part is None else len(part)} bytes)",
+        )
+    return None
+
+
+def chunk_answer_taken_exactly(
+    node: NodeId,
+    resp: FetchSnapshotResponse,
+    effects: Sequence[Effect],
+    *,
+    asked: OffsetAndEpoch,
+    held: int,
+    size: int | None,
+) -> Violation | None:
+    """ChunkAnswerTakenExactly for the leader's answer `resp` to the transfer of `asked`, of
+    which `held` bytes are written and whose first chunk gave `size` (None before it)."""
+    writes = [e for e in effects if type(e) is WriteSnapshotChunk]
+    discarded = any(type(e) is DiscardSnapshotFetch for e in effects)
+    validated = [e for e in effects if type(e) is ValidateSnapshot]
+    what = (
+        f"node {node}'s transfer of {asked} ({held} bytes held, size {size}) got {resp.error.name}"
+        f" for {resp.snapshot_id} at {resp.position}, {len(resp.chunk)} bytes of {resp.size}"
+    )
+    if resp.error in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+        expected: tuple[WriteSnapshotChunk, ...] | None = None  # abandoned
+    elif resp.error is not ErrorCode.NONE or resp.size < 0 or resp.position < 0:
+        # An error backs off and asks again (the timing checkers' business); a negative size
+        # or position is malformed, dropped before any rule (the input checkers' business).
+        return None
+    elif resp.snapshot_id != asked or resp.position != held:
+        expected = ()  # a duplicate or stale chunk: nothing changes
+    else:
+        end = resp.position + len(resp.chunk)
+        fits = (
+            len(resp.chunk) > 0
+            and resp.size > 0
+            and end <= resp.size
+            and (size is None or resp.size == size)
+        )
+        expected = (WriteSnapshotChunk(asked, held, resp.size, resp.chunk),) if fits else None
+    if expected is None:
+        if writes or not discarded:
+            return Violation(
+                CHUNK_ANSWER_TAKEN_EXACTLY,
+                f"{what}: the transfer must be abandoned (DiscardSnapshotFetch) with nothing"
+                f" written; {len(writes)} write(s), discarded: {discarded}",
+            )
+        return None
+    got = tuple((w.snapshot_id, w.position, w.size, bytes(w.data)) for w in writes)
+    want = tuple((w.snapshot_id, w.position, w.size, bytes(w.data)) for w in expected)
+    last = bool(expected) and resp.position + len(resp.chunk) == resp.size
+    if got != want or discarded or bool(validated) != last:
+        return Violation(
+            CHUNK_ANSWER_TAKEN_EXACTLY,
+            f"{what}: expected {len(want)} chunk(s) written"
+            f"{' and the snapshot validated' if last else ''}, the transfer kept; got"
+            f" {[(w[0], w[1], w[2], len(w[3])) for w in got]}, discarded: {discarded},"
+            f" validated: {bool(validated)}",
         )
     return None
 

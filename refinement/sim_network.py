@@ -130,6 +130,8 @@ class SimNetwork(SimBase):
         self._duplicate = self._profile.duplicate
         self._corrupt = self._profile.corrupt
         self._mangle = self._profile.mangle_chunk
+        # With an adversary, sizes that cannot be the snapshot's too (none, or not the first's).
+        self._mangle_sizes = self._profile.adversary_rate > 0
         self._mangle_rng = random.Random(f"{config.seed}/mangle")
         self._cut = self._profile.cut_fetch
         self._cut_rng = random.Random(f"{config.seed}/cut")
@@ -1085,14 +1087,20 @@ class SimNetwork(SimBase):
 
     def _mangled(self, msg: FetchSnapshotResponse) -> FetchSnapshotResponse:
         """Now and then (FaultProfile.mangle_chunk), a chunk answer that cannot belong to the
-        snapshot: its bytes gone, or a size that the chunk ends past."""
+        snapshot: its bytes gone, or a size that the chunk ends past (with an adversary also
+        no size at all, or one larger than the true one)."""
         rng = self._mangle_rng
         if msg.error is not ErrorCode.NONE or not msg.chunk or rng.random() >= self._mangle:
             return msg
         self.result.chunks_mangled += 1
         if rng.random() < 0.5:
             return dataclasses.replace(msg, chunk=b"")
-        return dataclasses.replace(msg, size=msg.position + len(msg.chunk) - 1)
+        if not self._mangle_sizes or rng.random() < 0.5:
+            return dataclasses.replace(msg, size=msg.position + len(msg.chunk) - 1)
+        if rng.random() < 0.5:
+            return dataclasses.replace(msg, size=-int(rng.random() * 2))  # 0 or -1
+        # Larger than the true size: a later chunk's size then differs from the first's.
+        return dataclasses.replace(msg, size=msg.size + 1 + int(rng.random() * 3))
 
     def _check_follower_answer(
         self,

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 from memory_logs import key
 
-from kraft.core.effects import ActionTaken, Send, ValidateSnapshot, WriteSnapshotChunk
+from kraft.core.effects import (
+    ActionTaken,
+    DiscardSnapshotFetch,
+    Send,
+    ValidateSnapshot,
+    WriteSnapshotChunk,
+)
 from kraft.core.events import Receive, SnapshotValidated
 from kraft.core.messages import (
     FetchRequest,
@@ -123,7 +129,11 @@ def _abandon_keeping_the_part(self: SnapshotFetcher) -> None:
 def test_the_sweep_catches_a_transfer_abandoned_without_its_part(
     profile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    names = (tr.PARTIAL_SNAPSHOT_DISCARDED, tr.FETCH_SNAPSHOT_ASKS_ITS_POSITION)
+    names = (
+        tr.PARTIAL_SNAPSHOT_DISCARDED,
+        tr.FETCH_SNAPSHOT_ASKS_ITS_POSITION,
+        tr.CHUNK_ANSWER_TAKEN_EXACTLY,  # an abandon it does not announce
+    )
     for seed in range(6):
         assert simulate(SimConfig(seed=seed, profile=PROFILES[profile])).ok
     monkeypatch.setattr(SnapshotFetcher, "abandon", _abandon_keeping_the_part)
@@ -165,3 +175,87 @@ def test_slow_validation_catches_a_fetch_timer_that_is_not_suspended(
         config = SimConfig(seed=seed, max_events=1500, profile=profile)
         caught += [v.name for v in simulate(config).violations]
     assert caught and set(caught) <= {tr.NOTHING_ASKED_WHILE_VALIDATING}, caught
+
+
+def _answer(
+    error: ErrorCode = ErrorCode.NONE,
+    *,
+    sid: OffsetAndEpoch = SID,
+    position: int = 5,
+    size: int = 30,
+    chunk: bytes = b"abc",
+) -> FetchSnapshotResponse:
+    return FetchSnapshotResponse(error, LEADER, Epoch(3), sid, size, position, chunk)
+
+
+def _taken(resp: FetchSnapshotResponse, effects: list[object], size: int | None = 30) -> bool:
+    found = tr.chunk_answer_taken_exactly(
+        ME,
+        resp,
+        effects,  # type: ignore[arg-type]
+        asked=SID,
+        held=5,
+        size=size,
+    )
+    assert found is None or found.name == tr.CHUNK_ANSWER_TAKEN_EXACTLY
+    return found is None
+
+
+def test_a_chunk_answer_is_taken_exactly_as_the_follower_rule_says() -> None:
+    write = WriteSnapshotChunk(SID, 5, 30, b"abc")
+    discard = DiscardSnapshotFetch(SID)
+    # A chunk that fits: written whole, the transfer kept; the last one is validated too.
+    assert _taken(_answer(), [write])
+    assert not _taken(_answer(), [])
+    assert not _taken(_answer(), [write, discard])
+    assert not _taken(_answer(), [WriteSnapshotChunk(SID, 5, 30, b"ab")])
+    last = WriteSnapshotChunk(SID, 5, 8, b"abc")
+    assert _taken(_answer(size=8), [last, ValidateSnapshot(SID, 8)], size=None)
+    assert not _taken(_answer(size=8), [last], size=None)
+    # Answers that cannot belong to the snapshot abandon the transfer, nothing written.
+    for bad in (_answer(chunk=b""), _answer(size=0), _answer(size=7), _answer(size=31)):
+        assert _taken(bad, [discard])
+        assert not _taken(bad, [])
+        assert not _taken(bad, [WriteSnapshotChunk(SID, 5, bad.size, bad.chunk), discard])
+    # The leader no longer has it: abandoned.
+    for gone in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+        assert _taken(_answer(gone), [discard])
+        assert not _taken(_answer(gone), [])
+    # Another position or snapshot: nothing changes. Other errors, malformed sizes: not judged.
+    other = OffsetAndEpoch(Epoch(2), Offset(25))
+    for stale in (_answer(position=2), _answer(sid=other)):
+        assert _taken(stale, [])
+        assert not _taken(stale, [discard])
+    assert _taken(_answer(ErrorCode.UNKNOWN_SERVER_ERROR), [])
+    assert _taken(_answer(size=-1), [])
+
+
+def _ignoring_empty_chunks(
+    self: SnapshotFetcher, src: NodeId, resp: FetchSnapshotResponse, in_reply_to: Request | None
+) -> None:
+    """A fetcher that puts an empty chunk aside instead of starting the transfer over."""
+    if resp.error is ErrorCode.NONE and not resp.chunk:
+        self._r._out.append(ActionTaken(Action.HANDLE_FETCH_SNAPSHOT_RESPONSE))
+        return
+    _handle_response(self, src, resp, in_reply_to)
+
+
+def test_mangled_chunks_catch_a_fetcher_that_ignores_an_empty_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mixed+snapshots+adversary mangles a fifth of the chunk answers (no bytes, no size, a size
+    the chunk ends past or not the first chunk's): ChunkAnswerTakenExactly holds on the
+    unmutated core and reports a fetcher that ignores an empty chunk."""
+    profile = PROFILES["mixed+snapshots+adversary"]
+    assert profile.mangle_chunk > 0
+    mangled = 0
+    for seed in range(6):
+        r = simulate(SimConfig(seed=seed, profile=profile))
+        assert r.ok, r.violations
+        mangled += r.chunks_mangled
+    assert mangled > 0
+    monkeypatch.setattr(SnapshotFetcher, "handle_response", _ignoring_empty_chunks)
+    caught: list[str] = []
+    for seed in range(6):
+        caught += [v.name for v in simulate(SimConfig(seed=seed, profile=profile)).violations]
+    assert caught and set(caught) <= {tr.CHUNK_ANSWER_TAKEN_EXACTLY}, caught
