@@ -14,7 +14,8 @@ that Fetch is answered or times out.
 
 from __future__ import annotations
 
-from test_retry_timing_scenarios import EPOCH, LEADER, Solo
+from memory_logs import key
+from test_retry_timing_scenarios import CLUSTER, EPOCH, LEADER, Solo
 
 from kraft.core.effects import StateChanged
 from kraft.core.events import Tick
@@ -96,3 +97,22 @@ def test_a_stray_fetch_answer_does_not_end_the_followers_fetch_in_flight() -> No
     again = s.tick_until_sent(FetchRequest, limit=10 * s.timing.request_timeout_ms)
     assert again.dst == LEADER
     assert s.now == s.timing.request_timeout_ms
+
+
+def test_a_voted_prospective_whose_pre_vote_timed_out_stands_again_at_once() -> None:
+    """A Voted replica's timer runs out: it becomes Prospective, still having voted. Its
+    pre-vote gets no answer and times out: back to Voted with the time left on the timer
+    (Kafka's transitionToUnattached keeps a Prospective's time left unless a majority rejected
+    it), none: it stands again at that same time. Only a vote granted restarts the timer."""
+    s = Solo()
+    vote = VoteRequest(CLUSTER, key(2), Epoch(1), Epoch(0), Offset(0))
+    s.receive(1, NodeId(2), vote, None)
+    assert (s.replica.view().state, s.replica.view().voted_for) == (S.VOTED, key(2))
+    first = s.tick_until_sent(VoteRequest, limit=5_000)
+    assert isinstance(first.message, VoteRequest) and first.message.pre_vote
+    assert s.replica.view().state is S.PROSPECTIVE
+    timeout = s.replica.next_deadline_ms()
+    effects = s.step(Tick(timeout))
+    assert [e.new for e in effects if isinstance(e, StateChanged)] == [S.VOTED]
+    assert s.replica.view().voted_for == key(2)
+    assert _stands_at(s, timeout)

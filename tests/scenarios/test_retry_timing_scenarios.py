@@ -14,9 +14,16 @@ import random
 from collections.abc import Sequence
 
 import pytest
-from memory_logs import key
+from memory_logs import key, perform_append
 
-from kraft.core.effects import Effect, Send, SnapshotRequired, StateChanged
+from kraft.core.effects import (
+    AppendToLog,
+    Effect,
+    Send,
+    SnapshotRequired,
+    StateChanged,
+    TruncateLog,
+)
 from kraft.core.events import Event, Receive, SendFailed, Tick
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
@@ -57,7 +64,7 @@ class Solo:
     ) -> None:
         self.timing = QuorumTiming(**cfg)
         self.me = NodeId(me)
-        log = MemoryLog()
+        self.log = log = MemoryLog()
         self.replica = Replica(
             ReplicaConfig(key(me), CLUSTER, VOTERS, self.timing),
             election_state=None,
@@ -79,6 +86,11 @@ class Solo:
         self.now = max(self.now, event.now_ms)
         self._check(self.monitor.overdue(self.now))
         self.effects = self.replica.step(event)
+        for e in self.effects:  # the log's writes, so that the replica reads what it wrote
+            if isinstance(e, AppendToLog):
+                perform_append(self.log, e)
+            elif isinstance(e, TruncateLog):
+                self.log.truncate_to(e.offset)
         leader = self.replica.view().leader_id
         self._check(self.monitor.step(self.me, self.now, event, self.effects, leader))
         return self.effects

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 from memory_logs import key
-from scenario_harness import CLUSTER, controller_endpoints
-from test_add_voter_answer_scenarios import ADMIN, NEW, _admin, _setup
+from scenario_harness import CLUSTER, controller_endpoints, elect
+from test_add_voter_answer_scenarios import ADMIN, NEW, _Admin, _admin, _setup
 
 from kraft.core.effects import CheckVoterVersions, Effect, Send
 from kraft.core.events import Receive, VoterVersionsChecked
@@ -132,3 +132,22 @@ def test_a_replica_whose_kraft_versions_exclude_the_finalized_one_is_not_added(
     assert "doesn't support the finalized version 1" in (answer.message or "")
     c.run(c.now + 3_000)
     assert c.view(lead).voters == (1, 2, 3)
+
+
+def test_the_only_voter_is_never_removed() -> None:
+    """A dynamic quorum of one voter: RemoveRaftVoter of that voter, with its exact key, is
+    refused with VOTER_NOT_FOUND (Kafka's VoterSet.removeVoter gives no voter set without any
+    voter) and the quorum keeps its voter and its leader."""
+    c = _Admin(1, observers=1, seed=7, election_timeout_ms=1000, fetch_timeout_ms=2000)
+    c.answers = []
+    lead = elect(c)
+    remove = RemoveVoterRequest(CLUSTER, key(lead))
+    [answer] = _answers(
+        _admin(c, lead, Receive(c.now, ADMIN, remove, reply_to=1)), RemoveVoterResponse
+    )
+    assert isinstance(answer, RemoveVoterResponse)
+    assert answer.error is ErrorCode.VOTER_NOT_FOUND
+    assert (answer.message or "").startswith(f"Cannot remove voter {key(lead).kafka_text()}")
+    c.run(c.now + 3_000)
+    assert c.view(lead).voters == (lead,)
+    assert c.leader() == lead
