@@ -249,6 +249,12 @@ def _mutation_figures() -> list[Figure]:
     return bench_mutation.figures()
 
 
+def _fresh_mutation_figures() -> list[Figure]:
+    from benchmarks import bench_mutation
+
+    return bench_mutation.fresh_figures()
+
+
 PEERS_SUITE = (
     "3-node clusters side by side: kraft, Apache Kafka's TestRaftServer, etcd (peers, issue #17)"
 )
@@ -283,6 +289,7 @@ SUITES: dict[str, Callable[[], list[Figure]]] = {
     "mutation campaign: score without the unit tests, time, 1 -> 2 cores (issue #16)": (
         _mutation_figures
     ),
+    "mutation score of the fresh samples on record, pooled (issue #16)": _fresh_mutation_figures,
 }
 
 

@@ -275,32 +275,14 @@ def pool(outs: Sequence[Path], equivalents_path: Path) -> str:
     """Per-sample and pooled scores of fresh samples under today's equivalents (module doc)."""
     import pandas as pd
 
-    equivalents = load_equivalents(equivalents_path)
-    seen: set[str] = set()
-    lines = [
-        "| sample | mutants | killed | equivalent now | survivors | score |",
-        "|---|---|---|---|---|---|",
+    from refinement.mutation import fresh
+
+    outcomes = [
+        fresh.Outcome(str(out), "", str(r.id), "", "", bool(r.killed), "")
+        for out in outs
+        for r in pd.read_parquet(out / "mutants", columns=["id", "killed"]).itertuples()
     ]
-    all_killed = all_counted = 0
-    for out in outs:
-        df = pd.read_parquet(out / "mutants", columns=["id", "killed"])
-        df = df[~df["id"].isin(seen)]
-        seen.update(df["id"])
-        killed = int(df["killed"].sum())
-        eq = int((~df["killed"] & df["id"].isin(equivalents)).sum())
-        counted = len(df) - eq
-        all_killed += killed
-        all_counted += counted
-        lines.append(
-            f"| {out} | {len(df)} | {killed} | {eq} | {counted - killed} "
-            f"| {_pct(_score(killed, counted, 0))} |"
-        )
-    low, high = wilson_interval(all_killed, all_counted)
-    lines.append(
-        f"| pooled | {len(seen)} | {all_killed} | | {all_counted - all_killed} "
-        f"| {_pct(_score(all_killed, all_counted, 0))} (95 % interval {_pct(low)} - {_pct(high)}) |"
-    )
-    return "\n".join(lines)
+    return fresh.table(fresh.pool(outcomes, load_equivalents(equivalents_path)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

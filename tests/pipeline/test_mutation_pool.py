@@ -29,7 +29,7 @@ def test_samples_pool_under_todays_equivalents(tmp_path: Path) -> None:
     assert table[2].endswith("| 4 | 2 | 1 | 1 | 66.7 % |")  # e1 left the count
     assert table[3].endswith("| 2 | 1 | 0 | 1 | 50.0 % |")  # k1 counted in `a` only
     pooled = table[4]
-    assert pooled.startswith("| pooled | 6 | 3 |")
+    assert pooled.startswith("| pooled | | 6 | 3 |")
     low, high = report.wilson_interval(3, 5)
     assert f"60.0 % (95 % interval {100 * low:.1f} % - {100 * high:.1f} %)" in pooled
 
