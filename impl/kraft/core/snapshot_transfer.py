@@ -41,7 +41,7 @@ from kraft.core.effects import (
 )
 from kraft.core.events import SendFailed, SnapshotValidated
 from kraft.core.messages import FetchSnapshotRequest, FetchSnapshotResponse, Request
-from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.vocabulary import Action
 from kraft.core.voter_records import voter_set_of
 from kraft.core.voter_set import VoterSet
 from kraft.errors import ErrorCode
@@ -49,8 +49,6 @@ from kraft.ids import Epoch, NodeId, OffsetAndEpoch
 
 if TYPE_CHECKING:
     from kraft.core.replica import Replica
-
-F = ReplicaState.FOLLOWER
 
 
 @dataclass(slots=True)
@@ -164,14 +162,9 @@ class SnapshotFetcher:
         if resp.error is not ErrorCode.UNKNOWN_LEADER_EPOCH:
             r._learn(resp.leader_id, resp.leader_epoch)  # a change abandons the transfer
         t = self.transfer
-        if (
-            t is None
-            or t.validating
-            or r._state is not F
-            or src != t.leader
-            or resp.leader_epoch != t.epoch
-            or t.epoch != r._epoch
-        ):
+        # A transfer lives only while the replica follows its leader in its epoch: every
+        # transition abandons it (Replica._transition), so its epoch is the replica's.
+        if t is None or t.validating or src != t.leader or resp.leader_epoch != t.epoch:
             return  # for a transfer that is over, or from elsewhere
         if resp.error in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
             # The leader no longer has it (it moved on to a newer one): start over from Fetch.
@@ -186,12 +179,9 @@ class SnapshotFetcher:
             return  # a duplicate or stale chunk: the one asked for is still on its way
         chunk = resp.chunk
         end = resp.position + len(chunk)
-        if (
-            not chunk
-            or resp.size <= 0
-            or end > resp.size
-            or (t.size is not None and resp.size != t.size)
-        ):
+        # (A size of 0 fails `end > resp.size` with any bytes; a negative one never gets here:
+        # kraft.core.bounds drops it.)
+        if not chunk or end > resp.size or (t.size is not None and resp.size != t.size):
             # An answer that cannot belong to this snapshot: start over.
             self._restart_fetch(backoff=True)
             return
