@@ -60,15 +60,17 @@ class Solo:
         *,
         seed: int = 0,
         snapshots: bool = False,
+        start: OffsetAndEpoch | None = None,
         **cfg: int,
     ) -> None:
         self.timing = QuorumTiming(**cfg)
         self.me = NodeId(me)
-        self.log = log = MemoryLog()
+        # `start`: the log starts (and ends) at a snapshot the replica holds.
+        self.log = log = MemoryLog(0 if start is None else start.offset)
         self.replica = Replica(
             ReplicaConfig(key(me), CLUSTER, VOTERS, self.timing),
             election_state=None,
-            log_state=log_state_of(log),
+            log_state=log_state_of(log, () if start is None else (start,)),
             reader=BatchReader(log),
             rng=random.Random(seed),
             now_ms=0,

@@ -218,3 +218,19 @@ def test_a_verdict_after_the_transfer_was_abandoned_is_ignored() -> None:
     effects = s.step(SnapshotValidated(8, SNAP, True))
     assert not _of(effects, InstallSnapshot)
     assert s.replica.view().log_start_offset == 0
+
+
+@pytest.mark.parametrize(("offset", "fetched"), [(9, False), (10, True), (12, True)])
+def test_a_restarted_follower_fetches_no_snapshot_ending_below_its_log_start(
+    offset: int, fetched: bool
+) -> None:
+    """A follower restarted from its snapshot at 10 (its log starts and ends there, its HWM
+    not yet known) is told to fetch a snapshot: one ending below 10 would take its log start
+    back and is not fetched (this project's rule; Kafka 4.3.1 refuses only a snapshot id it
+    holds: see the README's deviations), one ending at 10 or later is."""
+    s = Solo(snapshots=True, start=OffsetAndEpoch(EPOCH, Offset(10)))
+    assert s.replica.view().high_watermark is None
+    fetch = s.follow()
+    assert (fetch.fetch_offset, fetch.log_start_offset) == (10, 10)
+    effects = s.answer(5, fetch, snapshot_id=OffsetAndEpoch(EPOCH, Offset(offset)))
+    assert bool(s.sent(FetchSnapshotRequest, effects)) == fetched

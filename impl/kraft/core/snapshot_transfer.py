@@ -93,11 +93,12 @@ class SnapshotFetcher:
             or (r._hwm is not None and snapshot_id.offset < r._hwm)
         ):
             # Not a snapshot a leader of our epoch can hold, or one older than our own log
-            # start (Kafka logs it and backs off), or one ending below our HWM: installing it
-            # would drop records we committed and leave the HWM above the log end, which
-            # Kafka never does (its FollowerState refuses a HWM that moves down, and its
-            # log's HWM after the full truncation is the snapshot's end offset). A leader
-            # names such a snapshot only for a stale or damaged answer; back off.
+            # start (installing it would take the log start back), or one ending below our
+            # HWM: installing it would drop records we committed and leave the HWM above the
+            # log end, which Kafka never does (its FollowerState refuses a HWM that moves down,
+            # and its log's HWM after the full truncation is the snapshot's end offset). A leader
+            # names such a snapshot only for a stale or damaged answer; back off. (Kafka 4.3.1
+            # refuses only a snapshot id it already holds: both are README deviations.)
             r._fetch_send_at = r._now + r._timing.retry_backoff_ms
             return
         self.transfer = Transfer(snapshot_id, leader, r._epoch)
