@@ -83,15 +83,10 @@ def figures(sample: int = SAMPLE, seed: int = SEED) -> list[Figure]:
     results = scaling(sample, seed)
     one, two = results[1], results[2]
     return [
-        Figure(
-            name=(
-                f"mutation score without the unit tests ({two.mutants} mutants, sample seed "
-                f"{seed}; {two.killed} killed, {two.equivalent} equivalent)"
-            ),
-            value=100 * two.score,
-            unit="%",
-            target=f">= {100 * GOAL:.0f} %",
-            met=two.score >= GOAL,
+        _score_figure(
+            f"mutation score without the unit tests ({two.mutants} mutants, sample seed "
+            f"{seed}; {two.killed} killed, {two.equivalent} equivalent)",
+            two.score,
         ),
         Figure(
             name="campaign throughput on local[2] (mutants per hour)",
@@ -105,46 +100,42 @@ def figures(sample: int = SAMPLE, seed: int = SEED) -> list[Figure]:
     ]
 
 
+def _score_figure(name: str, score: float) -> Figure:
+    """A mutation score (killed / non-equivalent) against issue #16's goal."""
+    return Figure(
+        name=name,
+        value=100 * score,
+        unit="%",
+        target=f">= {100 * GOAL:.0f} %",
+        met=score >= GOAL,
+    )
+
+
 def fresh_figures() -> list[Figure]:
     """The pooled score of the fresh samples on record (refinement/mutation/fresh_samples.csv,
     `python -m refinement.mutation.fresh score`), under today's equivalents file: the
     estimate of issue #16's goal, from every sample drawn before its survivors were worked."""
     from refinement.mutation import fresh
+    from refinement.mutation.campaign import EQUIVALENTS
 
-    pooled = fresh.pool(fresh.load(), load_equivalents(fresh_equivalents()))
+    pooled = fresh.pool(fresh.load(), load_equivalents(EQUIVALENTS))
     low, high = pooled.interval
     samples = pooled.samples
     last = samples[-1]
     return [
-        Figure(
-            name=(
-                f"mutation score without the unit tests, {len(samples)} fresh samples pooled "
-                f"(seeds {samples[0].sample}-{last.sample}; {pooled.killed} killed of "
-                f"{pooled.counted} non-equivalent; 95 % Wilson interval "
-                f"{100 * low:.1f}-{100 * high:.1f} %)"
-            ),
-            value=100 * pooled.score,
-            unit="%",
-            target=f">= {100 * GOAL:.0f} %",
-            met=pooled.score >= GOAL,
+        _score_figure(
+            f"mutation score without the unit tests, {len(samples)} fresh samples pooled "
+            f"(seeds {samples[0].sample}-{last.sample}; {pooled.killed} killed of "
+            f"{pooled.counted} non-equivalent; 95 % Wilson interval "
+            f"{100 * low:.1f}-{100 * high:.1f} %)",
+            pooled.score,
         ),
-        Figure(
-            name=(
-                f"the latest fresh sample (seed {last.sample}, drawn on {last.drawn_on}; "
-                f"{last.killed} killed of {last.counted})"
-            ),
-            value=100 * last.score,
-            unit="%",
-            target=f">= {100 * GOAL:.0f} %",
-            met=last.score >= GOAL,
+        _score_figure(
+            f"the latest fresh sample (seed {last.sample}, drawn on {last.drawn_on}; "
+            f"{last.killed} killed of {last.counted})",
+            last.score,
         ),
     ]
-
-
-def fresh_equivalents() -> Path:
-    from refinement.mutation.campaign import EQUIVALENTS
-
-    return EQUIVALENTS
 
 
 def main() -> None:
