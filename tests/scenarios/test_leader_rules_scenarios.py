@@ -23,13 +23,18 @@ rarely or never:
   (Kafka's pollLeader acts on isResignRequested before anything else);
 - a pending voter change is answered REQUEST_TIMED_OUT exactly when its request timeout runs
   out, whatever other timer the leader has (Kafka's pollLeader returns the least of its timers,
-  maybeExpirePendingOperation's among them).
+  maybeExpirePendingOperation's among them);
+- of five voters, a leader that only one other voter fetches from has no quorum and resigns at
+  its check-quorum timeout (1.5 x the fetch timeout), while two fetching keep it leading (Kafka's
+  LeaderState.updateCheckQuorumForFollowingVoter counts the leader among the majority). The
+  sweep's quorums have three voters, where one is enough.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from memory_logs import key, raw_batches
 from scenario_harness import CLUSTER, Cluster, DynamicCluster, elect
 
@@ -336,3 +341,17 @@ def test_a_pending_voter_change_times_out_exactly_at_its_request_timeout() -> No
     assert at == asked + REQUEST_TIMEOUT_MS
     assert isinstance(answer, RemoveVoterResponse)
     assert answer.error is ErrorCode.REQUEST_TIMED_OUT
+
+
+@pytest.mark.parametrize(("fetching", "leads"), [(1, False), (2, True)])
+def test_of_five_voters_a_leader_needs_two_others_fetching(fetching: int, leads: bool) -> None:
+    c = Cluster(5, seed=3, election_timeout_ms=1000, fetch_timeout_ms=2000)
+    lead = elect(c)
+    c.run(c.now + 500)
+    others = [i for i in c.nodes if i != lead]
+    for i in others[fetching:]:
+        c.isolate(i)
+    epoch = c.view(lead).epoch
+    c.run(c.now + 3000 + 200)  # the check-quorum timeout, 1.5 x 2000 ms, and a margin
+    view = c.view(lead)
+    assert (view.state is ReplicaState.LEADER and view.epoch == epoch) is leads

@@ -151,3 +151,20 @@ def test_the_only_voter_is_never_removed() -> None:
     c.run(c.now + 3_000)
     assert c.view(lead).voters == (lead,)
     assert c.leader() == lead
+
+
+@pytest.mark.parametrize("error", [ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT])
+def test_a_second_probe_answer_after_the_add_went_ahead_is_ignored(error: ErrorCode) -> None:
+    """The probe's answer let the add go ahead (its Voters record is written, not yet
+    committed); a second answer for the same replica, a duplicate or a late failure, decides
+    nothing more: no second record, no answer to the admin client."""
+    c, lead = _setup()
+    add = AddVoterRequest(CLUSTER, key(NEW), controller_endpoints(NEW))
+    _admin(c, lead, Receive(c.now, ADMIN, add, reply_to=1))
+    _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))
+    assert c.view(lead).voters == (1, 2, 3, NEW)
+    end = c.view(lead).end_offset
+    span = (0, 1) if error is ErrorCode.NONE else None
+    again = _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), error, span))
+    assert _answers(again, AddVoterResponse) == []
+    assert c.view(lead).end_offset == end
