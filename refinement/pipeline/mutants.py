@@ -12,7 +12,8 @@ tests/simulation/test_sim_mutants.py):
   KIP-630's rule that every live replica has fetched past it or the lag time passed
   (LogStartBelowLiveReplicas);
 - install-unvalidated: a fetched snapshot is installed once its last chunk is written, before
-  the driver validated it (SnapshotIntact, when a corrupted chunk came in).
+  the driver validated it (ChunkAnswerTakenExactly, which wants ValidateSnapshot in that step;
+  SnapshotIntact, when a corrupted chunk came in).
 
 KIP-853/856, under the `+reconfig` profiles (a dynamic quorum and an operator changing it):
 

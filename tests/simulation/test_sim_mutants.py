@@ -30,6 +30,7 @@ from kraft.storage.log_adapter import BatchReader, log_state_of
 from refinement import invariants as inv
 from refinement import invariants_reconfig as recon
 from refinement import invariants_snapshot_rules as rules
+from refinement import invariants_snapshot_transfer as transfer
 from refinement.faults import PROFILES
 from refinement.pipeline.mutants import MUTANT_PROFILES, MUTANTS, _ForgetsSilentLeader
 from refinement.sim import SimConfig, simulate
@@ -43,7 +44,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     # Taking a snapshot past the HWM breaks both the snapshot's contents and the per-step rule.
     "snapshot-past-hwm": (inv.SNAPSHOT_MATCHES_LOG, rules.SNAPSHOT_TAKEN_WHEN_ALLOWED),
     "eager-log-start": (inv.LOG_START_BELOW_LIVE_REPLICAS, rules.LOG_START_EXACT),
-    "install-unvalidated": (inv.SNAPSHOT_INTACT,),
+    # Installing at the last chunk skips ValidateSnapshot, which ChunkAnswerTakenExactly wants
+    # in that step; a corrupted snapshot installed shows as SnapshotIntact.
+    "install-unvalidated": (inv.SNAPSHOT_INTACT, transfer.CHUNK_ANSWER_TAKEN_EXACTLY),
     "early-voter-change": (recon.AT_MOST_ONE_UNCOMMITTED_VOTER_CHANGE,),
     "two-uncommitted-changes": (recon.AT_MOST_ONE_UNCOMMITTED_VOTER_CHANGE,),
     "removed-leader-counts-itself": (inv.MAJORITY_REACHED_HIGH_WATERMARK,),
