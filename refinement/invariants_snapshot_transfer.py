@@ -389,14 +389,16 @@ def chunk_answer_taken_exactly(
         f"node {node}'s transfer of {asked} ({held} bytes held, size {size}) got {resp.error.name}"
         f" for {resp.snapshot_id} at {resp.position}, {len(resp.chunk)} bytes of {resp.size}"
     )
+    # The chunks to write (snapshot, position, size, bytes); None: the transfer is abandoned.
+    want: tuple[tuple[OffsetAndEpoch, int, int, bytes], ...] | None
     if resp.error in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
-        expected: tuple[WriteSnapshotChunk, ...] | None = None  # abandoned
+        want = None
     elif resp.error is not ErrorCode.NONE or resp.size < 0 or resp.position < 0:
         # An error backs off and asks again (the timing checkers' business); a negative size
         # or position is malformed, dropped before any rule (the input checkers' business).
         return None
     elif resp.snapshot_id != asked or resp.position != held:
-        expected = ()  # a duplicate or stale chunk: nothing changes
+        want = ()  # a duplicate or stale chunk: nothing changes
     else:
         end = resp.position + len(resp.chunk)
         fits = (
@@ -405,8 +407,8 @@ def chunk_answer_taken_exactly(
             and end <= resp.size
             and (size is None or resp.size == size)
         )
-        expected = (WriteSnapshotChunk(asked, held, resp.size, resp.chunk),) if fits else None
-    if expected is None:
+        want = ((asked, held, resp.size, bytes(resp.chunk)),) if fits else None
+    if want is None:
         if writes or not discarded:
             return Violation(
                 CHUNK_ANSWER_TAKEN_EXACTLY,
@@ -415,8 +417,7 @@ def chunk_answer_taken_exactly(
             )
         return None
     got = tuple((w.snapshot_id, w.position, w.size, bytes(w.data)) for w in writes)
-    want = tuple((w.snapshot_id, w.position, w.size, bytes(w.data)) for w in expected)
-    last = bool(expected) and resp.position + len(resp.chunk) == resp.size
+    last = bool(want) and resp.position + len(resp.chunk) == resp.size
     if got != want or discarded or bool(validated) != last:
         return Violation(
             CHUNK_ANSWER_TAKEN_EXACTLY,

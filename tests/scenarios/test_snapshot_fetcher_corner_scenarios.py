@@ -11,12 +11,16 @@ sweep rarely or never delivers, on one replica driven by hand under the timing c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 import pytest
 from memory_logs import key
 from test_retry_timing_scenarios import CLUSTER, EPOCH, LEADER, Solo
 
 from kraft.core.effects import (
     DiscardSnapshotFetch,
+    Effect,
     InstallSnapshot,
     ValidateSnapshot,
     WriteSnapshotChunk,
@@ -33,6 +37,7 @@ from kraft.core.snapshots import UNKNOWN_SNAPSHOT
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
 
+E = TypeVar("E", bound=Effect)
 SNAP = OffsetAndEpoch(EPOCH, Offset(10))
 CHUNK = b"0123456789"
 
@@ -59,7 +64,7 @@ def _error(error: ErrorCode) -> FetchSnapshotResponse:
     return FetchSnapshotResponse(error, LEADER, EPOCH, UNKNOWN_SNAPSHOT, size=0, position=0)
 
 
-def _of(effects: list[object], kind: type) -> list[object]:
+def _of(effects: Sequence[Effect], kind: type[E]) -> list[E]:
     return [e for e in effects if isinstance(e, kind)]
 
 
@@ -68,7 +73,7 @@ def test_a_chunk_from_a_replica_other_than_the_leader_is_not_written() -> None:
     effects = s.receive(6, NodeId(3), _chunk(), ask)
     assert not _of(effects, WriteSnapshotChunk) and not _of(effects, DiscardSnapshotFetch)
     effects = s.receive(7, LEADER, _chunk(), ask)
-    assert [(w.position, bytes(w.data)) for w in _of(effects, WriteSnapshotChunk)] == [(0, CHUNK)]  # type: ignore[attr-defined]
+    assert [(w.position, bytes(w.data)) for w in _of(effects, WriteSnapshotChunk)] == [(0, CHUNK)]
 
 
 def test_a_chunk_of_another_snapshot_at_the_position_asked_is_not_written() -> None:
@@ -84,7 +89,7 @@ def _validating(s: Solo, ask: FetchSnapshotRequest) -> None:
     """The whole snapshot in one chunk: written, and handed to the driver to validate."""
     effects = s.receive(6, LEADER, _chunk(size=len(CHUNK)), ask)
     assert _of(effects, WriteSnapshotChunk)
-    assert [v.snapshot_id for v in _of(effects, ValidateSnapshot)] == [SNAP]  # type: ignore[attr-defined]
+    assert [v.snapshot_id for v in _of(effects, ValidateSnapshot)] == [SNAP]
 
 
 @pytest.mark.parametrize("error", [ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE])
@@ -98,7 +103,7 @@ def test_an_answer_while_the_driver_validates_changes_nothing(error: ErrorCode) 
     effects = s.receive(7, LEADER, gone, ask)
     assert not _of(effects, DiscardSnapshotFetch)
     effects = s.step(SnapshotValidated(8, SNAP, True))
-    assert [i.snapshot_id for i in _of(effects, InstallSnapshot)] == [SNAP]  # type: ignore[attr-defined]
+    assert [i.snapshot_id for i in _of(effects, InstallSnapshot)] == [SNAP]
 
 
 def test_a_verdict_on_another_snapshot_does_not_install_the_one_validated() -> None:
@@ -108,7 +113,7 @@ def test_a_verdict_on_another_snapshot_does_not_install_the_one_validated() -> N
     effects = s.step(SnapshotValidated(7, other, True))
     assert not _of(effects, InstallSnapshot) and not _of(effects, DiscardSnapshotFetch)
     effects = s.step(SnapshotValidated(8, SNAP, True))
-    assert [i.snapshot_id for i in _of(effects, InstallSnapshot)] == [SNAP]  # type: ignore[attr-defined]
+    assert [i.snapshot_id for i in _of(effects, InstallSnapshot)] == [SNAP]
 
 
 def _ended_late(s: Solo, ask: FetchSnapshotRequest, how: str, at: int) -> None:
@@ -214,7 +219,7 @@ def test_a_verdict_after_the_transfer_was_abandoned_is_ignored() -> None:
     _validating(s, ask)
     begin = BeginQuorumEpochRequest(CLUSTER, LEADER, Epoch(EPOCH + 1))
     effects = s.receive(7, LEADER, begin, None)
-    assert [d.snapshot_id for d in _of(effects, DiscardSnapshotFetch)] == [SNAP]  # type: ignore[attr-defined]
+    assert [d.snapshot_id for d in _of(effects, DiscardSnapshotFetch)] == [SNAP]
     effects = s.step(SnapshotValidated(8, SNAP, True))
     assert not _of(effects, InstallSnapshot)
     assert s.replica.view().log_start_offset == 0
