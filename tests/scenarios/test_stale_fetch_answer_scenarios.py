@@ -58,3 +58,29 @@ def test_a_late_answer_to_a_fetch_from_a_log_position_since_rewritten_is_ignored
     assert not [e for e in effects if isinstance(e, TruncateLog)]
     view = s.replica.view()
     assert (view.end_offset, view.last_epoch, view.high_watermark) == (5, 2, 3)
+
+
+def test_a_divergence_below_the_log_start_is_ignored() -> None:
+    """The follower restarted from a snapshot at 10 (its log starts and ends there) and does
+    not know its high watermark yet. An answer claiming the logs diverge at 3 asks it to
+    truncate records a snapshot holds, all committed: no leader that holds them could say so
+    (Kafka's log refuses such a truncation). Nothing is truncated, the log keeps its start,
+    and the follower fetches on from its end."""
+    s = Solo(snapshots=True, start=OffsetAndEpoch(Epoch(1), Offset(10)))
+    effects = s.receive(0, LEADER, BeginQuorumEpochRequest(CLUSTER, LEADER, Epoch(2)), None)
+    [a] = s.sent(FetchRequest, effects)
+    assert s.replica.view().high_watermark is None
+    below = FetchResponse(
+        ErrorCode.NONE,
+        LEADER,
+        Epoch(2),
+        Offset(-1),
+        Offset(0),
+        diverging_epoch=OffsetAndEpoch(Epoch(1), Offset(3)),
+    )
+    effects = s.receive(5, LEADER, below, a.message)
+    assert not [e for e in effects if isinstance(e, TruncateLog)]
+    assert (s.log.start_offset, s.log.end_offset, s.replica.view().end_offset) == (10, 10, 10)
+    [b] = s.sent(FetchRequest, effects)
+    assert isinstance(b.message, FetchRequest)
+    assert (b.message.fetch_offset, b.message.last_fetched_epoch) == (10, 1)

@@ -77,7 +77,8 @@ class FollowerRole:
         (Kafka starts from a random one; this core stays deterministic)."""
         r = self._r
         silent = r._leader_silent  # only ever set in Follower: every transition clears it
-        if r._fetcher is not None and r._fetcher.active and r._state is F and not silent:
+        # A transfer lives only in Follower: every transition abandons it.
+        if r._fetcher is not None and r._fetcher.active and not silent:
             r._fetcher.send()
             return
         if silent and r._leader_id is not None:
@@ -246,8 +247,12 @@ class FollowerRole:
         log = r._log
         local = log.end_offset_for_epoch(diverging.epoch)
         target = self._batch_base(Offset(min(diverging.offset, local.offset, log.end_offset)))
-        if r._hwm is not None and target < r._hwm:
-            return  # committed records never diverge: a stale answer
+        if target < log.start_offset or (r._hwm is not None and target < r._hwm):
+            # Committed records never diverge, and those below the log start are in a
+            # snapshot (a replica just restarted does not know its HWM yet): a stale or bad
+            # answer. Kafka's log refuses it too (KafkaRaftLog.truncateTo: not below its HWM,
+            # which its log keeps at or above the log start).
+            return
         if target < log.end_offset:
             r._out.append(TruncateLog(target))
             log.truncate(target)
