@@ -35,7 +35,7 @@ import random
 import pytest
 from memory_logs import key
 from scenario_harness import Cluster
-from test_producer_scenarios import elected, offsets, produce
+from test_producer_scenarios import elected, fail_over, offsets, produce
 from test_retry_timing_scenarios import CLUSTER, LEADER, VOTERS, Solo
 
 from kraft.control_records import Endpoint, VoterEntry, VotersRecord, encode_control_batch
@@ -233,16 +233,7 @@ def test_a_follower_keeps_producer_zeros_batches_and_deduplicates_them_once_it_l
     zero = ProducerId(0)
     sent = produce(c, first, zero, 0, 2, 100)
     assert sent.error is ErrorCode.NONE
-    end = c.nodes[first].log.end_offset
-    c.run_until(
-        lambda: all(
-            n.log.end_offset == end and n.hwm_history and n.hwm_history[-1] == end
-            for n in c.nodes.values()
-        )
-    )
-    c.crash(first)
-    second = elected(c)
-    assert second != first
+    second = fail_over(c, first)
     again = produce(c, second, zero, 0, 2, 200)
     assert again.error is ErrorCode.NONE
     assert offsets(again) == offsets(sent)

@@ -36,6 +36,22 @@ def elected(c: Cluster) -> int:
     return leader
 
 
+def fail_over(c: Cluster, first: int) -> int:
+    """Once every replica holds and has committed the leader `first`'s whole log, crash it;
+    the next leader elected."""
+    end = c.nodes[first].log.end_offset
+    c.run_until(
+        lambda: all(
+            n.log.end_offset == end and n.hwm_history and n.hwm_history[-1] == end
+            for n in c.nodes.values()
+        )
+    )
+    c.crash(first)
+    second = elected(c)
+    assert second != first
+    return second
+
+
 def offsets(r: AppendResult) -> tuple[object, object, object]:
     return (r.first_offset, r.last_offset, r.epoch)
 
@@ -51,16 +67,7 @@ def test_the_next_leader_answers_the_last_five_batches_and_refuses_older_or_odd_
     first = elected(c)
     sent = [produce(c, first, P, 2 * k, 2, 100 + k) for k in range(KEEP + 1)]
     assert all(r.error is ErrorCode.NONE for r in sent)
-    end = c.nodes[first].log.end_offset
-    c.run_until(
-        lambda: all(
-            n.log.end_offset == end and n.hwm_history and n.hwm_history[-1] == end
-            for n in c.nodes.values()
-        )
-    )
-    c.crash(first)
-    second = elected(c)
-    assert second != first
+    second = fail_over(c, first)
     for k in range(1, KEEP + 1):
         again = produce(c, second, P, 2 * k, 2, 200 + k)
         assert again.error is ErrorCode.NONE
