@@ -11,7 +11,10 @@ shorter than the election timeout, so the replica is driven by hand here.
 
 A leader holding a caught-up follower's Fetch (KIP-595's long poll) that resigns answers that
 Fetch in the same step, NOT_LEADER_OR_FOLLOWER in its epoch and naming itself (Kafka's
-transitionToResigned completes its fetch purgatory so), and holds it no longer.
+transitionToResigned completes its fetch purgatory so), and holds it no longer. One that
+follows a newer leader answers it so too, naming the new leader and epoch (Kafka's
+onBecomeFollower); one that becomes Unattached in a newer epoch answers it at once in the same
+way, where Kafka keeps it until its max wait (README, deviations).
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from scenario_harness import CLUSTER, Cluster
 
 from kraft.core.effects import Effect, Send, StateChanged
 from kraft.core.events import Event, Receive, SendFailed, Shutdown, Tick
-from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    VoteRequest,
+    VoteResponse,
+)
 from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
@@ -146,10 +155,9 @@ def test_a_candidate_one_voter_refused_still_asks_the_silent_ones_again() -> Non
 FETCH_TOKEN = 7101
 
 
-def test_a_resigning_leader_answers_its_held_fetch_once_at_once() -> None:
-    """A leader holds a caught-up voter's Fetch, then is asked to shut down: it resigns in
-    that step and answers the held Fetch there, NOT_LEADER_OR_FOLLOWER, naming itself in its
-    epoch; later ticks (past the Fetch's max wait) answer it no second time."""
+def holding_a_fetch() -> tuple[Cluster, int, int, FetchRequest]:
+    """A 3-voter cluster whose leader holds a caught-up voter's Fetch (max wait 500 ms):
+    the cluster, the leader, the fetcher and the Fetch."""
     c = Cluster(3, seed=5, election_timeout_ms=1000, fetch_timeout_ms=2000)
     c.run_until(
         lambda: (
@@ -167,6 +175,16 @@ def test_a_resigning_leader_answers_its_held_fetch_once_at_once() -> None:
     r = c.r(leader)
     held = r.step(Receive(c.now, NodeId(fetcher), fetch, None, FETCH_TOKEN))
     assert not [e for e in held if isinstance(e, Send) and e.reply_to == FETCH_TOKEN]
+    return c, leader, fetcher, fetch
+
+
+def test_a_resigning_leader_answers_its_held_fetch_once_at_once() -> None:
+    """A leader holds a caught-up voter's Fetch, then is asked to shut down: it resigns in
+    that step and answers the held Fetch there, NOT_LEADER_OR_FOLLOWER, naming itself in its
+    epoch; later ticks (past the Fetch's max wait) answer it no second time."""
+    c, leader, fetcher, fetch = holding_a_fetch()
+    v = c.view(leader)
+    r = c.r(leader)
     effects = r.step(Shutdown(c.now))
     assert (r.view().state, r.view().epoch) == (S.RESIGNED, v.epoch)
     answers = [e for e in effects if isinstance(e, Send) and e.reply_to == FETCH_TOKEN]
@@ -177,6 +195,50 @@ def test_a_resigning_leader_answers_its_held_fetch_once_at_once() -> None:
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 NodeId(leader),
                 v.epoch,
+                Offset(-1),
+                r.view().log_start_offset,
+            ),
+        )
+    ]
+    later = r.step(Tick(c.now + fetch.max_wait_ms + 1))
+    assert not [e for e in later if isinstance(e, Send) and e.reply_to == FETCH_TOKEN]
+
+
+@pytest.mark.parametrize("ended_by", ["begin-quorum-epoch", "vote"])
+def test_a_leader_of_a_past_epoch_answers_its_held_fetch_once_naming_the_new_epoch(
+    ended_by: str,
+) -> None:
+    """A leader holding a caught-up voter's Fetch learns a newer epoch: from the third voter's
+    BeginQuorumEpoch (it follows that voter) or from its Vote request (it votes for it: in
+    Kafka, Unattached with a vote). The held Fetch is answered in that step,
+    NOT_LEADER_OR_FOLLOWER, naming the new epoch and its leader (none when it voted), and not
+    again once its max wait has passed."""
+    c, leader, fetcher, fetch = holding_a_fetch()
+    v = c.view(leader)
+    third = next(i for i in c.nodes if i not in (leader, fetcher))
+    newer = Epoch(v.epoch + 1)
+    if ended_by == "vote":
+        msg: BeginQuorumEpochRequest | VoteRequest = VoteRequest(
+            CLUSTER, key(third), newer, v.last_epoch, v.end_offset, voter=key(leader)
+        )
+        want_state, want_leader = (
+            S.VOTED,
+            NodeId(-1),
+        )  # it grants the vote (Kafka: Unattached, voted)
+    else:
+        msg = BeginQuorumEpochRequest(CLUSTER, NodeId(third), newer, voter=key(leader))
+        want_state, want_leader = S.FOLLOWER, NodeId(third)
+    r = c.r(leader)
+    effects = r.step(Receive(c.now, NodeId(third), msg, None, FETCH_TOKEN + 1))
+    assert (r.view().state, r.view().epoch) == (want_state, newer)
+    answers = [e for e in effects if isinstance(e, Send) and e.reply_to == FETCH_TOKEN]
+    assert [(int(a.dst), a.message) for a in answers] == [
+        (
+            fetcher,
+            FetchResponse(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                want_leader,
+                newer,
                 Offset(-1),
                 r.view().log_start_offset,
             ),

@@ -496,14 +496,28 @@ class LeaderRole:
         due = [p for p in ld.parked if all_of_them or p[2] <= now]
         ld.parked = [p for p in ld.parked if p not in due]
         for src, req, _, token in due:
-            self.answer_held(token, src, req, park=False)
+            self.answer_held(token, src, req)
 
-    def answer_held(self, token: int | None, src: NodeId, req: FetchRequest, *, park: bool) -> None:
-        """Handle a held Fetch again, its answer routed by the token it arrived with."""
+    def answer_held(self, token: int | None, src: NodeId, req: FetchRequest) -> None:
+        """Handle a held Fetch again, its answer routed by the token it arrived with; it is
+        answered now, not held again."""
         r = self._r
         outer, r._reply_to = r._reply_to, token
         try:
-            self.handle_fetch_request(src, req, park=park)
+            self.handle_fetch_request(src, req, park=False)
+        finally:
+            r._reply_to = outer
+
+    def answer_stepped_down(self, token: int | None, src: NodeId) -> None:
+        """A Fetch held by a leader that stepped down, answered NOT_LEADER_OR_FOLLOWER with
+        the new epoch and leader, as Kafka completes its fetch purgatory when it resigns or
+        follows another leader (transitionToResigned, onBecomeFollower). Kafka keeps it held
+        as it becomes Unattached; kraft answers then too (README, deviations)."""
+        r = self._r
+        outer, r._reply_to = r._reply_to, token
+        try:
+            r._out.append(ActionTaken(Action.HANDLE_FETCH_REQUEST))
+            r._send(src, self.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER))
         finally:
             r._reply_to = outer
 

@@ -361,9 +361,10 @@ class Replica:
         self._out.append(StateChanged(old, new, epoch))
         for request_id, _ in lingering:
             self._appends.refuse(request_id)
-        # Fetches held by a leader that stepped down get the new epoch and leader at once.
-        for src, req, _, token in parked:
-            self._lead.answer_held(token, src, req, park=True)
+        # Fetches held by a leader that stepped down are answered at once (see
+        # LeaderRole.answer_stepped_down).
+        for src, _, _, token in parked:
+            self._lead.answer_stepped_down(token, src)
 
     def _enter(
         self,
