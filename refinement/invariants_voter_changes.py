@@ -393,10 +393,12 @@ def update_voter_applied(
     if after[: len(r.history)] != r.history or len(added) != 1 or before is None:
         problem = f"its voter sets went {_history_text(r.history)} -> {_history_text(after)}"
     else:
+        # Kafka's VoterSet.updateVoter puts the request's key: a voter known by its id
+        # alone gains the directory id the request names.
         want = tuple(
             VoterEntry(
                 v.voter_id,
-                v.voter_directory_id,
+                req.voter.directory_id,
                 req.endpoints,
                 req.min_kraft_version,
                 req.max_kraft_version,

@@ -443,8 +443,10 @@ class VoterChanges:
             return
         current = r._voters.record
         assert current is not None
+        # The voter takes the request's key, as Kafka's VoterSet.updateVoter puts it: a voter
+        # known by its id alone gains the directory id it names.
         updated = tuple(
-            VoterEntry(v.voter_id, v.voter_directory_id, req.endpoints, lo, hi)
+            VoterEntry(v.voter_id, req.voter.directory_id, req.endpoints, lo, hi)
             if v.voter_id == req.voter.id
             else v
             for v in current.voters
