@@ -7,11 +7,11 @@ leader.py sweep's LeaderState survivors), on a leader of a dynamic quorum driven
 - a leader that removed itself counts only the voters towards the majority its check-quorum
   needs: of voters {2, 3}, both must fetch to restart the timer, one alone does not (Kafka's
   updateCheckQuorumForFollowingVoter subtracts one only while the leader is in voterStates);
-- a voter removed from the voter set no longer counts for check-quorum, even though it had
-  fetched in the current round: of five voters, the leader resigns when the timer runs out
-  although the removed voter and one more fetched. Kafka 4.3.1 differs here: its
-  updateVoterAndObserverStates leaves fetchedVoters alone, so the removed voter's Fetch still
-  counts once and its leader restarts the timer (the report of issue #16 says so);
+- a voter removed from the voter set still counts for check-quorum with the Fetch it made
+  before its removal, until the timer next restarts (Kafka 4.3.1's
+  updateVoterAndObserverStates leaves fetchedVoters as it is): of five voters, one more
+  Fetch after the removal restarts the timer, and a Fetch from the removed voter itself no
+  longer counts;
 - a voter that never fetched in the leader's epoch and is removed is listed among
   DescribeQuorum's observers as one whose last Fetch was at -1 ms, so its session ends at
   299,999 ms exactly (Kafka's ReplicaState.lastFetchTimestamp starts at -1;
@@ -173,7 +173,7 @@ def test_a_removed_leaders_check_quorum_restarts_once_both_voters_fetched() -> N
     assert ld.resigns_at(t0 + 2000 + CHECK_QUORUM_MS)
 
 
-def test_a_removed_voters_fetch_no_longer_counts_for_check_quorum() -> None:
+def test_a_removed_voters_earlier_fetch_still_counts_for_check_quorum() -> None:
     ld = Leader(5)  # a majority is three: the leader and two others
     t0 = ld.now
     ld.fetch(2, EPOCH_RECORDS, t0)
@@ -181,9 +181,21 @@ def test_a_removed_voters_fetch_no_longer_counts_for_check_quorum() -> None:
     assert ld.hwm == EPOCH_RECORDS
     ld.fetch(4, EPOCH_RECORDS, t0 + 100)  # one of the next two
     ld.remove(4, t0 + 200)  # voters {1, 2, 3, 5}: still the leader and two others
-    ld.fetch(2, 4, t0 + 1000)  # the second, counting 4: not a majority of today's voters
+    ld.fetch(2, 4, t0 + 1000)  # the second, counting 4's: the timer restarts at t0 + 1000
+    assert not ld.resigns_at(t0 + 1000 + CHECK_QUORUM_MS - 1)
+    assert ld.resigns_at(t0 + 1000 + CHECK_QUORUM_MS)
+    assert ld.state is R
+
+
+def test_a_removed_voters_fetch_after_its_removal_does_not_count() -> None:
+    ld = Leader(5)
+    t0 = ld.now
+    ld.fetch(2, EPOCH_RECORDS, t0)
+    ld.fetch(3, EPOCH_RECORDS, t0)  # the timer restarts at t0
+    ld.remove(4, t0 + 200)
+    ld.fetch(4, 4, t0 + 300)  # no longer a voter: an observer's Fetch
+    ld.fetch(2, 4, t0 + 1000)  # one voter since the restart: not enough
     assert not ld.resigns_at(t0 + CHECK_QUORUM_MS - 1)
-    # Kafka 4.3.1 keeps 4 in fetchedVoters and would restart its timer at t0 + 1000.
     assert ld.resigns_at(t0 + CHECK_QUORUM_MS)
     assert ld.state is R
 

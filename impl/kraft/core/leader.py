@@ -165,8 +165,11 @@ class LeaderState:
         """Replace the voter set while leading (KIP-856). A voter that stays keeps its
         progress; a new voter already fetching as an observer brings its progress along; a
         removed voter's progress moves to the observers (it may go on fetching, as in Kafka's
-        LeaderState). The HWM is never lowered; check-quorum and endorsements forget
-        replicas that are no longer voters."""
+        LeaderState). The HWM is never lowered. The voters that fetched since the
+        check-quorum timer last restarted are kept, removed ones too: Kafka's
+        updateVoterAndObserverStates leaves fetchedVoters as it is, so a removed voter's Fetch
+        counts until the next restart; endorsements forget replicas that are no longer
+        voters."""
         old = self.voters
         kept: dict[NodeId, Peer] = {}
         for v in voters:
@@ -181,7 +184,6 @@ class LeaderState:
         self.voters = kept
         self.voter_set = voters
         self.me_is_voter = voters.contains(self.me)
-        self.fetched &= kept.keys()
         self.endorsed &= kept.keys()
 
     def _take_observer(self, voter: ReplicaKey, voters: VoterSet) -> Peer:
