@@ -5,7 +5,9 @@ Kafka 4.3.1's KafkaRaftClient.handleFetchRequest asks LeaderState.updateReplicaS
 the fetcher's offset; when that moves the HWM, onUpdateLeaderHighWatermark completes the
 whole fetch purgatory (`fetchPurgatory.completeAll`), and a local append's flush completes the
 Fetches waiting below the new end (`updateLeaderEndOffsetAndTimestamp`: `maybeComplete`).
-Here, in a leader of voters {1, 2, 3} driven by hand, with observer 4 fetching too:
+Kafka answers them in the same poll; kraft at a Tick of the same instant, once the driver has
+performed the step's effects. Here, in a leader of voters {1, 2, 3} driven by hand, with
+observer 4 fetching too:
 
 - the step in which voter 2's Fetch moves the HWM over a client append emits exactly: the
   HandleFetchRequest action, HighWatermarkMoved, the append's AppendCommitted, then the
