@@ -21,20 +21,34 @@ Kafka's semantics written down here, not taken from the core:
 - CheckQuorumNotEarly / CheckQuorumNotLate: a leader resigns for want of fetches only once
   1.5 x quorum.fetch.timeout.ms passed without a majority of voters (itself included) fetching
   (Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR), and does resign then.
-- VoteRetryNotEarly, BeginQuorumEpochRetryNotEarly, FetchRetryNotEarly (and ...NotLate): a
-  request is sent again to the same replica in the same state only after
-  quorum.request.timeout.ms without an answer, or quorum.retry.backoff.ms after a failed one
-  (an error answer, a failed send); a Fetch at once after a successful answer. Unanswered, it is
-  sent again when the request timeout runs out. A voter whose answer to the Vote request in
-  flight a Prospective or Candidate counted is not asked again in that state (Kafka asks only
-  its unrecordedVoters).
-- VoteRetryExact, BeginQuorumEpochRetryExact (within VoteRetryNotLate and
-  BeginQuorumEpochRetryNotLate): an error answer to the request in flight that Kafka counts as
-  a failure (INVALID_REQUEST, INVALID_VOTER_KEY, BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID,
-  ...; not FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER or UNKNOWN_LEADER_EPOCH, nor one naming
-  a newer epoch or, to a Prospective or Candidate, a leader of its epoch) backs that
+- VoteRetryNotEarly, FetchRetryNotEarly (and ...NotLate): a request is sent again to the
+  same replica in the same state only after quorum.request.timeout.ms without an answer, or
+  quorum.retry.backoff.ms after a failed one (an error answer, a failed send); a Fetch at once
+  after a successful answer. Unanswered, it is sent again when the request timeout runs out. A
+  voter whose answer to the Vote request in flight a Prospective or Candidate counted is not
+  asked again in that state (Kafka asks only its unrecordedVoters).
+- VoteRetryExact (within VoteRetryNotLate): an error answer to the request in flight that
+  Kafka counts as a failure (INVALID_REQUEST, INVALID_VOTER_KEY, BROKER_NOT_AVAILABLE,
+  INCONSISTENT_CLUSTER_ID, ...; not FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER or
+  UNKNOWN_LEADER_EPOCH, nor one naming a newer epoch or a leader of its epoch) backs that
   destination off: the request is sent to it again quorum.retry.backoff.ms after the answer
   (Kafka's RequestManager), neither before nor at the answered request's timeout.
+- BeginQuorumEpochRetryNotEarly / BeginQuorumEpochRetryNotLate (Kafka's
+  maybeSendBeginQuorumEpochRequests over LeaderState's beginQuorumEpochTimer): a leader sends
+  BeginQuorumEpoch only at a round of its timer, which starts expired when it becomes leader
+  and restarts for quorum.fetch.timeout.ms / 2 at each round, a round being the leader's first
+  step at or after its expiry (and the leader takes a step then). A round asks every other
+  voter whose last accepted Fetch of the epoch is at least fetch timeout / 2 old (or that
+  never fetched), answered BeginQuorumEpoch or not, unless that voter's connection is not
+  ready (Kafka's RequestManager.isReady): a BeginQuorumEpoch to it in flight for less than
+  quorum.request.timeout.ms, or a backoff of quorum.retry.backoff.ms after a failed answer to
+  it (Kafka's handleBeginQuorumEpochResponse false: an error with no partition data,
+  BROKER_NOT_AVAILABLE, INVALID_REQUEST or another error of the leader's epoch; not NONE,
+  INVALID_VOTER_KEY, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, nor
+  one naming another epoch) or a failed send; a successful answer makes it ready at once. Any
+  answer of the epoch completes the request in flight (this project's convention: no
+  correlation ids). It asks no one else. The voters are the static quorum's; in a dynamic one
+  only the rounds and the readiness are checked.
 - FetchRetryExact (within FetchRetryNotEarly / FetchRetryNotLate): the first answer to the
   Fetch (or FetchSnapshot) in flight ends its request timeout (Kafka's RequestManager
   completes the request whose correlation id the answer carries). A failed one (an error
@@ -287,10 +301,13 @@ class _Ghost:
     voters_n: int | None = None
     in_voters: bool = True
     regrown: int = -1
-    # Leader: voters that acknowledged it in this epoch (KIP-595: BeginQuorumEpoch answered,
-    # or a Fetch accepted); it asks them no more.
-    acknowledged: set[NodeId] = field(default_factory=set)
     maybe_accepted: int = -1
+    # Leader: when its BeginQuorumEpoch timer runs out (a round is due), and by voter when
+    # its connection is ready again (a BeginQuorumEpoch in flight or a backoff; absent:
+    # ready); the voters a Fetch of the epoch may have reached the leader from, and when.
+    begin_at: int = 1 << 62  # _FOREVER
+    begin_ready: dict[NodeId, int] = field(default_factory=dict)
+    maybe_fetched: dict[NodeId, int] = field(default_factory=dict)
     # Leader: the Fetches it received and has not answered, by sender: by when each must be.
     held: dict[NodeId, list[int]] = field(default_factory=dict)
     # Leader: the plain client appends waiting in its accumulator (request id -> arrival,
@@ -330,7 +347,9 @@ class TimingMonitor:
     def started(self, node: NodeId, now: int, effects: Sequence[Effect]) -> Violation | None:
         """A replica (re)started: every timer starts afresh."""
         g = self._ghosts[node] = _Ghost()
-        return self._effects(node, g, now, None, effects, starting=True)
+        found = self._effects(node, g, now, None, effects, starting=True)
+        # The only voter leads as it starts: its first BeginQuorumEpoch round is this step.
+        return found if found is not None else self._begin_round(node, g, now, effects)
 
     def stopped(self, node: NodeId) -> None:
         self._ghosts.pop(node, None)
@@ -359,6 +378,12 @@ class TimingMonitor:
                         f" t={heard}ms but still leads {now - heard}ms later (check-quorum"
                         f" {self._check_quorum_ms}ms)",
                     )
+            if g.state is L and g.begin_at < late:
+                return Violation(
+                    BEGIN_RETRY_NOT_LATE,
+                    f"leader {node} (epoch {g.epoch}) took no step since its BeginQuorumEpoch"
+                    f" timer ran out at t={g.begin_at}ms",
+                )
             if g.state is L:
                 for src, dues in g.held.items():
                     if dues and min(dues) < late:
@@ -494,27 +519,14 @@ class TimingMonitor:
                 req.due = self._retried(req, ev, msg.error, now) if backs_off else None
         elif t is BeginQuorumEpochResponse:
             assert isinstance(msg, BeginQuorumEpochResponse)
-            req = g.requests.get(("BeginQuorumEpoch", src))
-            if (
-                g.state is L
-                and msg.error is ErrorCode.NONE
-                and msg.leader_epoch == g.epoch
-                and msg.leader_id == node
-                and src in self.voters
-            ):
-                g.acknowledged.add(src)
-            # FENCED_LEADER_EPOCH naming our own epoch answers a request of an earlier epoch
-            # (the responder's epoch is past the request's): the one in flight stays due.
-            stale = msg.error is ErrorCode.FENCED_LEADER_EPOCH and msg.leader_epoch == g.epoch
-            if req is not None and not (stale and g.state is L):
-                if msg.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
-                    req.allowed = min(req.allowed, now + rb)
-                    # Refused by a voter not past our epoch: asked again once the backoff
-                    # ran out, unless it endorsed us meanwhile (BeginQuorumEpochRetryExact).
-                    stays = g.state is L and msg.leader_epoch <= g.epoch
-                    req.due = self._retried(req, ev, msg.error, now) if stays else None
+            of = ev.in_reply_to
+            current = not isinstance(of, BeginQuorumEpochRequest) or of.leader_epoch == g.epoch
+            if g.state is L and src in g.begin_ready and current:
+                # The answer completes the request in flight: ready at once, or backed off.
+                if _begin_answer_handled(msg, g.epoch):
+                    del g.begin_ready[src]
                 else:
-                    req.due = None
+                    g.begin_ready[src] = now + rb
         elif t is FetchResponse or t is FetchSnapshotResponse:
             assert isinstance(msg, FetchResponse | FetchSnapshotResponse)
             req = g.requests.get(("Fetch", None))
@@ -536,20 +548,16 @@ class TimingMonitor:
         elif t is FetchRequest and g.state is L:
             assert isinstance(msg, FetchRequest)
             g.held.setdefault(src, []).append(now + max(msg.max_wait_ms, 0))
-        if t is FetchRequest or t is FetchSnapshotRequest:
-            # A voter's Fetch in our epoch endorses us: no BeginQuorumEpoch is due to it.
-            req = g.requests.get(("BeginQuorumEpoch", src))
-            if req is not None:
-                req.due = None
-            if g.state is L and src in self.voters:
-                g.maybe_accepted = now
+        if (t is FetchRequest or t is FetchSnapshotRequest) and g.state is L and src in self.voters:
+            g.maybe_accepted = now
+            if t is FetchRequest:
+                g.maybe_fetched[src] = now
 
     def _retried(self, req: _Request, ev: Receive, error: ErrorCode, now: int) -> int | None:
-        """VoteRetryExact, BeginQuorumEpochRetryExact: an error answer to the Vote or
-        BeginQuorumEpoch request in flight that Kafka counts as a failure (its
-        maybeHandleCommonResponse: BROKER_NOT_AVAILABLE, INVALID_VOTER_KEY, INVALID_REQUEST;
-        handleUnexpectedError: any other but the ones that move the replica to another
-        epoch or leader) backs the destination off (RequestManager.onResponseResult), and
+        """VoteRetryExact: an error answer to the Vote request in flight that Kafka counts as a
+        failure (its maybeHandleCommonResponse: BROKER_NOT_AVAILABLE, INVALID_VOTER_KEY,
+        INVALID_REQUEST; handleUnexpectedError: any other but the ones that move the replica to
+        another epoch or leader) backs the destination off (RequestManager.onResponseResult), and
         the request, still wanted, is sent again when the backoff runs out: by then, not at
         the answered request's timeout. Due only where the request was (a static quorum, no
         answer or endorsement came since it was sent)."""
@@ -578,6 +586,8 @@ class TimingMonitor:
                 FetchSnapshotRequest
             )
         current = _request_epoch(ev.request) in (None, g.epoch)
+        if kind == "BeginQuorumEpoch" and g.state is L and current and ev.dst in g.begin_ready:
+            g.begin_ready[ev.dst] = until
         for (k, dst), req in g.requests.items():
             if dst == ev.dst or (k == "Fetch" and kind == "Fetch"):
                 req.allowed = min(req.allowed, until)
@@ -658,8 +668,13 @@ class TimingMonitor:
         if new is L:
             g.became = now
             g.accepted = {}
-            g.acknowledged = set()
             g.maybe_accepted = -1
+            # The timer starts expired; every connection is reset (Kafka's onBecomeLeader).
+            g.begin_at = now
+            g.begin_ready = {}
+            g.maybe_fetched = {}
+        else:
+            g.begin_at = _FOREVER
         if new is not L:
             g.held = {}
         if old is L or new is not L:
@@ -752,16 +767,11 @@ class TimingMonitor:
                     and msg.leader_epoch == g.epoch
                 ):
                     g.accepted[dst] = now
-                    if self.static:
-                        g.acknowledged.add(dst)
+                    g.maybe_fetched[dst] = now
             return None
+        if kind == "BeginQuorumEpoch":
+            return None  # judged with the step's other sends (_begin_round)
         key = (kind, None if kind == "Fetch" else dst)
-        if kind == "BeginQuorumEpoch" and dst in g.acknowledged:
-            return Violation(
-                BEGIN_RETRY_NOT_EARLY,
-                f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch to {dst} at t={now}ms"
-                " although it had acknowledged this epoch",
-            )
         req = g.requests.get(key)
         if req is not None and req.allowed == _FOREVER:
             return Violation(
@@ -780,9 +790,7 @@ class TimingMonitor:
                 f" {self.timing.retry_backoff_ms}ms)",
             )
         rt = self.timing.request_timeout_ms
-        # A dynamic quorum's leader stops asking a voter it removed (KIP-853): no resend due.
-        due = None if kind == "BeginQuorumEpoch" and not self.static else now + rt
-        g.requests[key] = _Request(now, now + rt, due, msg, dst)
+        g.requests[key] = _Request(now, now + rt, now + rt, msg, dst)
         if t is FetchSnapshotRequest:
             g.transferring = True
         return None
@@ -813,7 +821,66 @@ class TimingMonitor:
         effects are known."""
         found = self._fetch_retry_exact(node, g, now, event, effects)
         self._timers_after(node, g, now, event, effects)
-        return found
+        begun = self._begin_round(node, g, now, effects)
+        return found if found is not None else begun
+
+    def _begin_round(
+        self, node: NodeId, g: _Ghost, now: int, effects: Sequence[Effect]
+    ) -> Violation | None:
+        """BeginQuorumEpochRetryNotEarly / NotLate: the step's BeginQuorumEpoch requests are
+        its round's, if its timer ran out (see the module's docstring)."""
+        asked = [
+            e.dst for e in effects if type(e) is Send and type(e.message) is BeginQuorumEpochRequest
+        ]
+        if g.state is not L:
+            return None
+        if now < g.begin_at:
+            if asked:
+                return Violation(
+                    BEGIN_RETRY_NOT_EARLY,
+                    f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch to {sorted(asked)}"
+                    f" at t={now}ms, before its timer ran out at t={g.begin_at}ms",
+                )
+            return None
+        half = self.timing.fetch_timeout_ms // 2
+        rt = self.timing.request_timeout_ms
+        waiting = [v for v, at in g.begin_ready.items() if at > now]
+        busy = [v for v in asked if v in waiting]
+        if busy or len(set(asked)) != len(asked) or node in asked:
+            return Violation(
+                BEGIN_RETRY_NOT_EARLY,
+                f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch at t={now}ms to"
+                f" {sorted(asked)}, of which {sorted(busy)} have a request in flight or back off"
+                " (or one twice, or itself)",
+            )
+        if self.static:
+            fresh = [v for v in asked if v in g.accepted and now - g.accepted[v] < half]
+            if fresh or any(v not in self.voters for v in asked):
+                return Violation(
+                    BEGIN_RETRY_NOT_EARLY,
+                    f"leader {node} (epoch {g.epoch}) sent BeginQuorumEpoch at t={now}ms to"
+                    f" {sorted(asked)}: {sorted(fresh)} fetched within fetch timeout / 2"
+                    f" ({half}ms), or one is no voter",
+                )
+            missed = sorted(
+                v
+                for v in self.voters
+                if v != node
+                and v not in asked
+                and v not in waiting
+                and (v not in g.maybe_fetched or now - g.maybe_fetched[v] >= half)
+            )
+            if missed:
+                return Violation(
+                    BEGIN_RETRY_NOT_LATE,
+                    f"leader {node} (epoch {g.epoch}) ran its BeginQuorumEpoch round at"
+                    f" t={now}ms (timer out at t={g.begin_at}ms) and did not ask {missed},"
+                    f" ready and with no Fetch within {half}ms",
+                )
+        for v in asked:
+            g.begin_ready[v] = now + rt
+        g.begin_at = now + half
+        return None
 
     def _fetch_retry_exact(
         self, node: NodeId, g: _Ghost, now: int, event: Event, effects: Sequence[Effect]
@@ -954,8 +1021,6 @@ class TimingMonitor:
                 assert isinstance(msg, FetchRequest)
                 if msg.replica_epoch == g.epoch and not _answers(effects, event.src):
                     g.accepted[event.src] = now  # held until there is news
-                    if self.static:
-                        g.acknowledged.add(event.src)
             elif (
                 mt is EndQuorumEpochRequest
                 and g.state is F
@@ -1132,6 +1197,30 @@ _LATE = {
     "BeginQuorumEpoch": BEGIN_RETRY_NOT_LATE,
     "Fetch": FETCH_RETRY_NOT_LATE,
 }
+
+
+def _begin_answer_handled(msg: BeginQuorumEpochResponse, epoch: int) -> bool:
+    """Kafka's handleBeginQuorumEpochResponse result for a leader of `epoch` (false: the
+    voter backs off): NONE is handled; an error with no partition data (decoded with epoch
+    -1) is not; maybeHandleCommonResponse handles an answer naming another epoch,
+    UNKNOWN_LEADER_EPOCH, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and INVALID_VOTER_KEY,
+    and fails BROKER_NOT_AVAILABLE; any other error of the epoch is handleUnexpectedError's
+    failure (INVALID_REQUEST: Kafka throws)."""
+    if msg.error is ErrorCode.NONE:
+        return True
+    if msg.leader_epoch < 0:
+        return False
+    return msg.leader_epoch != epoch or msg.error in _BEGIN_HANDLED
+
+
+_BEGIN_HANDLED = frozenset(
+    {
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.INVALID_VOTER_KEY,
+    }
+)
 
 
 def _request_epoch(request: Message) -> int | None:

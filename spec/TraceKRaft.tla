@@ -226,6 +226,19 @@ BootstrapFetch(m) ==
          /\ messages' = Add(messages, m)
          /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
 
+\* A leader announces itself again (Kafka's maybeSendBeginQuorumEpochRequests: every
+\* quorum.fetch.timeout.ms / 2 to each voter that has not fetched within it), also to a voter
+\* added after its election, which BecomeLeader's requests never reached.  The trace shows such
+\* a request only where a replica handles it (sent to replica n); only the leader of that epoch
+\* sends one.  A request already sent needs none.
+ResendBeginQuorumEpoch(m, n) ==
+    IF Variants(m) \cap sent # {} THEN UNCHANGED vars
+    ELSE \E r \in Variants(m) :
+            /\ r.type = "BeginQuorumEpochRequest" /\ r.dst = n
+            /\ <<r.epoch, r.src>> \in elected
+            /\ messages' = Add(messages, r)
+            /\ UNCHANGED <<serverVars, logVars, leaderVars, ghostVars>>
+
 \* Likewise for FetchSnapshot: a lost request or answer is asked for again after the request
 \* timeout, while the old one may still be in the network.
 TraceSendFetchSnapshotRequest(s) ==
@@ -351,6 +364,7 @@ DoOp(op) ==
     CASE op.a = "Skip" -> UNCHANGED vars
       [] op.a = "Recv" -> Recv(op)
       [] op.a = "BootstrapFetch" -> BootstrapFetch(op.m)
+      [] op.a = "ResendBeginQuorumEpoch" -> ResendBeginQuorumEpoch(op.m, op.n)
       [] op.a = "Drop" -> Drop(op)
       [] op.a = "HandleVoteRequest" ->
             IF moved THEN RejectVoterKey(cur) ELSE HandleVoteRequest(cur)

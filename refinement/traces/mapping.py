@@ -406,6 +406,10 @@ class _Mapper:
             # From the sender's current incarnation, to a bootstrap voter (the node's id).
             sender = self.inc.server(_int(msg, "src"))
             ops.append(_op("BootstrapFetch", node, m=m | {"src": sender}))
+        if t == "BeginQuorumEpochRequest":
+            # Maybe one of the leader's later rounds (TraceKRaft's ResendBeginQuorumEpoch),
+            # to a voter BecomeLeader's requests never reached.
+            ops.append(_op("ResendBeginQuorumEpoch", node, m=m))
         ops.append(_op("Recv", node, m=m, exact=exact, any_pre=any_pre))
         if t == "EndQuorumEpochRequest":
             # The implementation learns the resigning leader first; its election, if any,

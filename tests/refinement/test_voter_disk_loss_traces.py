@@ -1,5 +1,5 @@
 """Trace validation of a voter that loses its disk (KIP-853, issue #15): the simulator's
-`shutdowns+reconfig` seed 9 has leader 1 lose its data directory right after its election; it
+`shutdowns+reconfig` seed 160 has leader 1 lose its data directory while leading; it
 comes back with a new directory id, an observer. To TLC each incarnation is a server of its
 own (refinement.traces.incarnations: node 1's second one is server 1001, TraceData's Alias
 maps it back); the old one crashes and never restarts while the voter set still names it."""
@@ -23,7 +23,7 @@ NEW_INCARNATION = 1 + INCARNATION_STRIDE
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory: pytest.TempPathFactory) -> list[TraceEvent]:
     path = tmp_path_factory.mktemp("disk-loss") / "trace.ndjson"
-    simulate_trace(9, "shutdowns+reconfig", 1500, path)
+    simulate_trace(160, "shutdowns+reconfig", 1500, path)
     return read_trace(path)
 
 

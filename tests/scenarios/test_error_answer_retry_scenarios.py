@@ -1,7 +1,9 @@
-"""Scenario tests of what follows an error answer to a Vote or BeginQuorumEpoch request: the
-replica backs that voter off for quorum.retry.backoff.ms and asks it again when the backoff
-runs out (Kafka's RequestManager.onResponseResult with success false: the connection backs
-off, then is ready again; KafkaRaftClient asks again every voter that has not answered).
+"""Scenario tests of what follows an error answer to a Vote request: the replica backs that
+voter off for quorum.retry.backoff.ms and asks it again when the backoff runs out (Kafka's
+RequestManager.onResponseResult with success false: the connection backs off, then is ready
+again; KafkaRaftClient asks again every voter that has not answered). A leader's
+BeginQuorumEpoch is asked again only at its timer's rounds, which skip a voter backing off:
+tests/scenarios/test_begin_quorum_epoch_resend_scenarios.py.
 
 No honest peer of the simulator's static quorums answers these requests with such an error
 (INVALID_REQUEST, INVALID_VOTER_KEY, BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID come from a
@@ -135,11 +137,11 @@ def _refusal(kind: type, error: ErrorCode, s: Solo) -> Message:
 
 
 @pytest.mark.parametrize("error", FAILURES, ids=lambda e: e.name)
-@pytest.mark.parametrize("stage", [S.PROSPECTIVE, S.CANDIDATE, S.LEADER], ids=lambda st: st.value)
+@pytest.mark.parametrize("stage", [S.PROSPECTIVE, S.CANDIDATE], ids=lambda st: st.value)
 def test_an_error_answer_is_followed_by_the_same_request_a_retry_backoff_later(
     stage: S, error: ErrorCode
 ) -> None:
-    """A Prospective's pre-vote, a Candidate's vote, a Leader's BeginQuorumEpoch: refused with
+    """A Prospective's pre-vote, a Candidate's vote: refused with
     an error, it goes to the same voter again exactly quorum.retry.backoff.ms after the
     refusal (not at the refused request's timeout), in the same state and epoch."""
     s = Solo(seed=3)
@@ -153,9 +155,9 @@ def test_an_error_answer_is_followed_by_the_same_request_a_retry_backoff_later(
     assert again == asked[REFUSER]
 
 
-@pytest.mark.parametrize("stage", [S.PROSPECTIVE, S.LEADER], ids=lambda st: st.value)
+@pytest.mark.parametrize("stage", [S.PROSPECTIVE], ids=lambda st: st.value)
 def test_a_late_refusal_of_a_request_answered_in_between_asks_nothing_more(stage: S) -> None:
-    """The ally granted (or, for a leader, endorsed it): a refusal from the ally arriving
+    """The ally answered: a refusal from the ally arriving
     after that, for the same request (a duplicate on the wire), asks the ally nothing more in
     this state (Kafka asks only the voters that have not answered)."""
     s = Solo(seed=3)

@@ -13,10 +13,11 @@ rarely or never:
   know KIP-996) stands as Candidate at once; that answer reaching a Candidate or a Leader
   changes nothing;
 - a BeginQuorumEpoch answer FENCED_LEADER_EPOCH that names the leader's own epoch and the leader
-  answers a request of an earlier epoch: it is no endorsement, the leader keeps asking (Kafka's
-  handleBeginQuorumEpochResponse acknowledges only on NONE);
-- a BeginQuorumEpoch that failed to send after its voter already endorsed the leader is not
-  sent again (Kafka's leader asks only the voters that have not acknowledged its epoch);
+  answers a request of an earlier epoch: the leader keeps asking that voter, which does not
+  fetch, at its BeginQuorumEpoch rounds;
+- a BeginQuorumEpoch that failed to send to a voter that fetches is not sent again (Kafka's
+  leader asks only the voters that have not fetched within fetch timeout / 2, whether or not
+  they answered: tests/scenarios/test_begin_quorum_epoch_resend_scenarios.py);
 - a follower whose fetch timer is not running (an observer whose leader went silent) and that a
   resigning leader names as a successor answers EndQuorumEpoch and arms its timer;
 - a leader whose removal from the voter set committed resigns on its next tick, at that instant
@@ -242,10 +243,10 @@ def test_a_prospective_stands_at_once_when_a_voter_does_not_know_pre_vote() -> N
 # -- BeginQuorumEpoch answers
 
 
-def test_a_fenced_begin_quorum_epoch_answer_naming_the_leaders_epoch_is_no_endorsement() -> None:
+def test_a_fenced_begin_quorum_epoch_answer_naming_the_leaders_epoch_stops_no_round() -> None:
     c = _Steps(3, seed=4)
     away = 3
-    c.isolate(away)  # its requests fail: the leader asks it again every retry backoff
+    c.isolate(away)  # it never fetches: every BeginQuorumEpoch round asks it
     c.run_until(lambda: c.leader() is not None and c.leader() != away)
     leader = c.leader()
     assert leader is not None
@@ -255,17 +256,17 @@ def test_a_fenced_begin_quorum_epoch_answer_naming_the_leaders_epoch_is_no_endor
     fenced = BeginQuorumEpochResponse(ErrorCode.FENCED_LEADER_EPOCH, NodeId(leader), epoch)
     c.step(leader, Receive(c.now, NodeId(away), fenced, None))
     seen = len(c.sent)
-    c.run(c.now + 500)
+    c.run(c.now + c.r(leader)._timing.fetch_timeout_ms // 2 + 1)  # the next round
     asked = [m for _t, s, d, m in c.sent[seen:] if (s, d) == (leader, away)]
     assert any(isinstance(m, BeginQuorumEpochRequest) and m.leader_epoch == epoch for m in asked)
 
 
-def test_a_failed_begin_quorum_epoch_to_a_voter_that_endorsed_the_leader_is_not_resent() -> None:
+def test_a_failed_begin_quorum_epoch_to_a_voter_that_fetches_is_not_resent() -> None:
     c = _Steps(3, seed=4)
     leader = elect(c)
     epoch = c.view(leader).epoch
     other = next(i for i in c.nodes if i != leader)
-    # Every voter fetched in the new epoch: the leader asks none of them any more.
+    # Every voter fetches in the new epoch: the leader asks none of them any more.
     c.run_until(lambda: c.view(other).end_offset == c.view(leader).end_offset)
     c.run(c.now + 100)
     begin = BeginQuorumEpochRequest(CLUSTER, NodeId(leader), epoch)

@@ -26,6 +26,8 @@ def leader(*ids: int, epoch_start: int = 0, check_at: int | None = 3000) -> Lead
         granting=(),
         check_quorum_at=check_at,
         check_quorum_ms=3000,
+        begin_quorum_epoch_at=0,
+        begin_quorum_epoch_ms=1000,
     )
 
 
@@ -45,7 +47,6 @@ def test_set_voters_keeps_the_progress_of_voters_that_stay() -> None:
     ld = leader(1, 2, 3)
     ld.voters[NodeId(2)].fetched(Offset(6), Offset(9), now=100)
     ld.voters[NodeId(3)].fetched(Offset(8), Offset(9), now=200)
-    ld.endorsed |= {NodeId(2), NodeId(3)}
     ld.fetched |= {NodeId(3)}
     ld.observer(k(4), 300).fetched(Offset(9), Offset(9), now=300)
     assert ld.advance_hwm(Offset(9)) == 8
@@ -60,9 +61,8 @@ def test_set_voters_keeps_the_progress_of_voters_that_stay() -> None:
     # Removed voter 3 is an observer now, with its progress; 4 is no longer one.
     assert set(ld.observers) == {k(3)}
     assert ld.observers[k(3)].end_offset == 8
-    # Endorsements forget the removed voter; check-quorum keeps its Fetch until the timer
-    # next restarts (Kafka's updateVoterAndObserverStates leaves fetchedVoters alone).
-    assert ld.endorsed == {NodeId(2)}
+    # Check-quorum keeps the removed voter's Fetch until the timer next restarts (Kafka's
+    # updateVoterAndObserverStates leaves fetchedVoters alone).
     assert ld.fetched == {NodeId(3)}
     # The HWM is never lowered, and moves by the new majority: {1: 9, 2: 6, 4: 9} -> 9.
     assert ld.hwm == 8
@@ -102,3 +102,15 @@ def test_successors_are_ranked_most_caught_up_first() -> None:
     ld.voters[NodeId(3)].fetched(Offset(7), Offset(9), now=0)
     ld.voters[NodeId(4)].fetched(Offset(7), Offset(9), now=0)
     assert ld.successors() == (NodeId(3), NodeId(4), NodeId(2))
+
+
+def test_begin_quorum_epoch_is_due_to_the_voters_that_have_not_fetched_for_half_a_timeout() -> None:
+    """Kafka's LeaderState.needToSendBeginQuorumRequests: every other voter whose last Fetch
+    is at least fetch timeout / 2 old, or that never fetched."""
+    ld = leader(1, 2, 3, 4)
+    ld.voters[NodeId(2)].fetched(Offset(0), Offset(0), now=5000)
+    ld.voters[NodeId(3)].fetched(Offset(0), Offset(0), now=4000)
+    assert ld.need_to_send_begin_quorum(5999) == [NodeId(3), NodeId(4)]
+    assert ld.need_to_send_begin_quorum(6000) == [NodeId(2), NodeId(3), NodeId(4)]
+    ld.set_voters(voters(1, 2))
+    assert ld.need_to_send_begin_quorum(5500) == []

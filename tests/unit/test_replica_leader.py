@@ -60,33 +60,43 @@ def reply(effects) -> FetchResponse:
     return resp
 
 
-def test_begin_quorum_epoch_resent_until_endorsed() -> None:
+def test_begin_quorum_epoch_resent_to_voters_that_do_not_fetch() -> None:
     """ "The leader will continue sending BeginQuorumEpoch to each known voter until it has
-    received its endorsement.\""""
+    received its endorsement." As Kafka 4.3 does it (LeaderState's beginQuorumEpochTimer):
+    every fetch timeout / 2, to each voter that has not fetched within it, an answer or
+    not."""
     h = leader(request_timeout_ms=500, retry_backoff_ms=20)
     t0 = h.now
-    assert h.replica.next_deadline_ms() == t0 + 500
-    effects = h.step(Tick(t0 + 500))
+    assert h.replica.next_deadline_ms() == t0 + 1000  # fetch timeout 2000 / 2
+    effects = h.step(Tick(t0 + 1000))
     assert sorted(d for d, _ in sent(effects, BeginQuorumEpochRequest)) == [2, 3]
-    h.now = t0 + 500
+    h.now = t0 + 1000
     effects = h.recv(2, BeginQuorumEpochResponse(ErrorCode.NONE, NodeId(1), Epoch(2)))
     assert ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE) in effects
-    effects = h.step(Tick(t0 + 1000))
-    assert [d for d, _ in sent(effects, BeginQuorumEpochRequest)] == [3]
-    # an unreachable voter is retried after the retry backoff
-    [(_, req)] = sent(effects, BeginQuorumEpochRequest)
-    h.step(SendFailed(t0 + 1000, NodeId(3), req))
-    assert h.replica.next_deadline_ms() == t0 + 1020
+    assert not sent(effects, BeginQuorumEpochRequest)
+    # Voter 2 answered but does not fetch: it is asked again at the next round.
+    effects = h.step(Tick(t0 + 2000))
+    assert sorted(d for d, _ in sent(effects, BeginQuorumEpochRequest)) == [2, 3]
+    # an unreachable voter backs off, but is asked again only at a round
+    [req] = [r for d, r in sent(effects, BeginQuorumEpochRequest) if d == 3]
+    h.step(SendFailed(t0 + 2000, NodeId(3), req))
+    assert h.replica.next_deadline_ms() == t0 + 3000
 
 
 def test_fetch_in_new_epoch_counts_as_endorsement() -> None:
     """ "An endorsement from an existing voter may also be inferred through a received
     FetchQuorumRecords request with the new leader's epoch\""""
     h = leader(request_timeout_ms=500)
+    t0 = h.now
+    h.now = t0 + 500
     h.recv(2, fetch(2, 2, 2, 1))
     h.recv(3, fetch(3, 2, 2, 1))
-    effects = h.step(Tick(h.now + 5000))
+    # The round of t0 + 1000 (fetch timeout / 2) asks no voter that fetched within 1000 ms.
+    effects = h.step(Tick(t0 + 1000))
+    assert h.view.state is S.LEADER
     assert not sent(effects, BeginQuorumEpochRequest)
+    effects = h.step(Tick(t0 + 2000))
+    assert sorted(d for d, _ in sent(effects, BeginQuorumEpochRequest)) == [2, 3]
 
 
 def test_fetch_returns_records_and_hwm_piggybacked() -> None:

@@ -104,10 +104,11 @@ class LeaderState:
     """The leader's bookkeeping for one epoch. Pure: no effects, time passed in."""
 
     __slots__ = (
+        "begin_quorum_epoch_at",
+        "begin_quorum_epoch_ms",
         "check_quorum_at",
         "check_quorum_ms",
         "complete_parked_at",
-        "endorsed",
         "epoch_start",
         "fetched",
         "granting",
@@ -131,6 +132,8 @@ class LeaderState:
         granting: tuple[NodeId, ...],
         check_quorum_at: int | None,
         check_quorum_ms: int,
+        begin_quorum_epoch_at: int,
+        begin_quorum_epoch_ms: int,
     ) -> None:
         self.me = me
         self.epoch_start = epoch_start
@@ -149,8 +152,11 @@ class LeaderState:
         self.fetched: set[NodeId] = set()
         self.check_quorum_at = check_quorum_at
         self.check_quorum_ms = check_quorum_ms
-        # Voters that endorsed us in this epoch (BeginQuorumEpoch answered, or a Fetch).
-        self.endorsed: set[NodeId] = set()
+        # Kafka's LeaderState.beginQuorumEpochTimer: when it runs out the leader announces
+        # itself again to every voter that has not fetched within begin_quorum_epoch_ms
+        # (fetch timeout / 2); it starts expired, so the first round goes out at once.
+        self.begin_quorum_epoch_at = begin_quorum_epoch_at
+        self.begin_quorum_epoch_ms = begin_quorum_epoch_ms
         # Fetches with nothing to return, held until data, a HWM move or their wait runs out.
         self.parked: list[Parked] = []
         self.complete_parked_at: int | None = None
@@ -168,8 +174,7 @@ class LeaderState:
         LeaderState). The HWM is never lowered. The voters that fetched since the
         check-quorum timer last restarted are kept, removed ones too: Kafka's
         updateVoterAndObserverStates leaves fetchedVoters as it is, so a removed voter's Fetch
-        counts until the next restart; endorsements forget replicas that are no longer
-        voters."""
+        counts until the next restart."""
         old = self.voters
         kept: dict[NodeId, Peer] = {}
         for v in voters:
@@ -184,7 +189,6 @@ class LeaderState:
         self.voters = kept
         self.voter_set = voters
         self.me_is_voter = voters.contains(self.me)
-        self.endorsed &= kept.keys()
 
     def _take_observer(self, voter: ReplicaKey, voters: VoterSet) -> Peer:
         for key in self.observers:
@@ -217,6 +221,18 @@ class LeaderState:
             return None
         self.hwm = candidate
         return candidate
+
+    def need_to_send_begin_quorum(self, now: int) -> list[NodeId]:
+        """Kafka's LeaderState.needToSendBeginQuorumRequests: the other voters of the latest
+        voter set whose last Fetch (of this epoch, accepted) is at least
+        begin_quorum_epoch_ms old, or who never fetched (Kafka's -1 under a wall clock),
+        by id. Whether a voter answered an earlier BeginQuorumEpoch does not count."""
+        due = []
+        for node, peer in sorted(self.voters.items()):
+            last = peer.last_fetch_ms
+            if last is None or now - last >= self.begin_quorum_epoch_ms:
+                due.append(node)
+        return due
 
     def heard_from_voter(self, src: NodeId, now: int) -> None:
         """Check-quorum (Kafka LeaderState.updateCheckQuorumForFollowingVoter): once voters
@@ -269,8 +285,9 @@ class LeaderRole:
     # ------------------------------------------------------------------ becoming, leaving
 
     def become_leader(self) -> None:
-        """BecomeLeader: persist, write LeaderChange as the epoch's first record, then
-        BeginQuorumEpoch to every voter until each endorses."""
+        """BecomeLeader: persist, write LeaderChange as the epoch's first record; the
+        BeginQuorumEpoch timer starts expired, so the step ends with BeginQuorumEpoch to
+        every other voter (Replica._send_due)."""
         r = self._r
         r._out.append(ActionTaken(Action.BECOME_LEADER))
         r._transition(L, r._epoch)
@@ -343,36 +360,81 @@ class LeaderRole:
     # ------------------------------------------------------------------ BeginQuorumEpoch
 
     def handle_begin_response(
-        self, src: NodeId, resp: BeginQuorumEpochResponse, _in_reply_to: Request | None
+        self, src: NodeId, resp: BeginQuorumEpochResponse, in_reply_to: Request | None
     ) -> None:
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_BEGIN_QUORUM_EPOCH_RESPONSE))
-        if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
-            if r._state is L and src in r._retry:
-                r._retry[src] = r._now + r._timing.retry_backoff_ms
-            return
-        r._learn(resp.leader_id, resp.leader_epoch)
+        # Kafka's RequestManager.onResponseResult: the answer to this epoch's request makes
+        # the voter ready for the next round at once, or backs it off when Kafka's handler
+        # counts it a failure. (An answer to an earlier epoch's request is Kafka's stale
+        # correlation id: ignored; its connections were reset when this epoch began.)
         if (
             r._state is L
-            and resp.error is ErrorCode.NONE
-            and resp.leader_epoch == r._epoch
-            and resp.leader_id == r._me.id
+            and src in r._retry
+            and (
+                not isinstance(in_reply_to, BeginQuorumEpochRequest)
+                or in_reply_to.leader_epoch == r._epoch
+            )
         ):
-            self._endorse(src)
+            if self._begin_answer_handled(resp):
+                del r._retry[src]
+            else:
+                r._retry[src] = r._now + r._timing.retry_backoff_ms
+        if resp.error in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+            # Whether a voter answered is not recorded: Kafka's hasAcknowledgedLeader is
+            # read by nothing, and whom the leader asks depends on fetches alone.
+            r._learn(resp.leader_id, resp.leader_epoch)
+
+    def _begin_answer_handled(self, resp: BeginQuorumEpochResponse) -> bool:
+        """Kafka's handleBeginQuorumEpochResponse result (false: back the voter off): an
+        error with no partition data (a top-level one, decoded with epoch -1) fails; an
+        answer naming an earlier epoch, UNKNOWN_LEADER_EPOCH, a later epoch,
+        FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER are handled (maybeHandleCommonResponse),
+        as are NONE and INVALID_VOTER_KEY; BROKER_NOT_AVAILABLE and any other error of our
+        epoch fail (INVALID_REQUEST too: Kafka's leader throws there)."""
+        epoch = self._r._epoch
+        err = resp.error
+        if err is ErrorCode.NONE:
+            return True
+        if resp.leader_epoch < 0:
+            return False
+        if resp.leader_epoch != epoch or err in (
+            ErrorCode.UNKNOWN_LEADER_EPOCH,
+            ErrorCode.FENCED_LEADER_EPOCH,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ):
+            return True
+        return err is ErrorCode.INVALID_VOTER_KEY
 
     def begin_failed(self, ev: SendFailed) -> None:
+        """A BeginQuorumEpoch that could not be sent backs its voter off (Kafka: the failed
+        send is an error answer to the request in flight)."""
         r = self._r
         req = ev.request
         assert isinstance(req, BeginQuorumEpochRequest)
-        if req.leader_epoch == r._epoch and ev.dst in r._retry:
+        if r._state is L and req.leader_epoch == r._epoch and ev.dst in r._retry:
             r._retry[ev.dst] = r._now + r._timing.retry_backoff_ms
 
-    def _endorse(self, src: NodeId) -> None:
+    def send_begin_quorum_epoch(self, ld: LeaderState) -> None:
+        """Kafka's maybeSendBeginQuorumEpochRequests: once the timer has run out, a
+        BeginQuorumEpoch to every voter that has not fetched within fetch timeout / 2 and
+        has no request in flight nor backs off (RequestManager.isReady: `_retry` holds when
+        each such voter is ready again), then the timer restarts."""
         r = self._r
-        ld = r._leader
-        if ld is not None and src in ld.voters:
-            ld.endorsed.add(src)
-            r._retry.pop(src, None)
+        now = r._now
+        if ld.begin_quorum_epoch_at > now:
+            return
+        for dst in ld.need_to_send_begin_quorum(now):
+            busy = r._retry.get(dst)
+            if busy is None or busy <= now:
+                r._retry[dst] = now + r._timing.request_timeout_ms
+                r._send(
+                    dst,
+                    BeginQuorumEpochRequest(
+                        r._cfg.cluster_id, r._me.id, r._epoch, voter=r._voter_key(dst)
+                    ),
+                )
+        ld.begin_quorum_epoch_at = now + ld.begin_quorum_epoch_ms
 
     # ------------------------------------------------------------------ Fetch
 
@@ -455,14 +517,13 @@ class LeaderRole:
             r._send(src, self.fetch_response(ErrorCode.NONE))
 
     def _record_fetch(self, ld: LeaderState, src: NodeId, req: FetchRequest) -> None:
-        """The leader learns the fetcher's durable end offset; a voter's Fetch in this epoch
-        endorses the leader and may move the HWM."""
+        """The leader learns the fetcher's durable end offset and when it last fetched (no
+        BeginQuorumEpoch is due to a voter fetching); a voter's Fetch may move the HWM."""
         r = self._r
         now = r._now
         if src in ld.voters and ld.voter_set.contains(req.replica):
             peer = ld.voters[src]
             peer.key = req.replica
-            self._endorse(src)
             ld.heard_from_voter(src, now)
         else:
             peer = ld.observer(req.replica, now)

@@ -474,10 +474,9 @@ class VoterChanges:
         data = encode_control_records(offset, r._epoch, [record], timestamp_ms=r._now)
         voter_set = voter_set_of(record)
         r._lead._append(offset, offset, data, [(offset, voter_set)])
+        # The leader's next BeginQuorumEpoch round asks the voters of this set (a removed
+        # voter's request in flight keeps its connection busy, as Kafka's RequestManager).
         refresh_voters(r)
-        # A removed voter is no longer asked to endorse this leader.
-        for node in [n for n in r._retry if not voter_set.contains_id(n)]:
-            del r._retry[node]
         r._lead._maybe_advance_hwm()
         return offset
 

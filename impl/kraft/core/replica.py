@@ -42,7 +42,6 @@ from kraft.core.follower import FollowerRole
 from kraft.core.leader import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderRole, LeaderState
 from kraft.core.log_metadata import LogMetadata, LogState
 from kraft.core.messages import (
-    BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
     FetchResponse,
@@ -164,7 +163,10 @@ class Replica:
         self._fetch_deadline: int | None = None  # follower: leader silent too long
         self._fetch_send_at: int | None = None  # when to send the next Fetch
         self._fetch_in_flight_until: int | None = None  # resend if unanswered by then
-        # Per-peer next send time of this state's request (Vote / BeginQuorumEpoch).
+        # Per peer, when it is ready for this state's next request (Kafka's RequestManager:
+        # one request in flight until its timeout, or a backoff after a failure). Prospective,
+        # Candidate: the peers still to ask (Vote), due then. Leader: the voters asked with
+        # BeginQuorumEpoch, consulted when its timer runs out (LeaderRole); absent: ready.
         self._retry: dict[NodeId, int] = {}
         self._granted: set[NodeId] = set()
         self._rejected: set[NodeId] = set()
@@ -277,13 +279,21 @@ class Replica:
         ):
             if t is not None and (soonest is None or t < soonest):
                 soonest = t
-        if self._retry:
-            t = min(self._retry.values())
-            if soonest is None or t < soonest:
-                soonest = t
         ld = self._leader
-        if ld is not None:
-            for t in (ld.complete_parked_at, ld.lingering.until, ld.check_quorum_at, ld.resign_at):
+        if ld is None:
+            if self._retry:
+                t = min(self._retry.values())
+                if soonest is None or t < soonest:
+                    soonest = t
+        else:
+            # A leader's `_retry` only gates its BeginQuorumEpoch rounds: the timer wakes it.
+            for t in (
+                ld.complete_parked_at,
+                ld.lingering.until,
+                ld.check_quorum_at,
+                ld.resign_at,
+                ld.begin_quorum_epoch_at,
+            ):
                 if t is not None and (soonest is None or t < soonest):
                     soonest = t
             for _, _, t, _ in ld.parked:
@@ -417,8 +427,11 @@ class Replica:
                 granting=tuple(sorted(granted)),
                 check_quorum_at=None if single else now + check_ms,
                 check_quorum_ms=check_ms,
+                begin_quorum_epoch_at=now,
+                begin_quorum_epoch_ms=self._timing.fetch_timeout_ms // 2,
             )
-            self._retry = dict.fromkeys(others, now)
+            # `_retry` stays empty: every voter is ready (Kafka's onBecomeLeader resets the
+            # connections).
         elif new is R:
             self._leader_id = self._me.id
             self._election_deadline = now + self._elect.random_election_timeout()
@@ -470,19 +483,8 @@ class Replica:
                 if at <= now:
                     self._retry[dst] = now + self._timing.request_timeout_ms
                     self._send(dst, self._elect.vote_request(dst))
-        elif st is L:
-            for dst, at in sorted(self._retry.items()):
-                if at <= now:
-                    self._retry[dst] = now + self._timing.request_timeout_ms
-                    self._send(
-                        dst,
-                        BeginQuorumEpochRequest(
-                            self._cfg.cluster_id,
-                            self._me.id,
-                            self._epoch,
-                            voter=self._voter_key(dst),
-                        ),
-                    )
+        elif self._leader is not None:  # leading (a LeaderState exists only in Leader)
+            self._lead.send_begin_quorum_epoch(self._leader)
         if self._fetch_send_at is not None and self._fetch_send_at <= now:
             self._follow.send_fetch()
 

@@ -1,0 +1,223 @@
+"""Scenario tests of when a leader sends BeginQuorumEpoch, as Kafka 4.3 does
+(KafkaRaftClient.maybeSendBeginQuorumEpochRequests over LeaderState's beginQuorumEpochTimer):
+
+- the timer starts expired, so BecomeLeader's step announces the leader to every other voter;
+  it then restarts for fetch timeout / 2;
+- each time it runs out, the leader asks every other voter that has not fetched within fetch
+  timeout / 2 (or never did), whether or not it answered an earlier BeginQuorumEpoch, and
+  restarts it: a voter that endorsed the leader and then stopped fetching is asked again at
+  the first round at least fetch timeout / 2 after its last Fetch, not before; a voter that
+  fetches regularly is never asked again;
+- a round skips a voter whose request is still in flight (its request timeout has not run out)
+  or that backs off after an error answer (Kafka's RequestManager.isReady): it is asked at the
+  next round that finds it ready, not when it becomes ready.
+
+One replica (node 1) is driven directly: the test plays the other voters, ticking the leader
+at each deadline it reports.
+"""
+
+from __future__ import annotations
+
+import random
+
+from memory_logs import key, perform_append
+
+from kraft.core.effects import AppendToLog, Effect, ElectionState, Send
+from kraft.core.events import Event, Receive, Tick
+from kraft.core.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    FetchRequest,
+    Request,
+    VoteResponse,
+)
+from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.timing import QuorumTiming
+from kraft.core.vocabulary import ReplicaState
+from kraft.errors import ErrorCode
+from kraft.ids import ClusterId, Epoch, NodeId, Offset
+from kraft.storage.log_adapter import BatchReader, log_state_of
+from kraft.storage.memory_log import MemoryLog
+
+CLUSTER = ClusterId("begin-resend-cluster")
+EPOCH = Epoch(1)
+ME = NodeId(1)
+
+
+class Leader:
+    """Node 1, a Candidate of epoch 1 (its vote for itself on record) that votes from nodes
+    2, 3, ... make Leader at `elected_at`; every BeginQuorumEpoch it sends is kept as (time, dst,
+    request)."""
+
+    def __init__(self, voters: int = 3, *, elected_at: int = 5000, **cfg: int) -> None:
+        self.timing = QuorumTiming(**cfg)
+        self.log = MemoryLog()
+        ids = tuple(key(i) for i in range(1, voters + 1))
+        self.replica = Replica(
+            ReplicaConfig(key(1), CLUSTER, ids, self.timing),
+            election_state=ElectionState(EPOCH, voted_for=key(1)),
+            log_state=log_state_of(self.log),
+            reader=BatchReader(self.log),
+            rng=random.Random(0),
+            now_ms=elected_at,
+        )
+        self.now = elected_at
+        self.begins: list[tuple[int, NodeId, BeginQuorumEpochRequest]] = []
+        self._record(self.replica.start())
+        grant = VoteResponse(ErrorCode.NONE, NodeId(-1), EPOCH, True)
+        for v in range(2, voters // 2 + 2):  # a majority with its own vote
+            self.step(Receive(elected_at, NodeId(v), grant, None))
+        assert self.replica.view().state is ReplicaState.LEADER
+        self.epoch = self.replica.view().epoch
+
+    def _record(self, effects: list[Effect]) -> None:
+        for e in effects:
+            if isinstance(e, AppendToLog):
+                perform_append(self.log, e)
+            elif isinstance(e, Send) and isinstance(e.message, BeginQuorumEpochRequest):
+                self.begins.append((self.now, e.dst, e.message))
+
+    def step(self, event: Event) -> list[Effect]:
+        self.now = max(self.now, event.now_ms)
+        effects = self.replica.step(event)
+        self._record(effects)
+        return effects
+
+    def run(self, until: int, events: dict[int, list[Event]] | None = None) -> None:
+        """Tick the leader at each deadline up to `until`, handing it `events` (by time) on
+        the way; it stays Leader throughout."""
+        pending = dict(sorted((events or {}).items()))
+        last, again = -1, 0
+        while True:
+            tick = max(self.replica.next_deadline_ms(), self.now)
+            again = again + 1 if tick == last else 0
+            last = tick
+            assert again < 20, f"the leader asks to be ticked again and again at t={tick}ms"
+            at = min([tick, *pending])
+            if at > until:
+                self.now = until
+                return
+            if at in pending and at <= tick:
+                for ev in pending.pop(at):
+                    self.step(ev)
+            else:
+                self.step(Tick(at))
+            assert self.replica.view().state is ReplicaState.LEADER
+
+    def fetch(self, src: int, at: int) -> Receive:
+        """A Fetch from voter `src` at `at` from the leader's log end (accepted: it records
+        the voter's last Fetch)."""
+        end = self.replica.view().end_offset
+        req = FetchRequest(CLUSTER, key(src), self.epoch, end, self.epoch, Offset(0))
+        return Receive(at, NodeId(src), req, None)
+
+    def answer(self, src: int, at: int, error: ErrorCode = ErrorCode.NONE) -> Receive:
+        of: Request = BeginQuorumEpochRequest(CLUSTER, ME, self.epoch, voter=key(src))
+        return Receive(at, NodeId(src), BeginQuorumEpochResponse(error, ME, self.epoch), of)
+
+    def asked(self, dst: int, after: int = -1) -> list[int]:
+        """When the leader sent BeginQuorumEpoch to `dst`, after time `after`."""
+        return [t for t, d, _ in self.begins if d == dst and t > after]
+
+
+def test_the_first_round_at_election_asks_every_other_voter_and_the_timer_restarts() -> None:
+    """BecomeLeader's step asks every other voter; the next round is fetch timeout / 2 later
+    (not at the request timeout), and asks again the voters that answered but never fetched."""
+    ld = Leader(voters=5, request_timeout_ms=300)
+    e = ld.now
+    assert sorted(d for t, d, _ in ld.begins if t == e) == [2, 3, 4, 5]
+    ld.run(e + 1, {e + 1: [ld.answer(v, e + 1) for v in (2, 3, 4, 5)]})
+    assert ld.replica.next_deadline_ms() == e + 1000  # fetch timeout 2000 / 2
+    ld.run(e + 999)
+    assert all(t == e for t, _, _ in ld.begins)
+    ld.run(e + 1000)
+    assert sorted(d for t, d, _ in ld.begins if t == e + 1000) == [2, 3, 4, 5]
+
+
+def test_a_voter_that_endorsed_the_leader_and_stops_fetching_is_asked_again_at_a_round() -> None:
+    """Voter 2 answers BeginQuorumEpoch and fetches at e+100, then falls silent; voter 3 keeps
+    fetching. The rounds are at e, e+1000, e+2000, ...: at e+1000 voter 2's Fetch is 900 ms old
+    (under fetch timeout / 2), so it is asked again only at e+2000, not when its Fetch turned
+    1000 ms old (e+1100)."""
+    ld = Leader()
+    e = ld.now
+    events: dict[int, list[Event]] = {e + 1: [ld.answer(2, e + 1), ld.answer(3, e + 1)],
+                                      e + 100: [ld.fetch(2, e + 100)]}  # fmt: skip
+    for t in range(e + 50, e + 4000, 300):
+        events.setdefault(t, []).append(ld.fetch(3, t))
+    ld.run(e + 2500, events)
+    assert ld.asked(2) == [e, e + 2000]
+    assert ld.asked(3) == [e]
+
+
+def test_at_each_round_only_the_voters_that_stopped_fetching_are_asked() -> None:
+    """Voter 3 fetches every 400 ms and is never asked again; voter 2, which answered and
+    never fetched, is asked at every round (e+1000, e+2000, ...)."""
+    ld = Leader(request_timeout_ms=500)
+    e = ld.now
+    events: dict[int, list[Event]] = {e + 1: [ld.answer(2, e + 1)]}
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(3, t))
+    for t in range(e + 1001, e + 10_000, 1000):  # each of voter 2's answers a moment later
+        events.setdefault(t, []).append(ld.answer(2, t))
+    ld.run(e + 5500, events)
+    assert ld.asked(3) == [e]
+    assert ld.asked(2) == [e, e + 1000, e + 2000, e + 3000, e + 4000, e + 5000]
+
+
+def test_a_voter_with_a_request_in_flight_is_not_asked_again_before_its_request_timeout() -> None:
+    """Voter 3 never answers nor fetches. With a request timeout of 1500 ms its request of e
+    is still in flight at the round of e+1000 (skipped) and has timed out by the round of
+    e+2000; then again at e+3000 (skipped) and e+4000: never at e+1500 or e+3500."""
+    ld = Leader(request_timeout_ms=1500)
+    e = ld.now
+    events: dict[int, list[Event]] = {}
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(2, t))
+    ld.run(e + 4700, events)
+    assert ld.asked(3) == [e, e + 2000, e + 4000]
+    assert ld.asked(2) == [e]
+
+
+def test_a_voter_backing_off_after_an_error_answer_waits_for_the_next_round() -> None:
+    """Voter 3 refuses BeginQuorumEpoch (BROKER_NOT_AVAILABLE, a failure to Kafka) at e+990:
+    it backs off until e+1010, so the round of e+1000 skips it and it is asked at e+2000, not
+    when its backoff ran out."""
+    ld = Leader(retry_backoff_ms=20)
+    e = ld.now
+    events: dict[int, list[Event]] = {
+        e + 990: [ld.answer(3, e + 990, ErrorCode.BROKER_NOT_AVAILABLE)]
+    }
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(2, t))
+    ld.run(e + 2500, events)
+    assert ld.asked(3) == [e, e + 2000]
+
+
+def test_a_voter_whose_fetch_is_exactly_half_a_fetch_timeout_old_is_asked() -> None:
+    """Voter 3 answered, then fetched once, at the round of e+1000; at the round of e+2000
+    its Fetch is exactly fetch timeout / 2 old: it is asked (Kafka: now - lastFetchTimestamp
+    >= beginQuorumEpochTimeoutMs)."""
+    ld = Leader()
+    e = ld.now
+    events: dict[int, list[Event]] = {
+        e + 1: [ld.answer(3, e + 1)],
+        e + 1000: [ld.fetch(3, e + 1000)],
+    }
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(2, t))
+    ld.run(e + 2500, events)
+    assert ld.asked(3) == [e, e + 2000]
+
+
+def test_a_request_whose_timeout_runs_out_at_a_round_is_sent_again_at_that_round() -> None:
+    """With a request timeout of fetch timeout / 2, voter 3's unanswered request of each round
+    times out exactly at the next one, which asks it again (Kafka's RequestManager: timed out
+    once now >= sent + request timeout)."""
+    ld = Leader(request_timeout_ms=1000)
+    e = ld.now
+    events: dict[int, list[Event]] = {}
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(2, t))
+    ld.run(e + 3500, events)
+    assert ld.asked(3) == [e, e + 1000, e + 2000, e + 3000]
