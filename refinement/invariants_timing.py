@@ -48,7 +48,7 @@ Kafka's semantics written down here, not taken from the core:
   one naming another epoch) or a failed send; a successful answer makes it ready at once. Any
   answer of the epoch completes the request in flight (this project's convention: no
   correlation ids). It asks no one else. The voters are the static quorum's; in a dynamic one
-  only the rounds and the readiness are checked.
+  only that requests go out at rounds to ready voters is checked.
 - FetchRetryExact (within FetchRetryNotEarly / FetchRetryNotLate): the first answer to the
   Fetch (or FetchSnapshot) in flight ends its request timeout (Kafka's RequestManager
   completes the request whose correlation id the answer carries). A failed one (an error
@@ -378,7 +378,7 @@ class TimingMonitor:
                         f" t={heard}ms but still leads {now - heard}ms later (check-quorum"
                         f" {self._check_quorum_ms}ms)",
                     )
-            if g.state is L and g.begin_at < late:
+            if g.state is L and self.static and g.begin_at < late:
                 return Violation(
                     BEGIN_RETRY_NOT_LATE,
                     f"leader {node} (epoch {g.epoch}) took no step since its BeginQuorumEpoch"

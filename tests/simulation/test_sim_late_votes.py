@@ -28,7 +28,7 @@ def test_the_delays_profiles_hold_vote_answers_past_an_election_timeout(profile:
     assert p.hold_past_election > 0
     assert with_delays(PROFILES["mixed"]).hold_past_election == p.hold_past_election
     votes = quorum_epoch = 0
-    for seed in range(3):
+    for seed in range(5):
         r = simulate(SimConfig(seed=seed, profile=p))
         assert " votes_held=" in r.summary()
         votes += r.votes_held

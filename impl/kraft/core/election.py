@@ -179,7 +179,9 @@ class ElectionRole:
         r = self._r
         req = ev.request
         assert isinstance(req, VoteRequest)
-        if req.candidate_epoch == r._epoch and ev.dst in r._retry:
+        # Only while standing: a Vote of this epoch failing after we won it is no request of
+        # our Leader's (Kafka's onBecomeLeader resets every connection).
+        if r._state in (P, C) and req.candidate_epoch == r._epoch and ev.dst in r._retry:
             r._retry[ev.dst] = r._now + r._timing.retry_backoff_ms
 
     def refusal(self) -> VoteResponse:
