@@ -277,7 +277,7 @@ def test_catches_a_leader_that_advertises_its_stale_follower_hwm(
         )
 
     monkeypatch.setattr(LeaderRole, "fetch_response", stale_fetch_response)
-    names = first_violation(core_replica_factory, "lossy", range(3))
+    names = first_violation(core_replica_factory, "lossy", range(8))
     assert "FetchedHighWatermarkMonotonic" in names
 
 

@@ -13,7 +13,7 @@ from refinement.faults import PROFILES
 from refinement.invariants_timing import FETCH_RETRY_NOT_EARLY
 from refinement.sim import SimConfig, simulate
 
-CONFIG = SimConfig(seed=2, profile=PROFILES["mixed+snapshots"], max_events=1500)
+CONFIG = SimConfig(seed=1, profile=PROFILES["mixed+snapshots"], max_events=1500)
 
 
 def test_the_core_backs_off_after_an_invalid_snapshot() -> None:

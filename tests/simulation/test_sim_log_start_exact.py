@@ -95,8 +95,10 @@ def lazy_leader(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.usefixtures("lazy_leader")
 @pytest.mark.parametrize("profile", ["mixed+snapshots", "lossy+snapshots"])
 def test_a_leader_that_waits_for_its_next_snapshot_is_caught(profile: str) -> None:
-    r = simulate(SimConfig(seed=0, profile=PROFILES[profile], max_events=800))
-    assert rules.LOG_START_EXACT in {v.name for v in r.violations}, r.summary()
+    runs = [
+        simulate(SimConfig(seed=s, profile=PROFILES[profile], max_events=800)) for s in range(4)
+    ]
+    assert any(rules.LOG_START_EXACT in {v.name for v in r.violations} for r in runs)
 
 
 def test_a_follower_that_runs_ahead_of_its_leader_is_caught(
@@ -110,5 +112,8 @@ def test_a_follower_that_runs_ahead_of_its_leader_is_caught(
         real(self, None if leader_log_start is None else Offset(2**62))
 
     monkeypatch.setattr(SnapshotRole, "maybe_advance_log_start", ahead)
-    r = simulate(SimConfig(seed=1, profile=PROFILES["mixed+snapshots"], max_events=800))
-    assert rules.LOG_START_EXACT in {v.name for v in r.violations}, r.summary()
+    runs = [
+        simulate(SimConfig(seed=s, profile=PROFILES["mixed+snapshots"], max_events=800))
+        for s in range(4)
+    ]
+    assert any(rules.LOG_START_EXACT in {v.name for v in r.violations} for r in runs)

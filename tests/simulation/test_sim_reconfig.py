@@ -85,7 +85,7 @@ def test_the_operator_adds_and_removes_voters_and_traces_carry_the_actions() -> 
 
 def test_a_voter_that_lost_its_disk_returns_with_a_new_directory_id() -> None:
     profile = PROFILES["shutdowns+reconfig"]
-    for seed in range(12):
+    for seed in range(40):
         sim = Simulator(SimConfig(seed=seed, profile=profile))
         r = sim.run()
         assert r.ok, r.summary()
@@ -96,7 +96,7 @@ def test_a_voter_that_lost_its_disk_returns_with_a_new_directory_id() -> None:
                 assert n.key == ReplicaKey(n.id, directory_of(n.id, n.wiped))
                 assert n.key != ReplicaKey(n.id, directory_of(n.id))
             return
-    pytest.fail("no voter lost its disk on seeds 0-11")
+    pytest.fail("no voter lost its disk on seeds 0-39")
 
 
 # --------------------------------------------------------------------------- the checkers

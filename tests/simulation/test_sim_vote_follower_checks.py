@@ -44,7 +44,7 @@ def test_a_follower_pre_vote_granted_without_comparing_logs_is_caught(
         return real(self, req)
 
     monkeypatch.setattr(ElectionRole, "_can_grant", careless)
-    caught = first_violations("partitions", range(3))
+    caught = first_violations("mixed", range(6))
     assert inp.GRANTED_VOTE_LOG_UP_TO_DATE in caught.values(), caught
 
 
@@ -91,5 +91,5 @@ def test_a_broken_connection_that_postpones_the_fetch_timer_is_caught(
             r._fetch_deadline = kept  # not a break it acts on
 
     monkeypatch.setattr(FollowerRole, "leader_connection_broke", redraws)
-    caught = first_violations("crashes+delays", range(2))
+    caught = first_violations("crashes+delays", range(6))
     assert timing.FETCH_TIMEOUT_NOT_LATE in caught.values(), caught
