@@ -13,7 +13,7 @@ from refinement import sim
 from refinement.faults import CRASHES
 from refinement.sim_config import SimConfig
 
-SEEDS = range(6)
+SEEDS = range(12)
 FETCH_TIMEOUT_MS = 2000
 
 
@@ -26,8 +26,9 @@ def _trace(seed: int, notice: bool) -> tuple[list[dict[str, object]], int]:
 
 def _early_stands(lines: list[dict[str, object]]) -> int:
     """Followers that stood (ElectionTimeout) sooner than the fetch timeout after the last
-    answer they handled from their leader (besides noticed breaks, an EndQuorumEpoch or an
-    answer that did not reset the fetch timer makes a few)."""
+    answer without error they handled from their leader (an error answer, such as a restarted
+    leader's NOT_LEADER_OR_FOLLOWER, does not reset the fetch timer; besides noticed breaks,
+    an EndQuorumEpoch makes a few)."""
     answered_at: dict[object, int] = {}
     early = 0
     for line in lines:
@@ -42,7 +43,9 @@ def _early_stands(lines: list[dict[str, object]]) -> int:
         if state.get("state") != "Follower":
             answered_at.pop(node, None)
         elif "HandleFetchResponse" in actions:
-            answered_at[node] = t
+            msg = line.get("message")
+            if isinstance(msg, dict) and msg.get("error") == 0:
+                answered_at[node] = t
     return early
 
 
