@@ -19,7 +19,7 @@ from kraft.control_records import VoterEntry, VotersRecord
 from kraft.core.effects import Send
 from kraft.core.events import Receive
 from kraft.core.log_metadata import LogState
-from kraft.core.messages import UpdateVoterRequest, UpdateVoterResponse
+from kraft.core.messages import RemoveVoterRequest, UpdateVoterRequest, UpdateVoterResponse
 from kraft.core.voter_records import voter_set_of
 from kraft.errors import ErrorCode
 from kraft.ids import NO_DIRECTORY, NodeId, Offset
@@ -64,3 +64,24 @@ def test_an_update_from_a_voter_known_by_id_alone_records_its_directory_id() -> 
         (BARE, me.directory_id),
     ]
     assert ld._log.voters_offset >= Offset(view.end_offset)  # written as a new Voters record
+
+
+def test_the_voter_then_removed_is_listed_as_an_observer_by_the_key_it_fetched_with() -> None:
+    """After the update, removing the voter (by its new key) moves its progress to the
+    observers under the key its Fetches carry, (3, its directory id): DescribeQuorum lists it
+    so, as Kafka's leader, which keys the voter's state by the updated voter-set key."""
+    c = OneBareVoter(3, seed=3)
+    lead = settled(c)
+    assert lead != BARE
+    c.run(c.now + 500)
+    me = key(BARE)
+    view = c.view(lead)
+    update = UpdateVoterRequest(CLUSTER, view.epoch, me, controller_endpoints(BARE), 0, 1)
+    c.step(lead, Receive(c.now, NodeId(BARE), update, None, reply_to=5))
+    c.run(c.now + 500)  # the updated voter set commits
+    removal = c.step(lead, Receive(c.now, NodeId(-7), RemoveVoterRequest(CLUSTER, me), None, 6))
+    assert not [e for e in removal if isinstance(e, Send) and e.reply_to == 6]  # not yet decided
+    desc = c.r(lead).describe_quorum()
+    assert desc is not None
+    assert [v.replica.id for v in desc.voters] == sorted({1, 2, 3} - {BARE})
+    assert [d.replica for d in desc.observers] == [me]
