@@ -221,3 +221,33 @@ def test_a_request_whose_timeout_runs_out_at_a_round_is_sent_again_at_that_round
         events.setdefault(t, []).append(ld.fetch(2, t))
     ld.run(e + 3500, events)
     assert ld.asked(3) == [e, e + 1000, e + 2000, e + 3000]
+
+
+def test_an_answer_naming_a_newer_epoch_and_leader_makes_the_leader_follow_it_at_once() -> None:
+    """Voter 3 answers the leader's BeginQuorumEpoch with FENCED_LEADER_EPOCH, naming epoch 2
+    and leader 3 (it moved on while the request was in flight): in that very step the old
+    leader resigns and follows node 3 in epoch 2 (Kafka's maybeHandleCommonResponse)."""
+    ld = Leader()
+    e = ld.now
+    fenced = BeginQuorumEpochResponse(ErrorCode.FENCED_LEADER_EPOCH, NodeId(3), Epoch(2))
+    of = BeginQuorumEpochRequest(CLUSTER, ME, ld.epoch, voter=key(3))
+    ld.step(Receive(e + 1, NodeId(3), fenced, of))
+    view = ld.replica.view()
+    assert (view.state, view.epoch, view.leader_id) == (ReplicaState.FOLLOWER, 2, 3)
+
+
+def test_an_answer_naming_a_newer_epoch_without_a_leader_leaves_the_leader_unattached() -> None:
+    """The same answer naming no leader (-1) for epoch 2: the old leader is Unattached in
+    epoch 2 at once, with no leader and no vote."""
+    ld = Leader()
+    e = ld.now
+    fenced = BeginQuorumEpochResponse(ErrorCode.FENCED_LEADER_EPOCH, NodeId(-1), Epoch(2))
+    of = BeginQuorumEpochRequest(CLUSTER, ME, ld.epoch, voter=key(3))
+    ld.step(Receive(e + 1, NodeId(3), fenced, of))
+    view = ld.replica.view()
+    assert (view.state, view.epoch, view.leader_id, view.voted_for) == (
+        ReplicaState.UNATTACHED,
+        2,
+        None,
+        None,
+    )
