@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from memory_logs import key, perform_append
 
 from kraft.core.effects import AppendToLog, Effect, ElectionState, Send
@@ -251,3 +252,49 @@ def test_an_answer_naming_a_newer_epoch_without_a_leader_leaves_the_leader_unatt
         None,
         None,
     )
+
+
+# Kafka's handleBeginQuorumEpochResponse, per answer: handled (the voter is ready for the next
+# round at once) or a failure (it backs off for the retry backoff). Voter 3 answers at e+990,
+# with a request timeout (500 ms) already run out and a backoff (20 ms) that outlasts the round
+# of e+1000: a handled answer is asked again at that round, a failure only at e+2000.
+HANDLED = [
+    (ErrorCode.NONE, 1),
+    (ErrorCode.UNKNOWN_LEADER_EPOCH, 1),
+    (ErrorCode.FENCED_LEADER_EPOCH, 1),
+    (ErrorCode.NOT_LEADER_OR_FOLLOWER, 1),
+    (ErrorCode.INVALID_VOTER_KEY, 1),
+    (ErrorCode.BROKER_NOT_AVAILABLE, 0),  # names an earlier epoch: a stale answer, handled
+]
+FAILED = [
+    (ErrorCode.BROKER_NOT_AVAILABLE, 1),
+    (ErrorCode.INVALID_REQUEST, 1),
+    (ErrorCode.INCONSISTENT_CLUSTER_ID, -1),  # a top-level error: no partition, epoch -1
+]
+
+
+def _asked_after_answer(error: ErrorCode, epoch: int) -> list[int]:
+    ld = Leader(retry_backoff_ms=20, request_timeout_ms=500)
+    e = ld.now
+    leader = ME if epoch == ld.epoch else NodeId(-1)
+    answer = BeginQuorumEpochResponse(error, leader, Epoch(epoch))
+    of = BeginQuorumEpochRequest(CLUSTER, ME, ld.epoch, voter=key(3))
+    events: dict[int, list[Event]] = {e + 990: [Receive(e + 990, NodeId(3), answer, of)]}
+    for t in range(e + 10, e + 10_000, 400):
+        events.setdefault(t, []).append(ld.fetch(2, t))
+    ld.run(e + 2500, events)
+    return [t - e for t in ld.asked(3)]
+
+
+@pytest.mark.parametrize(("error", "epoch"), HANDLED)
+def test_a_handled_answer_leaves_its_voter_ready_for_the_next_round(
+    error: ErrorCode, epoch: int
+) -> None:
+    assert _asked_after_answer(error, epoch) == [0, 1000, 2000]
+
+
+@pytest.mark.parametrize(("error", "epoch"), FAILED)
+def test_a_failed_answer_backs_its_voter_off_past_the_next_round(
+    error: ErrorCode, epoch: int
+) -> None:
+    assert _asked_after_answer(error, epoch) == [0, 2000]
