@@ -135,6 +135,8 @@ campaign: setup
 # first; fails on a survivor not in refinement/mutation/equivalent.toml. A fixed sample, the
 # issue's goal (no unit tests), on one core:
 # make mutate MUTATE_ARGS="--sample 80 --seed 1 --layers scenarios,sim,hypothesis --master local[1]"
+# After a core change, its own lines only (new code arrives weaker than worked-over code):
+# make mutate MUTATE_ARGS="--changed-since main~1 --layers scenarios,sim"
 MUTATE_ARGS ?=
 mutate: setup
 	$(VENV)/bin/kraft mutate $(MUTATE_ARGS)

@@ -6,6 +6,7 @@ rows), campaign.json and the report (report.md, report.html).
 
     kraft mutate --sample 80 --seed 1 --layers scenarios,sim,hypothesis --master local[1]
     kraft mutate --list --sample 10            (the mutants, without running anything)
+    kraft mutate --changed-since main~3 --layers scenarios,sim   (after a core change)
     make mutate                                (every mutant, every layer)
 
 Before the mutants, the unmutated core runs every chosen layer on the driver: a layer that
@@ -26,6 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from refinement.mutation.changed import RevisionError, git_changed_lines, on_changed_lines
 from refinement.mutation.execute import (
     LAYERS,
     SIM_PROFILES,
@@ -53,6 +55,7 @@ class MutateConfig:
     checkout: Path = CHECKOUT
     files: tuple[str, ...] | None = None  # relative to impl/; None: the whole core
     ids: tuple[str, ...] = ()  # only these mutants (with --sample: sampled among them)
+    changed_since: str | None = None  # only mutants on core lines changed since this git rev
     sample: int | None = None
     seed: int = 0
     settings: LayerSettings = field(default_factory=LayerSettings)
@@ -86,6 +89,14 @@ def select(config: MutateConfig) -> tuple[list[Mutant], int]:
         missing = wanted - {m.id for m in pool}
         if missing:
             raise SystemExit(f"unknown mutant id(s): {', '.join(sorted(missing))}")
+    if config.changed_since is not None:
+        try:
+            changed = git_changed_lines(config.checkout, config.changed_since)
+        except RevisionError as exc:
+            raise SystemExit(str(exc)) from exc
+        impl = config.checkout / "impl"
+        sources = {f: (impl / f).read_text(encoding="utf-8") for f in {m.file for m in pool}}
+        pool = on_changed_lines(pool, changed, sources)
     return sample(pool, config.sample, config.seed), len(every)
 
 
@@ -226,6 +237,7 @@ def run_campaign(
         "config": {
             "files": list(config.files) if config.files else None,
             "ids": list(config.ids),
+            "changed_since": config.changed_since,
             "sample": config.sample,
             "seed": config.seed,
             "settings": {**asdict(settings), "layers": list(settings.ordered())},
@@ -271,6 +283,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     p.add_argument("--ids", help="only these mutant ids (comma-separated)")
     p.add_argument("--files", help="only these core files, relative to impl/ (comma-separated)")
+    p.add_argument(
+        "--changed-since",
+        metavar="REV",
+        help="only mutants on core lines changed since git revision REV (the work tree's lines)",
+    )
     p.add_argument(
         "--layers",
         default=",".join(LAYERS),
@@ -335,6 +352,7 @@ def config_from_args(args: argparse.Namespace) -> MutateConfig:
     return MutateConfig(
         files=_csv(args.files) if args.files else None,
         ids=_csv(args.ids) if args.ids else (),
+        changed_since=args.changed_since,
         sample=args.sample,
         seed=args.seed,
         settings=settings,
