@@ -18,92 +18,62 @@ at each deadline it reports.
 
 from __future__ import annotations
 
-import random
+from collections.abc import Mapping
 
 import pytest
-from memory_logs import key, perform_append
+from hand_driven import HandDriven
+from memory_logs import key
 
-from kraft.core.effects import AppendToLog, Effect, ElectionState, Send
-from kraft.core.events import Event, Receive, Tick
+from kraft.core.effects import ElectionState
+from kraft.core.events import Event, Receive
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     FetchRequest,
     Request,
-    VoteResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 
 CLUSTER = ClusterId("begin-resend-cluster")
 EPOCH = Epoch(1)
 ME = NodeId(1)
 
 
-class Leader:
+class Leader(HandDriven):
     """Node 1, a Candidate of epoch 1 (its vote for itself on record) that votes from nodes
-    2, 3, ... make Leader at `elected_at`; every BeginQuorumEpoch it sends is kept as (time, dst,
-    request)."""
+    2, 3, ... make Leader at `elected_at`; `begins` lists every BeginQuorumEpoch it sends as
+    (time, dst, request)."""
 
     def __init__(self, voters: int = 3, *, elected_at: int = 5000, **cfg: int) -> None:
-        self.timing = QuorumTiming(**cfg)
-        self.log = MemoryLog()
-        ids = tuple(key(i) for i in range(1, voters + 1))
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, ids, self.timing),
-            election_state=ElectionState(EPOCH, voted_for=key(1)),
-            log_state=log_state_of(self.log),
-            reader=BatchReader(self.log),
-            rng=random.Random(0),
-            now_ms=elected_at,
-        )
-        self.now = elected_at
-        self.begins: list[tuple[int, NodeId, BeginQuorumEpochRequest]] = []
-        self._record(self.replica.start())
-        grant = VoteResponse(ErrorCode.NONE, NodeId(-1), EPOCH, True)
+        super().__init__(CLUSTER, range(1, voters + 1), timing=QuorumTiming(**cfg),
+                         election_state=ElectionState(EPOCH, voted_for=key(1)),
+                         start_ms=elected_at)  # fmt: skip
         for v in range(2, voters // 2 + 2):  # a majority with its own vote
-            self.step(Receive(elected_at, NodeId(v), grant, None))
+            self.grant(v, None)
         assert self.replica.view().state is ReplicaState.LEADER
         self.epoch = self.replica.view().epoch
 
-    def _record(self, effects: list[Effect]) -> None:
-        for e in effects:
-            if isinstance(e, AppendToLog):
-                perform_append(self.log, e)
-            elif isinstance(e, Send) and isinstance(e.message, BeginQuorumEpochRequest):
-                self.begins.append((self.now, e.dst, e.message))
+    @property
+    def begins(self) -> list[tuple[int, NodeId, BeginQuorumEpochRequest]]:
+        return [
+            (at, s.dst, s.message)
+            for at, s in self.sends
+            if isinstance(s.message, BeginQuorumEpochRequest)
+        ]
 
-    def step(self, event: Event) -> list[Effect]:
-        self.now = max(self.now, event.now_ms)
-        effects = self.replica.step(event)
-        self._record(effects)
-        return effects
-
-    def run(self, until: int, events: dict[int, list[Event]] | None = None) -> None:
+    def run(
+        self,
+        until: int,
+        events: Mapping[int, list[Event]] | None = None,
+        *,
+        stays: ReplicaState | None = ReplicaState.LEADER,
+    ) -> None:
         """Tick the leader at each deadline up to `until`, handing it `events` (by time) on
         the way; it stays Leader throughout."""
-        pending = dict(sorted((events or {}).items()))
-        last, again = -1, 0
-        while True:
-            tick = max(self.replica.next_deadline_ms(), self.now)
-            again = again + 1 if tick == last else 0
-            last = tick
-            assert again < 20, f"the leader asks to be ticked again and again at t={tick}ms"
-            at = min([tick, *pending])
-            if at > until:
-                self.now = until
-                return
-            if at in pending and at <= tick:
-                for ev in pending.pop(at):
-                    self.step(ev)
-            else:
-                self.step(Tick(at))
-            assert self.replica.view().state is ReplicaState.LEADER
+        super().run(until, events, stays=stays)
 
     def fetch(self, src: int, at: int) -> Receive:
         """A Fetch from voter `src` at `at` from the leader's log end (accepted: it records

@@ -20,58 +20,41 @@ voter 3 in a newer epoch (its Vote request).
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-from memory_logs import key, perform_append
+from hand_driven import HandDriven
+from memory_logs import key
 
-from kraft.core.effects import ActionTaken, AppendToLog, Effect, Send, StateChanged
-from kraft.core.events import Event, Receive, Shutdown, Tick
+from kraft.core.effects import ActionTaken, Effect, Send, StateChanged
+from kraft.core.events import Event, Receive, Shutdown
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
     Message,
     VoteRequest,
-    VoteResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
-from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 from kraft.trace_format import read_trace
 from kraft.tracing import TraceFile
 
 S = ReplicaState
 CLUSTER = ClusterId("held-fetch-answer-trace")
-VOTERS = (key(1), key(2), key(3))
 HELD = 5150  # the reply token of voter 2's held Fetch
 OTHER = 5151  # the reply token of the request that ends the leadership
 
 
-class Leader:
+class Leader(HandDriven):
     """Replica 1, elected by hand with voter 2's votes, holding voter 2's caught-up Fetch."""
 
     def __init__(self) -> None:
-        self.log = MemoryLog()
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, VOTERS, QuorumTiming()),
-            election_state=None,
-            log_state=log_state_of(self.log),
-            reader=BatchReader(self.log),
-            rng=random.Random(0),
-            now_ms=0,
-        )
-        self.now = 0
-        self.last = self._apply(self.replica.start())
-        while self.replica.view().state is not S.PROSPECTIVE:
-            self.step(Tick(max(self.replica.next_deadline_ms(), self.now)))
-        self._grant()
-        self._grant()
+        super().__init__(CLUSTER, (1, 2, 3))
+        self.tick_until(S.PROSPECTIVE)
+        self.grant(2, self.vote_request_to(2))
+        self.grant(2, self.vote_request_to(2))
         assert self.replica.view().state is S.LEADER
         self.epoch = self.replica.view().epoch
         # Voter 2 fetches what the leader wrote (its answer moves the HWM), then fetches at
@@ -80,35 +63,11 @@ class Leader:
         self.fetch(self.end, None)
         assert not [e for e in self.fetch(self.end, HELD) if isinstance(e, Send)]
 
-    def _grant(self) -> None:
-        [req] = [
-            e.message
-            for e in self.last
-            if isinstance(e, Send) and e.dst == 2 and isinstance(e.message, VoteRequest)
-        ]
-        answer = VoteResponse(ErrorCode.NONE, NodeId(-1), req.candidate_epoch, True)
-        self.step(Receive(self.now, NodeId(2), answer, req))
-
-    def _apply(self, effects: list[Effect]) -> list[Effect]:
-        for e in effects:
-            if isinstance(e, AppendToLog):
-                perform_append(self.log, e)
-        self.last = effects
-        return effects
-
-    def step(self, ev: Event) -> list[Effect]:
-        self.now = max(self.now, ev.now_ms)
-        return self._apply(self.replica.step(ev))
-
     def fetch(self, offset: int, token: int | None) -> list[Effect]:
         v = self.replica.view()
         req = FetchRequest(CLUSTER, key(2), self.epoch, Offset(offset), v.last_epoch, Offset(0),
                            max_wait_ms=500)  # fmt: skip
         return self.step(Receive(self.now, NodeId(2), req, None, token))
-
-    @property
-    def end(self) -> int:
-        return int(self.replica.view().end_offset)
 
 
 def _ending(how: str, ld: Leader) -> tuple[Event, ReplicaState]:

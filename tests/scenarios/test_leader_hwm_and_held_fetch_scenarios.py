@@ -24,83 +24,36 @@ observer 4 fetching too:
 
 from __future__ import annotations
 
-import random
-
-from memory_logs import key, perform_append
+from hand_driven import HandDriven
+from memory_logs import key
 
 from kraft.core.effects import (
     ActionTaken,
     AppendCommitted,
-    AppendToLog,
     Effect,
     HighWatermarkMoved,
     Send,
 )
-from kraft.core.events import ClientAppend, Event, Receive, Tick
-from kraft.core.messages import FetchRequest, FetchResponse, VoteRequest, VoteResponse
-from kraft.core.replica import Replica, ReplicaConfig
-from kraft.core.timing import QuorumTiming
-from kraft.core.vocabulary import Action, ReplicaState
+from kraft.core.events import ClientAppend, Receive
+from kraft.core.messages import FetchRequest, FetchResponse
+from kraft.core.vocabulary import Action
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 
-S = ReplicaState
 CLUSTER = ClusterId("leader-hwm-and-held-fetch")
-VOTERS = (key(1), key(2), key(3))
 OBSERVER = 4
 MAX_WAIT = 500
 TOKEN = 4242  # the reply token of the observer's held Fetch
 
 
-class Leader:
+class Leader(HandDriven):
     """Replica 1 of voters {1, 2, 3}, elected by hand with voter 2's votes; its appends are
     performed on its MemoryLog as a driver would."""
 
     def __init__(self) -> None:
-        self.log = MemoryLog()
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, VOTERS, QuorumTiming()),
-            election_state=None,
-            log_state=log_state_of(self.log),
-            reader=BatchReader(self.log),
-            rng=random.Random(0),
-            now_ms=0,
-        )
-        self.now = 0
-        self._apply(self.replica.start())
-        while self.replica.view().state is not S.PROSPECTIVE:
-            self.tick()
-        self._win()
-        assert self.replica.view().state is S.CANDIDATE
-        self._win()
-        assert self.replica.view().state is S.LEADER
+        super().__init__(CLUSTER, (1, 2, 3))
+        self.elect(2)
         self.epoch = self.replica.view().epoch
-
-    def _win(self) -> None:
-        """Voter 2 grants the Vote (or pre-vote) request just sent to it."""
-        [req] = [
-            e.message
-            for e in self.last
-            if isinstance(e, Send) and e.dst == 2 and isinstance(e.message, VoteRequest)
-        ]
-        answer = VoteResponse(ErrorCode.NONE, NodeId(-1), self.replica.view().epoch, True)
-        self.step(Receive(self.now, NodeId(2), answer, req))
-
-    def _apply(self, effects: list[Effect]) -> list[Effect]:
-        for e in effects:
-            if isinstance(e, AppendToLog):
-                perform_append(self.log, e)
-        self.last = effects
-        return effects
-
-    def step(self, ev: Event) -> list[Effect]:
-        self.now = max(self.now, ev.now_ms)
-        return self._apply(self.replica.step(ev))
-
-    def tick(self, at: int | None = None) -> list[Effect]:
-        return self.step(Tick(self.replica.next_deadline_ms() if at is None else at))
 
     def fetch(self, src: int, offset: int, *, token: int | None = None) -> list[Effect]:
         """A Fetch from `src` at `offset` (in this epoch), long-polling MAX_WAIT ms."""
@@ -110,10 +63,6 @@ class Leader:
 
     def append(self, value: bytes, request_id: int) -> list[Effect]:
         return self.step(ClientAppend(self.now, ((None, value),), request_id))
-
-    @property
-    def end(self) -> int:
-        return int(self.replica.view().end_offset)
 
 
 def _answers(effects: list[Effect], dst: int) -> list[FetchResponse]:

@@ -20,23 +20,17 @@ leader.py sweep's LeaderState survivors), on a leader of a dynamic quorum driven
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
-from memory_logs import key, perform_append
+from hand_driven import HandDriven
+from memory_logs import key
 
 from kraft.control_records import Endpoint, VoterEntry, VotersRecord
-from kraft.core.effects import ActionTaken, AppendToLog, Effect, FlushLog
-from kraft.core.events import Event, Receive, Tick
-from kraft.core.messages import FetchRequest, RemoveVoterRequest, VoteResponse
-from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.effects import ActionTaken
+from kraft.core.events import Receive
+from kraft.core.messages import FetchRequest, RemoveVoterRequest
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.core.voter_records import voter_set_of
-from kraft.errors import ErrorCode
-from kraft.ids import NO_NODE, ClusterId, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
+from kraft.ids import ClusterId, NodeId, Offset
 
 CLUSTER = ClusterId("leader-state-rules")
 ADMIN = NodeId(-1)
@@ -49,13 +43,11 @@ L = ReplicaState.LEADER
 R = ReplicaState.RESIGNED
 
 
-class Leader:
+class Leader(HandDriven):
     """Replica 1 of a dynamic quorum (voters 1..n from the bootstrap checkpoint), elected at
     once and driven by hand from `start_ms` on; its log effects are performed."""
 
     def __init__(self, voters: int, *, start_ms: int = 0) -> None:
-        self.now = start_ms
-        self.log = MemoryLog()
         record = VotersRecord(
             0,
             tuple(
@@ -63,53 +55,23 @@ class Leader:
                 for v in range(1, voters + 1)
             ),
         )
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, (), TIMING),
-            election_state=None,
-            log_state=replace(
-                log_state_of(self.log), voter_history=((Offset(-1), voter_set_of(record)),)
-            ),
-            reader=BatchReader(self.log),
-            rng=random.Random(0),
-            now_ms=start_ms,
-            snapshots=None,
-        )
-        self._apply(self.replica.start())
-        self.tick(self.replica.next_deadline_ms())  # its election timer: Prospective
+        super().__init__(CLUSTER, (), timing=TIMING, start_ms=start_ms,
+                         voter_history=((Offset(-1), voter_set_of(record)),))  # fmt: skip
+        self.tick()  # its election timer: Prospective
         for v in [*range(2, voters + 1)] * 2:  # pre-votes, then votes
             if self.state in (ReplicaState.PROSPECTIVE, ReplicaState.CANDIDATE):
-                self.step(Receive(self.now, NodeId(v), self._grant(), None))
+                self.grant(v, None)
         assert self.state is L
         assert self.log.end_offset == EPOCH_RECORDS
 
-    def _grant(self) -> VoteResponse:
-        return VoteResponse(ErrorCode.NONE, NO_NODE, self.replica.view().epoch, True)
-
-    def _apply(self, effects: list[Effect]) -> list[Effect]:
-        for e in effects:
-            if isinstance(e, AppendToLog):
-                perform_append(self.log, e)
-            elif isinstance(e, FlushLog):
-                self.log.flush()
-        return effects
-
-    def step(self, ev: Event) -> list[Effect]:
-        return self._apply(self.replica.step(ev))
-
-    def tick(self, at: int) -> list[Effect]:
-        self.now = at
-        return self.step(Tick(at))
-
     def fetch(self, voter: int, offset: int, at: int) -> None:
         """`voter` fetches from `offset` at `at` (its log holds the leader's epoch below it)."""
-        self.now = at
         epoch = self.replica.view().epoch
         req = FetchRequest(CLUSTER, key(voter), epoch, Offset(offset), epoch, Offset(0))
         self.step(Receive(at, NodeId(voter), req, None))
 
     def remove(self, voter: int, at: int) -> None:
         """The operator removes `voter`; the leader appends the new Voters record."""
-        self.now = at
         end = self.log.end_offset
         self.step(Receive(at, ADMIN, RemoveVoterRequest(CLUSTER, key(voter)), reply_to=7))
         assert self.log.end_offset == end + 1

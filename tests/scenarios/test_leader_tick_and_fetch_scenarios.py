@@ -17,9 +17,7 @@ The replicas are driven by hand; the Fetches are the test's own.
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
+from hand_driven import replica_over
 from memory_logs import key
 from scenario_harness import CLUSTER, Cluster, DynamicCluster, controller_endpoints
 
@@ -38,14 +36,11 @@ from kraft.core.messages import (
     RemoveVoterRequest,
     RemoveVoterResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
-from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_set_of
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset, OffsetAndEpoch
 from kraft.records import LOG_OVERHEAD, decode_batch, iter_batches
-from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 
 TOKEN = 7301
@@ -163,16 +158,9 @@ def _start_of_epoch_records(start: OffsetAndEpoch | None, stated_at: Offset) -> 
     entry = VoterEntry(1, key(1).directory_id, controller_endpoints(1), 0, 1)
     voters = voter_set_of(VotersRecord(0, (entry,)))
     log = MemoryLog(0 if start is None else start.offset)
-    state = log_state_of(log, () if start is None else (start,))
-    replica = Replica(
-        ReplicaConfig(key(1), ClusterId("leader-tick"), (), QuorumTiming()),
-        election_state=None,
-        log_state=replace(state, voter_history=((stated_at, voters),)),
-        reader=BatchReader(log),
-        rng=random.Random(0),
-        now_ms=0,
-        snapshots=None,
-    )
+    replica = replica_over(log, ClusterId("leader-tick"), (),
+                           snapshot_ids=() if start is None else (start,),
+                           voter_history=((stated_at, voters),))  # fmt: skip
     effects = replica.start()
     assert replica.view().state is ReplicaState.LEADER
     [append] = [e for e in effects if isinstance(e, AppendToLog)]

@@ -11,19 +11,16 @@ snapshot to offer (KIP-630's log start, issue #16's leader.py survivors):
 
 from __future__ import annotations
 
-import random
+from hand_driven import HandDriven
+from memory_logs import key
 
-from memory_logs import key, perform_append
-
-from kraft.core.effects import AppendToLog, Effect, Send
+from kraft.core.effects import Effect, Send
 from kraft.core.events import Receive
 from kraft.core.messages import FetchRequest, FetchResponse
-from kraft.core.replica import Replica, ReplicaConfig
-from kraft.core.timing import QuorumTiming
+from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 
 CLUSTER = ClusterId("leader-voter-bookkeeping")
@@ -34,21 +31,9 @@ OBSERVER = 4
 def _only_voter_leading(log_start: int) -> tuple[Replica, MemoryLog]:
     """Voter 1, the only voter, leading at once over a log that starts at `log_start` and
     holds no snapshot."""
-    log = MemoryLog(log_start)
-    replica = Replica(
-        ReplicaConfig(key(1), CLUSTER, (key(1),), QuorumTiming()),
-        election_state=None,
-        log_state=log_state_of(log),
-        reader=BatchReader(log),
-        rng=random.Random(0),
-        now_ms=0,
-        snapshots=None,
-    )
-    for e in replica.start():
-        if isinstance(e, AppendToLog):
-            perform_append(log, e)
-    assert replica.view().state is ReplicaState.LEADER
-    return replica, log
+    one = HandDriven(CLUSTER, (1,), log=MemoryLog(log_start))
+    assert one.replica.view().state is ReplicaState.LEADER
+    return one.replica, one.log
 
 
 def _fetch(fetch_offset: int, last_fetched_epoch: int, epoch: Epoch) -> FetchRequest:

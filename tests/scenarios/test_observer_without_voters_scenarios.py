@@ -8,33 +8,21 @@ this corner is driven by hand.
 
 from __future__ import annotations
 
-import random
-
-from memory_logs import key
+from hand_driven import replica_over
 
 from kraft.core.effects import Send
 from kraft.core.events import Receive, Tick
 from kraft.core.messages import BeginQuorumEpochRequest, FetchRequest
-from kraft.core.replica import Replica, ReplicaConfig
-from kraft.core.timing import QuorumTiming
+from kraft.core.replica import Replica
 from kraft.core.vocabulary import ReplicaState
 from kraft.ids import ClusterId, Epoch, NodeId
-from kraft.storage.log_adapter import BatchReader, log_state_of
 from kraft.storage.memory_log import MemoryLog
 
 CLUSTER = ClusterId("no-voters")
 
 
 def _observer() -> Replica:
-    log = MemoryLog(0)
-    replica = Replica(
-        ReplicaConfig(key(7), CLUSTER, (), QuorumTiming()),
-        election_state=None,
-        log_state=log_state_of(log, ()),
-        reader=BatchReader(log),
-        rng=random.Random(0),
-        now_ms=0,
-    )
+    replica = replica_over(MemoryLog(0), CLUSTER, (), me=7)
     replica.start()
     return replica
 

@@ -24,12 +24,11 @@ One replica (node 1) is driven by hand; the test plays the other voters.
 
 from __future__ import annotations
 
-import random
+from hand_driven import HandDriven
+from memory_logs import key
 
-from memory_logs import key, perform_append
-
-from kraft.core.effects import AppendToLog, Effect, Send
-from kraft.core.events import Event, Receive, SendFailed, Tick
+from kraft.core.effects import Send
+from kraft.core.events import Event, Receive, SendFailed
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -37,52 +36,22 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 
 S = ReplicaState
 CLUSTER = ClusterId("send-failure-backoff")
 
 
-class Node:
-    """Replica 1 of voters {1, ..., n}, driven by hand from t=0; every Send it makes is kept
-    with the time it was made, and its appends are performed on its log as a driver would."""
+class Node(HandDriven):
+    """Replica 1 of voters {1, ..., n}, driven by hand from t=0; `sends` lists every Send it
+    makes with the time it was made, and its appends are performed on its log as a driver
+    would."""
 
     def __init__(self, voters: int = 3, **cfg: int) -> None:
-        self.timing = QuorumTiming(**cfg)
-        self.log = MemoryLog()
-        ids = tuple(key(i) for i in range(1, voters + 1))
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, ids, self.timing),
-            election_state=None,
-            log_state=log_state_of(self.log),
-            reader=BatchReader(self.log),
-            rng=random.Random(0),
-            now_ms=0,
-        )
-        self.now = 0
-        self.sends: list[tuple[int, Send]] = []
-        self._keep(self.replica.start())
-
-    def _keep(self, effects: list[Effect]) -> list[Effect]:
-        for e in effects:
-            if isinstance(e, AppendToLog):
-                perform_append(self.log, e)
-            elif isinstance(e, Send):
-                self.sends.append((self.now, e))
-        return effects
-
-    def step(self, ev: Event) -> list[Effect]:
-        self.now = max(self.now, ev.now_ms)
-        return self._keep(self.replica.step(ev))
-
-    def tick(self) -> list[Effect]:
-        return self.step(Tick(max(self.replica.next_deadline_ms(), self.now)))
+        super().__init__(CLUSTER, range(1, voters + 1), timing=QuorumTiming(**cfg))
 
     @property
     def state(self) -> tuple[ReplicaState, int]:
@@ -110,8 +79,7 @@ class Node:
 
     def stand(self) -> None:
         """Tick until the election timer makes the replica Prospective (pre-votes sent)."""
-        while self.replica.view().state is not S.PROSPECTIVE:
-            self.tick()
+        self.tick_until(S.PROSPECTIVE)
 
     def lead(self) -> int:
         """Stand and win with voter 2's pre-vote and vote (a majority of three); the time the
@@ -128,22 +96,6 @@ class Node:
         v = self.replica.view()
         req = FetchRequest(CLUSTER, key(src), v.epoch, v.end_offset, v.last_epoch, Offset(0))
         return Receive(at, NodeId(src), req, None)
-
-    def run(self, until: int, events: dict[int, list[Event]]) -> None:
-        """Tick at each deadline up to `until`, handing the replica `events` (by time) on the
-        way (an event's time first, then a tick of that instant)."""
-        pending = dict(sorted(events.items()))
-        while True:
-            tick = max(self.replica.next_deadline_ms(), self.now)
-            at = min([tick, *pending])
-            if at > until:
-                self.now = until
-                return
-            if at in pending:
-                for ev in pending.pop(at):
-                    self.step(ev)
-            else:
-                self.step(Tick(at))
 
     def begins(self, dst: int, epoch: int) -> list[int]:
         """When the replica sent BeginQuorumEpoch of `epoch` to `dst`."""

@@ -19,14 +19,13 @@ way, where Kafka keeps it until its max wait (README, deviations).
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from hand_driven import HandDriven
 from memory_logs import key
 from scenario_harness import CLUSTER, Cluster
 
-from kraft.core.effects import Effect, Send, StateChanged
-from kraft.core.events import Event, Receive, SendFailed, Shutdown, Tick
+from kraft.core.effects import Send, StateChanged
+from kraft.core.events import Receive, SendFailed, Shutdown, Tick
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     FetchRequest,
@@ -34,50 +33,24 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 
 S = ReplicaState
 ME = NodeId(1)
-FOUR = (key(1), key(2), key(3), key(4))
 # A request timeout well inside the election timeout: an unanswered Vote would be resent
 # several times before the candidate's election timer runs out.
 TIMING = QuorumTiming(election_timeout_ms=1000, request_timeout_ms=100, retry_backoff_ms=20)
 
 
-class Candidate:
-    """Replica 1 of voters {1, 2, 3, 4}, driven by hand; every Send it makes is kept with
-    the time it was made."""
+class Candidate(HandDriven):
+    """Replica 1 of voters {1, 2, 3, 4}, driven by hand; `sends` lists every Send it makes
+    with the time it was made."""
 
     def __init__(self) -> None:
-        log = MemoryLog()
-        self.replica = Replica(
-            ReplicaConfig(key(1), CLUSTER, FOUR, TIMING),
-            election_state=None,
-            log_state=log_state_of(log, ()),
-            reader=BatchReader(log),
-            rng=random.Random(0),
-            now_ms=0,
-        )
-        self.now = 0
-        self.sends: list[tuple[int, Send]] = []
-        self._keep(self.replica.start())
-
-    def _keep(self, effects: list[Effect]) -> list[Effect]:
-        self.sends += [(self.now, e) for e in effects if isinstance(e, Send)]
-        return effects
-
-    def step(self, ev: Event) -> list[Effect]:
-        self.now = max(self.now, ev.now_ms)
-        return self._keep(self.replica.step(ev))
-
-    def tick(self) -> list[Effect]:
-        return self.step(Tick(max(self.replica.next_deadline_ms(), self.now)))
+        super().__init__(CLUSTER, (1, 2, 3, 4), timing=TIMING)
 
     def votes_sent(self, since: int) -> list[tuple[int, int, VoteRequest]]:
         """(time, destination, request) of each VoteRequest sent at or after `since`."""
@@ -90,12 +63,11 @@ class Candidate:
     def stand(self) -> dict[int, VoteRequest]:
         """Run out the election timer, win the pre-vote of voters 2 and 3: a Candidate in
         epoch 1; the Vote request sent to each other voter."""
-        while self.replica.view().state is not S.PROSPECTIVE:
-            self.tick()
+        self.tick_until(S.PROSPECTIVE)
         pre = {d: m for _, d, m in self.votes_sent(self.now) if m.pre_vote}
         assert sorted(pre) == [2, 3, 4]
         for src in (2, 3):
-            self.step(Receive(self.now, NodeId(src), _answer(Epoch(0), True), pre[src]))
+            self.grant(src, pre[src])
         assert (self.replica.view().state, self.replica.view().epoch) == (S.CANDIDATE, 1)
         votes = {d: m for _, d, m in self.votes_sent(self.now) if not m.pre_vote}
         assert sorted(votes) == [2, 3, 4]
