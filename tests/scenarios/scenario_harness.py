@@ -337,6 +337,20 @@ def settled(c: Cluster) -> int:
     return lead
 
 
+def leader_caught_up(c: Cluster) -> int:
+    """Run until one leader is followed by every node and its HWM is its log end; its id."""
+    c.run_until(
+        lambda: (
+            (ld := c.leader()) is not None
+            and all(c.view(i).leader_id == ld for i in c.nodes)
+            and c.view(ld).high_watermark == c.view(ld).end_offset
+        )
+    )
+    leader = c.leader()
+    assert leader is not None
+    return leader
+
+
 def committed(c: Cluster, lead: int, n: int) -> int:
     """Append n values one by one; wait until the leader's HWM covers them."""
     for k in range(n):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster
+from scenario_harness import CLUSTER, Cluster, leader_caught_up
 
 from kraft.core.effects import AppendResult, Effect, Send, ShutdownComplete
 from kraft.core.events import ClientAppend, Receive, Tick
@@ -43,16 +43,7 @@ LATER_TOKEN = 7002
 def _settled(**cfg: int) -> tuple[_Counting, int]:
     """Three voters following one leader whose HWM has reached its log end."""
     c = _Counting(3, seed=5, election_timeout_ms=1000, fetch_timeout_ms=2000, **cfg)
-    c.run_until(
-        lambda: (
-            (ld := c.leader()) is not None
-            and all(c.view(i).leader_id == ld for i in c.nodes)
-            and c.view(ld).high_watermark == c.view(ld).end_offset
-        )
-    )
-    leader = c.leader()
-    assert leader is not None
-    return c, leader
+    return c, leader_caught_up(c)
 
 
 def _others(c: Cluster, leader: int) -> tuple[int, int]:

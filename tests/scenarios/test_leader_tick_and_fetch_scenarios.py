@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from hand_driven import replica_over
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster, DynamicCluster, controller_endpoints
+from scenario_harness import (
+    CLUSTER,
+    Cluster,
+    DynamicCluster,
+    controller_endpoints,
+    leader_caught_up,
+)
 
 from kraft.control_records import (
     KRaftVersionRecord,
@@ -52,20 +58,6 @@ def _answers(effects: list[Effect], token: int = TOKEN) -> list[Send]:
     return [e for e in effects if isinstance(e, Send) and e.reply_to == token]
 
 
-def _settled(c: Cluster) -> int:
-    """The leader once every voter follows it and its HWM is its log end."""
-    c.run_until(
-        lambda: (
-            (ld := c.leader()) is not None
-            and all(c.view(i).leader_id == ld for i in c.nodes)
-            and c.view(ld).high_watermark == c.view(ld).end_offset
-        )
-    )
-    leader = c.leader()
-    assert leader is not None
-    return leader
-
-
 # -- the Fetch's max bytes against the leader's fetch max bytes
 
 
@@ -77,7 +69,7 @@ def _batch_ends(data: bytes | memoryview) -> list[int]:
 def _leader_with_batches(n: int) -> tuple[Cluster, int]:
     """A settled 3-voter cluster whose leader's log holds `n` more one-record batches."""
     c = Cluster(3, seed=5, election_timeout_ms=1000, fetch_timeout_ms=2000)
-    leader = _settled(c)
+    leader = leader_caught_up(c)
     for i in range(n):
         c.append(leader, b"value-%d" % i, request_id=i + 1)
     c.run_until(lambda: c.view(leader).high_watermark == c.view(leader).end_offset)
@@ -129,7 +121,7 @@ def test_a_caught_up_voters_fetch_that_moves_the_hwm_is_answered_at_once() -> No
     answers it in that step with the new HWM, no records, instead of holding it; a second
     such Fetch, which moves nothing, is held."""
     c = Cluster(3, seed=5, election_timeout_ms=1000, fetch_timeout_ms=2000)
-    leader = _settled(c)
+    leader = leader_caught_up(c)
     fetcher = next(i for i in c.nodes if i != leader)
     r = c.r(leader)
     c.apply(leader, r.step(ClientAppend(c.now, ((None, b"x"),), 1)), None)

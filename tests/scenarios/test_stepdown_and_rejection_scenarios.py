@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 from hand_driven import HandDriven
 from memory_logs import key
-from scenario_harness import CLUSTER, Cluster
+from scenario_harness import CLUSTER, Cluster, leader_caught_up
 
 from kraft.core.effects import Send, StateChanged
 from kraft.core.events import Receive, SendFailed, Shutdown, Tick
@@ -131,15 +131,7 @@ def holding_a_fetch() -> tuple[Cluster, int, int, FetchRequest]:
     """A 3-voter cluster whose leader holds a caught-up voter's Fetch (max wait 500 ms):
     the cluster, the leader, the fetcher and the Fetch."""
     c = Cluster(3, seed=5, election_timeout_ms=1000, fetch_timeout_ms=2000)
-    c.run_until(
-        lambda: (
-            (ld := c.leader()) is not None
-            and all(c.view(i).leader_id == ld for i in c.nodes)
-            and c.view(ld).high_watermark == c.view(ld).end_offset
-        )
-    )
-    leader = c.leader()
-    assert leader is not None
+    leader = leader_caught_up(c)
     fetcher = next(i for i in c.nodes if i != leader)
     v = c.view(leader)
     fetch = FetchRequest(CLUSTER, key(fetcher), v.epoch, v.end_offset, v.last_epoch, Offset(0),
