@@ -3,12 +3,12 @@ client append while the append's records leave its log.
 
 - AnswerEpochAdopted: a replica that handles an answer to one of its requests (Vote,
   BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) naming an epoch above its own, with
-  no error or with FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER (the errors that say the
-  request's epoch is stale), is in that epoch or a later one after the step: Kafka's
-  KafkaRaftClient.maybeHandleCommonResponse transitions to the epoch (as a follower of the
-  leader it names, or unattached) before it looks at the rest of any answer, a FetchSnapshot
-  answer's included. A replica that is shutting down may ignore news of a newer leader in an
-  EndQuorumEpoch answer (KIP-595: it is leaving). An answer the bounds check refused
+  any error but UNKNOWN_LEADER_EPOCH (an INVALID_VOTER_KEY or BROKER_NOT_AVAILABLE too), is in
+  that epoch or a later one after the step: Kafka's KafkaRaftClient.maybeHandleCommonResponse
+  transitions to the epoch (as a follower of the leader it names, or unattached) before it
+  looks at the rest of any answer, a FetchSnapshot answer's included. A replica that is
+  shutting down may ignore news of a newer leader in an EndQuorumEpoch answer (KIP-595: it is
+  leaving). An answer the bounds check refused
   (MessageRefused) is not handled at all.
 - UndecidedAppendHeld (kraft.core.commits): while a client append a replica accepted is not
   decided (AppendCommitted or AppendLost), the replica's log still holds the append's last
@@ -86,10 +86,8 @@ _ANSWERS = (
 )
 # The snapshot id of an error FetchSnapshot answer, written out here (not taken from the core).
 _NO_SNAPSHOT_ID = OffsetAndEpoch(Epoch(-1), Offset(-1))
-# The errors of an answer whose epoch a replica must adopt when it is above its own.
-_ADOPTING = frozenset(
-    {ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER}
-)
+# The one error whose answer's epoch a replica need not adopt (Kafka: handled as stale).
+_NOT_ADOPTING = ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def answer_epoch_adopted(
@@ -105,7 +103,7 @@ def answer_epoch_adopted(
     if refused or not isinstance(answer, _ANSWERS):
         return None
     named = answer.leader_epoch
-    if named <= epoch_before or epoch_after >= named or answer.error not in _ADOPTING:
+    if named <= epoch_before or epoch_after >= named or answer.error is _NOT_ADOPTING:
         return None
     if shutting_down and isinstance(answer, EndQuorumEpochResponse):
         return None

@@ -139,11 +139,14 @@ class ElectionRole:
             # Kafka: a voter that does not know pre-vote; stand for election at once.
             self._become_candidate()
             return
+        if resp.error is not ErrorCode.UNKNOWN_LEADER_EPOCH:
+            # Kafka's maybeHandleCommonResponse reads the epoch and leader an answer names
+            # before its error (an INVALID_VOTER_KEY naming a later epoch moves us there).
+            r._learn(resp.leader_id, resp.leader_epoch)
         if resp.error not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
             if r._state in (P, C) and src in r._retry:
                 r._retry[src] = r._now + r._timing.retry_backoff_ms
             return
-        r._learn(resp.leader_id, resp.leader_epoch)
         st = r._state
         if st not in (P, C) or resp.leader_epoch != r._epoch:
             return  # no longer standing, or an answer from another election

@@ -380,9 +380,10 @@ class LeaderRole:
                 del r._retry[src]
             else:
                 r._retry[src] = r._now + r._timing.retry_backoff_ms
-        if resp.error in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
-            # Whether a voter answered is not recorded: Kafka's hasAcknowledgedLeader is
-            # read by nothing, and whom the leader asks depends on fetches alone.
+        if resp.error is not ErrorCode.UNKNOWN_LEADER_EPOCH:
+            # Kafka's maybeHandleCommonResponse: the epoch and leader an answer names count
+            # whatever its error. Whether a voter answered is not recorded: Kafka's
+            # hasAcknowledgedLeader is read by nothing; whom the leader asks depends on fetches.
             r._learn(resp.leader_id, resp.leader_epoch)
 
     def _begin_answer_handled(self, resp: BeginQuorumEpochResponse) -> bool:
