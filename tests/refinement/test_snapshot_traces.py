@@ -137,7 +137,7 @@ def _prefix_through(events: list[TraceEvent], i: int, extra: int = 1) -> list[Tr
 
 @pytest.mark.tlc
 def test_snapshot_trace_is_accepted(snapshot_trace: list[TraceEvent]) -> None:
-    res = validate_trace(snapshot_trace, timeout_s=120.0)
+    res = validate_trace(snapshot_trace)
     assert res.accepted, res.summary()
     assert res.events == len(snapshot_trace)
 
@@ -153,7 +153,7 @@ def test_a_disk_loss_trace_is_accepted(tmp_path: Path) -> None:
     assert lost and any(
         ev.node == 5 and "InstallSnapshot" in ev.actions and ev.index > lost[0] for ev in events
     )
-    res = validate_trace(events, timeout_s=300.0, voters=SIM_VOTERS)
+    res = validate_trace(events, voters=SIM_VOTERS)
     assert res.accepted, res.summary()
 
 
@@ -166,7 +166,7 @@ def test_simulated_snapshots_seeds_are_accepted(tmp_path: Path, seed: int) -> No
     simulate_trace(seed, "snapshots", 400, path)
     events = read_trace(path)
     assert {a for ev in events for a in ev.actions} >= SNAPSHOT_ACTIONS
-    res = validate_trace(events, timeout_s=300.0)
+    res = validate_trace(events)
     assert res.accepted, res.summary()
 
 
@@ -185,7 +185,7 @@ def test_install_before_the_last_chunk_is_rejected_at_the_install(
     # The install (with its logged state) now comes before the last chunk is handled.
     moved = trace.pop(install)
     trace.insert(last_chunk, moved)
-    res = validate_trace(_prefix_through(trace, last_chunk), timeout_s=120.0)
+    res = validate_trace(_prefix_through(trace, last_chunk))
     assert not res.accepted
     assert res.first_unmatched == moved.index, res.summary()
 
@@ -202,7 +202,7 @@ def test_create_snapshot_past_the_hwm_is_rejected_at_that_event(
     assert isinstance(hwm, int) and isinstance(end, int) and hwm < end
     _, epoch = ev.message["snapshotId"]  # type: ignore[misc]
     trace[i] = replace(ev, message={**ev.message, "snapshotId": [hwm + 1, epoch]})
-    res = validate_trace(_prefix_through(trace, i), timeout_s=120.0)
+    res = validate_trace(_prefix_through(trace, i))
     assert not res.accepted
     # The unedited trace is accepted (test_snapshot_trace_is_accepted), so is its prefix.
     assert res.first_unmatched == ev.index, res.summary()

@@ -168,7 +168,7 @@ def _first(trace: list[TraceEvent], pred: Callable[[TraceEvent], bool]) -> int:
 def _rejected_at(trace: list[TraceEvent], i: int) -> TraceValidation:
     """Validate the trace up to the edited event i (the rest cannot change the verdict); one
     TLC run (no report of the state before it)."""
-    res = validate_trace(trace[: i + 1], voters=BOOTSTRAP_VOTERS, timeout_s=120.0, report=False)
+    res = validate_trace(trace[: i + 1], voters=BOOTSTRAP_VOTERS, report=False)
     assert not res.accepted
     assert res.first_unmatched == trace[i].index, res.summary()
     assert res.event is not None and f'"index":{trace[i].index},' in res.event
@@ -199,7 +199,7 @@ def test_the_fixture_shows_every_voter_change_step(trace: list[TraceEvent]):
 
 @pytest.mark.tlc
 def test_the_trace_of_a_dynamic_quorum_with_voter_changes_is_accepted(trace: list[TraceEvent]):
-    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
+    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS)
     assert res.accepted, res.summary()
     assert res.events == len(trace)
 
@@ -211,7 +211,7 @@ def test_a_trace_of_elections_snapshots_and_voter_changes_is_accepted():
     assert trace[install].node == 4 and _add_voter(trace) > install
     remove = _first(trace, lambda ev: "RemoveVoter" in ev.actions)
     assert any("Resign" in ev.actions and ev.node == trace[remove].node for ev in trace[remove:])
-    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS, timeout_s=120.0)
+    res = validate_trace(trace, voters=BOOTSTRAP_VOTERS)
     assert res.accepted, res.summary()
     assert res.events == len(trace)
 

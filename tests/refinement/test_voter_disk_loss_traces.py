@@ -59,7 +59,7 @@ def test_the_wiped_voter_is_a_new_server_and_the_old_one_crashes(trace: list[Tra
 def test_a_trace_where_a_voter_loses_its_disk_is_accepted(trace: list[TraceEvent]):
     # Up to a while after the new incarnation restarted and looked for the leader.
     end = _restart(trace, _lose_disk(trace)) + 60
-    res = validate_trace(trace[:end], voters=BOOTSTRAP_VOTERS, timeout_s=300.0)
+    res = validate_trace(trace[:end], voters=BOOTSTRAP_VOTERS)
     assert res.accepted, res.summary()
     assert res.events == end
 
@@ -79,6 +79,6 @@ def test_a_wiped_voter_that_restarts_with_its_old_log_is_rejected(trace: list[Tr
     edited = list(trace[: i + 1])
     state = {**trace[i].state, "endOffset": old["endOffset"], "lastEpoch": old["lastEpoch"]}  # type: ignore[dict-item]
     edited[i] = replace(trace[i], state=state)  # type: ignore[arg-type]
-    res = validate_trace(edited, voters=BOOTSTRAP_VOTERS, timeout_s=300.0, report=False)
+    res = validate_trace(edited, voters=BOOTSTRAP_VOTERS, report=False)
     assert not res.accepted
     assert res.first_unmatched == trace[i].index, res.summary()
