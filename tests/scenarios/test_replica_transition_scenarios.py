@@ -8,13 +8,12 @@ One replica is driven by hand; the test plays the rest of the quorum.
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from hand_driven import HandDriven
 from memory_logs import key
 
 from kraft.core.effects import Effect, PersistElectionState, Send, StateChanged
-from kraft.core.events import Event, Receive, Tick
+from kraft.core.events import Receive
 from kraft.core.messages import (
     BeginQuorumEpochRequest,
     FetchRequest,
@@ -24,69 +23,47 @@ from kraft.core.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraft.core.replica import Replica, ReplicaConfig
 from kraft.core.timing import QuorumTiming
 from kraft.core.transitions import IllegalTransitionError
 from kraft.core.vocabulary import ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import ClusterId, Epoch, NodeId, Offset
-from kraft.storage.log_adapter import BatchReader, log_state_of
-from kraft.storage.memory_log import MemoryLog
 
 CLUSTER = ClusterId("replica-transitions")
-VOTERS = (key(1), key(2), key(3))
+VOTERS = (1, 2, 3)
 
 
-class Hand:
+class Hand(HandDriven):
     """Replica `me` (a voter of VOTERS, or an observer when not among them)."""
 
     def __init__(self, me: int, **cfg: int) -> None:
-        self.timing = QuorumTiming(**cfg)
-        log = MemoryLog(0)
-        self.replica = Replica(
-            ReplicaConfig(key(me), CLUSTER, VOTERS, self.timing),
-            election_state=None,
-            log_state=log_state_of(log, ()),
-            reader=BatchReader(log),
-            rng=random.Random(0),
-            now_ms=0,
-        )
-        self.now = 0
-        self.effects: list[Effect] = self.replica.start()
-
-    def step(self, event: Event) -> list[Effect]:
-        self.now = max(self.now, event.now_ms)
-        self.effects = self.replica.step(event)
-        return self.effects
+        super().__init__(CLUSTER, VOTERS, me=me, timing=QuorumTiming(**cfg))
 
     def receive(self, src: int, msg: Message, of: Request | None = None) -> list[Effect]:
         return self.step(Receive(self.now, NodeId(src), msg, of))
 
-    def tick(self) -> list[Effect]:
-        return self.step(Tick(max(self.replica.next_deadline_ms(), self.now)))
-
-    def tick_until(self, state: ReplicaState, limit: int) -> None:
+    def tick_until_by(self, state: ReplicaState, limit: int) -> None:
         while self.replica.view().state is not state:
             assert self.now <= limit, f"not {state.value} by t={limit}ms"
             self.tick()
 
     def sent(self, kind: type) -> list[Send]:
-        return [e for e in self.effects if isinstance(e, Send) and isinstance(e.message, kind)]
+        return [e for e in self.last if isinstance(e, Send) and isinstance(e.message, kind)]
 
 
 def test_a_new_candidate_stores_its_vote_for_itself_before_asking_for_votes() -> None:
     h = Hand(1)
-    h.tick_until(ReplicaState.PROSPECTIVE, 60_000)
+    h.tick_until_by(ReplicaState.PROSPECTIVE, 60_000)
     [pre] = [s for s in h.sent(VoteRequest) if s.dst == NodeId(2)]
     h.receive(2, VoteResponse(ErrorCode.NONE, NodeId(-1), Epoch(0), True), pre.message)
     assert h.replica.view().state is ReplicaState.CANDIDATE
-    persists = [i for i, e in enumerate(h.effects) if isinstance(e, PersistElectionState)]
+    persists = [i for i, e in enumerate(h.last) if isinstance(e, PersistElectionState)]
     assert len(persists) == 1
-    stored = h.effects[persists[0]]
+    stored = h.last[persists[0]]
     assert isinstance(stored, PersistElectionState)
     assert stored.state.epoch == Epoch(1)
     assert stored.state.voted_for == key(1)
-    asks = [i for i, e in enumerate(h.effects) if isinstance(e, Send)]
+    asks = [i for i, e in enumerate(h.last) if isinstance(e, Send)]
     assert asks and min(asks) > persists[0]
 
 
@@ -97,7 +74,7 @@ def test_a_follower_standing_for_election_no_longer_times_its_unanswered_fetch()
     h = Hand(1, request_timeout_ms=3500, election_timeout_ms=4000, fetch_timeout_ms=1000)
     h.receive(2, BeginQuorumEpochRequest(CLUSTER, NodeId(2), Epoch(1)))
     assert h.sent(FetchRequest)
-    h.tick_until(ReplicaState.PROSPECTIVE, 3400)
+    h.tick_until_by(ReplicaState.PROSPECTIVE, 3400)
     assert h.now < 3500
     assert h.replica.next_deadline_ms() > 3500
 
@@ -129,7 +106,7 @@ def test_an_observer_whose_leader_went_silent_asks_a_newly_learned_leader_direct
         last.message,
     )
     assert h.replica.view().state is ReplicaState.FOLLOWER
-    assert any(isinstance(e, StateChanged) and e.epoch == Epoch(2) for e in h.effects)
+    assert any(isinstance(e, StateChanged) and e.epoch == Epoch(2) for e in h.last)
     [ask] = h.sent(FetchRequest)
     assert ask.dst == NodeId(3)
     assert isinstance(ask.message, FetchRequest)
