@@ -168,6 +168,29 @@ class LogMetadataMachine(RuleBasedStateMachine):
         m.end = base
 
     @rule(data=st.data())
+    def append_refused(self, data: st.DataObject) -> None:
+        """append refuses (ValueError) a batch whose epoch is below the epoch cache's last,
+        and a voter set outside the records appended: before the end, or at or past the next
+        offset. Tried on a log restarted from the model's LogState, since a refused append
+        may already have assigned the batches before the bad one."""
+        m = self.model
+        log = LogMetadata(m.state(False), _VOTER_SETS[0])
+        entries = log.epoch_entries()
+        end, size = m.end, data.draw(st.integers(1, 3))
+        if entries and entries[-1][0] > 0 and data.draw(st.booleans()):
+            epoch = data.draw(st.integers(0, entries[-1][0] - 1))
+            batches, sets = [(Epoch(epoch), Offset(end))], []
+        else:
+            bad = [end + size, end + size + 1] + ([end - 1] if end > 0 else [])
+            at = Offset(data.draw(st.sampled_from(bad)))
+            batches, sets = [(log.last_epoch, Offset(end))], [(at, _VOTER_SETS[1])]
+        try:
+            log.append(batches, Offset(end + size), sets)
+        except ValueError:
+            return
+        raise AssertionError(f"append {batches} with voter sets at {[o for o, _ in sets]} accepted")
+
+    @rule(data=st.data())
     def truncate(self, data: st.DataObject) -> None:
         m = self.model
         floor = max([m.start, *m.snapshots])
