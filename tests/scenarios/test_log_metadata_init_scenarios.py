@@ -83,15 +83,23 @@ def test_a_snapshot_written_before_the_records_the_epoch_cache_covers_is_not_hel
     assert r.view().log_start_offset == 0
 
 
-def test_every_voter_set_stated_before_the_log_replaces_the_static_one_the_last_in_force() -> None:
-    # Voter sets at -1 (before any record) replace the static set in turn: the last stated
-    # is the one in force, and replica 1, in none of them but the first, is no voter.
+def test_one_voter_set_stated_before_the_log_replaces_the_static_one_and_no_second() -> None:
+    # A voter set at -1 (the bootstrap checkpoint's, before any record) replaces the static
+    # set: replica 1 is in the static set but not in the stated one. As Kafka's
+    # TreeMapLogHistory.addAt, offsets must increase from -1: a second set at -1, or one
+    # below -1, is refused.
     log = build_log([(1, 3)])
-    history = ((Offset(-1), _voters(1, 2, 3)), (Offset(-1), _voters(4, 5, 6)))
-    r = _replica(log, replace(log_state_of(log), voter_history=history))
+    stated = ((Offset(-1), _voters(4, 5, 6)),)
+    r = _replica(log, replace(log_state_of(log), voter_history=stated))
     r.start()
     assert r.view().voters == (key(4).id, key(5).id, key(6).id)
     assert not r.is_voter
+    for bad in (
+        ((Offset(-1), _voters(1, 2, 3)), (Offset(-1), _voters(4, 5, 6))),
+        ((Offset(-2), _voters(4, 5, 6)),),
+    ):
+        with pytest.raises(ValueError, match="out of order"):
+            _replica(log, replace(log_state_of(log), voter_history=bad))
 
 
 def test_a_voter_set_stated_before_the_log_after_one_of_the_log_is_refused() -> None:

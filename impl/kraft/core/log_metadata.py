@@ -81,14 +81,17 @@ class LogMetadata:
         # The voter-set history: parallel lists, offsets increasing, never empty.
         self._voter_offsets: list[Offset] = [STATIC_VOTERS_OFFSET]
         self._voter_sets: list[VoterSet] = [voters]
+        last = Offset(STATIC_VOTERS_OFFSET - 1)  # nothing stated yet: -1 may come first
         for offset, stated in state.voter_history:
-            if offset <= STATIC_VOTERS_OFFSET and len(self._voter_offsets) == 1:
+            # Kafka's TreeMapLogHistory.addAt: none below -1, each after the one before.
+            if not (last < offset and STATIC_VOTERS_OFFSET <= offset < state.end_offset):
+                raise ValueError(f"voter set at {offset} out of order or past the log end")
+            if offset == STATIC_VOTERS_OFFSET:
                 self._voter_sets[0] = stated
-            elif self._voter_offsets[-1] < offset < state.end_offset:
+            else:
                 self._voter_offsets.append(offset)
                 self._voter_sets.append(stated)
-            else:
-                raise ValueError(f"voter set at {offset} out of order or past the log end")
+            last = offset
         # Bumped by every change, so that a reader can tell cheaply that nothing changed.
         self.version = 0
         for epoch, start in state.epochs:
