@@ -3,10 +3,10 @@ the simulator sees (its own copy of each node's log and snapshots, the messages,
 never from the core's bookkeeping:
 
 - SnapshotTakenWhenAllowed: asked CreateSnapshot at an offset that Kafka's createNewSnapshot
-  allows (at most the high watermark, after the latest snapshot and the log start, the record
-  before it in the log, on a batch boundary), the replica writes it (WriteSnapshot of that
-  offset, in the epoch of the record before it), and refuses only an offset that is not
-  allowed.
+  allows (at most the high watermark, after the log start, the record before it in the log,
+  on a batch boundary) and that is after the latest snapshot (kraft's own rule), the replica
+  writes it (WriteSnapshot of that offset, in the epoch of the record before it), and refuses
+  only an offset that is not allowed.
 - LogStartFollowsLeader: a follower that accepts a Fetch answer of its leader (a successful
   answer that names no snapshot and no divergence, followed at once by its next Fetch) moves
   its log start up to the largest snapshot it holds at or below the leader's log start, when
@@ -79,9 +79,10 @@ def create_snapshot_problem(
     log_end: Offset,
     batch_aligned: bool,
 ) -> str | None:
-    """Why Kafka's createNewSnapshot refuses a snapshot ending at `offset`, or None: the
-    high watermark, the newest snapshot the replica holds, its log start and end, and whether
-    a batch starts at `offset` (or the log ends there)."""
+    """Why a snapshot may not end at `offset` (Kafka's createNewSnapshot, and kraft's rule
+    that it come after the newest), or None: the high watermark, the newest snapshot the
+    replica holds, its log start and end, and whether a batch starts at `offset` (or the log
+    ends there)."""
     if hwm is None or offset > hwm:
         return f"past the high watermark {hwm}"
     if newest is not None and offset <= newest:

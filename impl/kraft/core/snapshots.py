@@ -8,9 +8,10 @@ kraft.core.dispatch routes events and messages here):
 
 - CreateSnapshot: the state machine asks (event CreateSnapshot) to snapshot what it applied;
   allowed only at a committed offset (never past the high watermark: the spec's
-  `SnapshotBeyondHwm` mutant), after the latest snapshot, on a batch boundary (Kafka's
-  createNewSnapshot). The driver writes it (effect WriteSnapshot) and reports it durable
-  (event SnapshotWritten); only then does the replica hold it.
+  `SnapshotBeyondHwm` mutant), on a batch boundary (Kafka's createNewSnapshot), and after
+  the latest snapshot (kraft's own rule: README, deviations). The driver writes it (effect
+  WriteSnapshot) and reports it durable (event SnapshotWritten); only then does the replica
+  hold it.
 - AdvanceLogStartOffset (KIP-630 "When to Increase the LogStartOffset"): a leader moves its log
   start to the largest snapshot every live replica has replicated, or to its latest snapshot
   once the log start is older than `start_offset_lag_time_max_ms`; a follower to its largest
@@ -128,7 +129,8 @@ class SnapshotRole:
         r._out.append(WriteSnapshot(OffsetAndEpoch(epoch, offset)))
 
     def refusal(self, offset: Offset) -> str | None:
-        """Why no snapshot may end at `offset` now, or None (Kafka's createNewSnapshot)."""
+        """Why no snapshot may end at `offset` now, or None (Kafka's createNewSnapshot, which
+        does not refuse one at or below the latest snapshot: README, deviations)."""
         r = self._r
         log = r._log
         hwm = r._hwm if r._hwm is not None else Offset(0)
