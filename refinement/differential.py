@@ -26,8 +26,12 @@ no bisection, no caches.
   to the number of voters (the replica's fast path too), majority sizes, timeout and backoff
   bounds, KIP-595's successor backoff, log comparison; and kraft.core.java_order.int32
   against Java's (int) narrowing of a long (the low four bytes read as a signed int).
+- `HashOrderMachine`: kraft.core.java_order.hash_order (a closed form: the final table size,
+  then a stable sort by bucket) against `_JavaHashMap`, which puts the keys one at a time as
+  Java's HashMap.putVal does: a bucket grows at its tail, the table doubles once the size
+  passes three quarters of it, and each bucket splits into its low and high halves in order.
 
-`run_all` runs both, derandomized; the mutation campaign's hypothesis layer runs it after the
+`run_all` runs them all, derandomized; the mutation campaign's hypothesis layer runs it after the
 cluster machine (refinement.mutation.layers).
 """
 
@@ -42,7 +46,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kraft.core import quorum_math as qm
 from kraft.core.commits import AppendDecided, CommitRule
 from kraft.core.effects import AppendCommitted, AppendLost
-from kraft.core.java_order import int32
+from kraft.core.java_order import hash_order, int32
 from kraft.core.log_metadata import STATIC_VOTERS_OFFSET, LogMetadata, LogState
 from kraft.core.voter_set import VoterSet
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch, ReplicaKey
@@ -497,10 +501,67 @@ class QuorumMathMachine(RuleBasedStateMachine):
             assert got == _java_int(v), f"int32({v}) = {got}, Java says {_java_int(v)}"
 
 
+class _JavaHashMap:
+    """Java's HashMap (default capacity 16, load factor 0.75) for distinct Integer keys,
+    put one by one. `treeified` is set when a bucket would reach 9 keys, where Java turns
+    it into a tree or resizes early: outside what hash_order states."""
+
+    def __init__(self) -> None:
+        self.table: list[list[int]] = [[] for _ in range(16)]
+        self.size = 0
+        self.treeified = False
+
+    @staticmethod
+    def spread(key: int) -> int:
+        h = key & 0xFFFFFFFF  # Integer.hashCode, as an unsigned 32-bit pattern
+        return h ^ (h >> 16)
+
+    def put(self, key: int) -> None:
+        bucket = self.table[self.spread(key) & (len(self.table) - 1)]
+        bucket.append(key)
+        if len(bucket) > 8:
+            self.treeified = True
+        self.size += 1
+        if self.size > len(self.table) * 3 // 4:  # the threshold: (int) (capacity * 0.75)
+            self.resize()
+
+    def resize(self) -> None:
+        old = len(self.table)
+        table: list[list[int]] = [[] for _ in range(2 * old)]
+        for j, bucket in enumerate(self.table):
+            for key in bucket:  # each half keeps the bucket's order
+                table[j + old if self.spread(key) & old else j].append(key)
+        self.table = table
+
+    def iteration(self) -> list[int]:
+        return [key for bucket in self.table for key in bucket]
+
+
+class HashOrderMachine(RuleBasedStateMachine):
+    @rule(
+        keys=st.lists(
+            st.one_of(st.integers(0, 70), st.integers(-(2**31), 2**31 - 1)),
+            max_size=60,
+            unique=True,
+        )
+    )
+    def iterated(self, keys: list[int]) -> None:
+        java = _JavaHashMap()
+        for k in keys:
+            java.put(k)
+        if java.treeified:
+            return
+        got = hash_order(keys, lambda k: k)
+        assert got == java.iteration(), (
+            f"hash_order({keys}) = {got}, Java iterates {java.iteration()}"
+        )
+
+
 MACHINES: tuple[type[RuleBasedStateMachine], ...] = (
     LogMetadataMachine,
     CommitRuleMachine,
     QuorumMathMachine,
+    HashOrderMachine,
 )
 
 

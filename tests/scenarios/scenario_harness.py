@@ -48,6 +48,7 @@ from kraft.core.messages import (
     VoteRequest,
 )
 from kraft.core.replica import Replica, ReplicaConfig
+from kraft.core.snapshots import LogStartPolicy
 from kraft.core.timing import QuorumTiming
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_set_of
@@ -307,6 +308,16 @@ class Cluster:
 
     def view(self, i: int):
         return self.r(i).view()
+
+
+class RetentionCluster(Cluster):
+    """Every replica under Kafka's retention policy (LogStartPolicy.RETENTION, the node's):
+    the log start moves only as far as the retention policy asks (DeleteBeforeSnapshot)."""
+
+    def start(self, i: int) -> None:
+        n = self.nodes[i]
+        n.config = replace(n.config, log_start_policy=LogStartPolicy.RETENTION)
+        super().start(i)
 
 
 def elect(c: Cluster) -> int:

@@ -32,6 +32,7 @@ from scenario_harness import (
     DynamicCluster,
     Node,
     Recording,
+    RetentionCluster,
     committed,
     controller_endpoints,
     elect,
@@ -63,7 +64,6 @@ from kraft.core.messages import (
     RemoveVoterResponse,
     Request,
 )
-from kraft.core.snapshots import LogStartPolicy
 from kraft.core.vocabulary import ReplicaState
 from kraft.core.voter_records import voter_set_of
 from kraft.errors import ErrorCode
@@ -276,15 +276,6 @@ def test_a_validation_answer_while_chunks_are_still_fetched_changes_nothing() ->
 
 
 # ------------------------------------------------------------------ retention
-
-
-class RetentionCluster(Cluster):
-    """Every replica under Kafka's retention policy (LogStartPolicy.RETENTION, the node's)."""
-
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.config = replace(n.config, log_start_policy=LogStartPolicy.RETENTION)
-        super().start(i)
 
 
 def test_under_retention_a_followers_log_start_never_passes_the_leaders() -> None:

@@ -17,10 +17,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from memory_logs import key
-from scenario_harness import Cluster, committed, elect, snapshot_everywhere
+from scenario_harness import Cluster, RetentionCluster, committed, elect, snapshot_everywhere
 
 from kraft.core.effects import ActionTaken, Effect, Send, SnapshotRequired
 from kraft.core.events import CreateSnapshot, DeleteBeforeSnapshot, Event, Receive, SnapshotWritten
@@ -30,7 +28,6 @@ from kraft.core.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
-from kraft.core.snapshots import LogStartPolicy
 from kraft.core.vocabulary import Action, ReplicaState
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset, OffsetAndEpoch
@@ -179,16 +176,6 @@ def test_a_chunk_request_past_the_snapshot_or_for_a_missing_one_is_answered_with
             if isinstance(e, Send) and e.dst == 4 and isinstance(e.message, FetchSnapshotResponse)
         ]
         assert [a.error for a in answers] == [error], (snapshot_id, position)
-
-
-class RetentionCluster(Cluster):
-    """Every replica under Kafka's retention policy (LogStartPolicy.RETENTION, the node's):
-    the log start moves only as far as the retention policy asks (DeleteBeforeSnapshot)."""
-
-    def start(self, i: int) -> None:
-        n = self.nodes[i]
-        n.config = replace(n.config, log_start_policy=LogStartPolicy.RETENTION)
-        super().start(i)
 
 
 def test_under_retention_followers_move_their_log_start_behind_the_leaders() -> None:

@@ -297,12 +297,13 @@ class VoterChanges:
         version = self._kraft_version()
         span = ev.kraft_versions
         if span is None or not span[0] <= version <= span[1]:
+            # Kafka 4.3.1's texts, its missing closing parenthesis included.
+            shown = "(min: 0, max: 0)" if span is None else f"(min: {span[0]}, max: {span[1]}"
             self._finish(
                 change_id,
                 ErrorCode.INVALID_REQUEST,
                 f"Aborted add voter operation for {change.voter.kafka_text()} since the "
-                f"kraft.version range "
-                f"{span} doesn't support the finalized version {version}",
+                f"kraft.version range {shown} doesn't support the finalized version {version}",
             )
             return
         if not self._caught_up(change.voter):
