@@ -1,0 +1,125 @@
+"""A leader's rules for RemoveRaftVoter and UpdateRaftVoter requests (KIP-853).
+
+RemoveRaftVoter removes exactly the voter key it names, id and directory id both (Kafka's
+VoterSet.removeVoter): a key whose id or directory id differs from a voter's is refused
+VOTER_NOT_FOUND and the voter set is left alone. UpdateRaftVoter is refused
+REQUEST_TIMED_OUT while an add or remove is pending (Kafka's UpdateVoterHandler asks
+LeaderState.isOperationPending first), and an accepted update is answered only after its
+Voters record is appended and flushed: every effect is done in order, so the answer goes out
+after the record is durable.
+"""
+
+from __future__ import annotations
+
+from memory_logs import key
+from scenario_harness import CLUSTER, DynamicCluster, controller_endpoints, elect
+
+from kraft.core.effects import AppendToLog, Effect, FlushLog, Send
+from kraft.core.events import Event, Receive
+from kraft.core.messages import (
+    AddVoterRequest,
+    Message,
+    RemoveVoterRequest,
+    RemoveVoterResponse,
+    Request,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
+)
+from kraft.errors import ErrorCode
+from kraft.ids import NodeId, ReplicaKey
+
+ADMIN = NodeId(-1)  # an admin client has no node id
+NEW = 4
+
+
+class _Admin(DynamicCluster):
+    """The cluster; what its leader sends the admin client goes nowhere (read from effects)."""
+
+    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
+        if dst != ADMIN:
+            super().send(src, dst, msg, answering)
+
+
+def _setup() -> tuple[DynamicCluster, int]:
+    """A dynamic quorum {1, 2, 3} and an observer 4, its leader's log committed."""
+    c = _Admin(3, observers=1, seed=7, election_timeout_ms=1000, fetch_timeout_ms=2000)
+    lead = elect(c)
+    c.append(lead, b"x")
+    end = c.view(lead).end_offset
+    c.run_until(lambda: c.view(lead).high_watermark == end and c.view(NEW).end_offset == end)
+    return c, lead
+
+
+def _step(c: DynamicCluster, node: int, ev: Event) -> list[Effect]:
+    effects = c.r(node).step(ev)
+    c.apply(node, effects, None)
+    return effects
+
+
+def _answers(effects: list[Effect]) -> list[object]:
+    return [e.message for e in effects if isinstance(e, Send) and e.dst == ADMIN]
+
+
+def _remove(c: DynamicCluster, lead: int, voter: ReplicaKey) -> list[object]:
+    req = RemoveVoterRequest(CLUSTER, voter)
+    return _answers(_step(c, lead, Receive(c.now, ADMIN, req, reply_to=1)))
+
+
+def test_a_remove_naming_a_voters_id_with_another_directory_is_refused() -> None:
+    c, lead = _setup()
+    other = next(i for i in (1, 2, 3) if i != lead)
+    wrong = ReplicaKey(NodeId(other), key(NEW).directory_id)
+    [answer] = _remove(c, lead, wrong)
+    assert isinstance(answer, RemoveVoterResponse)
+    assert answer.error is ErrorCode.VOTER_NOT_FOUND
+    assert c.view(lead).voters == (1, 2, 3)
+
+
+def test_a_remove_naming_a_voters_directory_with_another_id_is_refused() -> None:
+    c, lead = _setup()
+    other = next(i for i in (1, 2, 3) if i != lead)
+    wrong = ReplicaKey(NodeId(9), key(other).directory_id)
+    [answer] = _remove(c, lead, wrong)
+    assert isinstance(answer, RemoveVoterResponse)
+    assert answer.error is ErrorCode.VOTER_NOT_FOUND
+    assert c.view(lead).voters == (1, 2, 3)
+
+
+def _update(c: DynamicCluster, lead: int, voter: int) -> list[Effect]:
+    req = UpdateVoterRequest(
+        CLUSTER, c.view(lead).epoch, key(voter), controller_endpoints(voter), 0, 1
+    )
+    return _step(c, lead, Receive(c.now, NodeId(voter), req, reply_to=1))
+
+
+def _update_answers(effects: list[Effect], voter: int) -> list[object]:
+    return [e.message for e in effects if isinstance(e, Send) and e.dst == voter]
+
+
+def test_an_update_voter_while_an_add_is_pending_is_refused_timed_out() -> None:
+    c, lead = _setup()
+    add = AddVoterRequest(CLUSTER, key(NEW), controller_endpoints(NEW))
+    _step(c, lead, Receive(c.now, ADMIN, add, reply_to=1))  # pending: its probe is unanswered
+    other = next(i for i in (1, 2, 3) if i != lead)
+    end = c.view(lead).end_offset
+    effects = _update(c, lead, other)
+    epoch = c.view(lead).epoch
+    answers = _update_answers(effects, other)
+    assert answers == [UpdateVoterResponse(ErrorCode.REQUEST_TIMED_OUT, NodeId(lead), epoch)]
+    assert c.view(lead).end_offset == end, "a Voters record was written"
+
+
+def test_an_accepted_update_voter_is_answered_after_its_record_is_flushed() -> None:
+    c, lead = _setup()
+    other = next(i for i in (1, 2, 3) if i != lead)
+    end = c.view(lead).end_offset
+    effects = _update(c, lead, other)
+    epoch = c.view(lead).epoch
+    answer = UpdateVoterResponse(ErrorCode.NONE, NodeId(lead), epoch)
+    assert _update_answers(effects, other) == [answer]
+    assert c.view(lead).end_offset > end
+    sent = next(i for i, e in enumerate(effects) if isinstance(e, Send) and e.message == answer)
+    appended = [i for i, e in enumerate(effects) if isinstance(e, AppendToLog)]
+    flushed = [i for i, e in enumerate(effects) if isinstance(e, FlushLog)]
+    assert appended and flushed
+    assert max(appended) < sent and max(flushed) < sent, "answered before the record is durable"
