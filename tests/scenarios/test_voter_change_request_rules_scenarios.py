@@ -5,8 +5,10 @@ VoterSet.removeVoter): a key whose id or directory id differs from a voter's is 
 VOTER_NOT_FOUND and the voter set is left alone. UpdateRaftVoter is refused
 REQUEST_TIMED_OUT while an add or remove is pending (Kafka's UpdateVoterHandler asks
 LeaderState.isOperationPending first), and an accepted update is answered only after its
-Voters record is appended and flushed: every effect is done in order, so the answer goes out
-after the record is durable.
+Voters record is appended and flushed: the core's effects are done in order, so the answer
+goes out after the record is durable. (Kafka 4.3.1's UpdateVoterHandler puts the record in
+its BatchAccumulator and completes the answer at once, so its answer may leave before the
+write; kraft's order is the stricter one.)
 """
 
 from __future__ import annotations
