@@ -43,8 +43,9 @@ def _setup(voters: int, **cfg: int) -> tuple[_Admin, int, int]:
     c.run(c.now + 600)  # past any linger: the value is in the log
     end = c.view(lead).end_offset
     c.run_until(
-        lambda: c.view(lead).high_watermark == end
-        and all(c.view(i).end_offset == end for i in c.nodes)
+        lambda: (
+            c.view(lead).high_watermark == end and all(c.view(i).end_offset == end for i in c.nodes)
+        )
     )
     other = next(i for i in c.nodes if i != lead)
     return c, lead, other
