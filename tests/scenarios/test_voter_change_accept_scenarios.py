@@ -26,6 +26,9 @@ from kraft.core.messages import (
 from kraft.errors import ErrorCode
 from kraft.ids import Epoch, NodeId, Offset
 
+# Kafka 4.3.1's text (AddVoterHandler and RemoveVoterHandler alike).
+PENDING_TEXT = "Request timed out waiting for leader to handle previous voter change request"
+
 
 def _answers(effects: list[Effect]) -> list[AddVoterResponse | RemoveVoterResponse]:
     return [
@@ -52,12 +55,14 @@ def test_a_change_asked_while_an_add_still_probes_its_replica_is_refused_request
     [refused] = _answers(_admin(c, lead, Receive(c.now, ADMIN, remove, reply_to=2)))
     assert isinstance(refused, RemoveVoterResponse)
     assert refused.error is ErrorCode.REQUEST_TIMED_OUT
+    assert refused.message == PENDING_TEXT
     assert c.view(lead).voters == (1, 2, 3)
 
     again = _admin(c, lead, Receive(c.now, ADMIN, add, reply_to=3))
     [refused_add] = _answers(again)
     assert isinstance(refused_add, AddVoterResponse)
     assert refused_add.error is ErrorCode.REQUEST_TIMED_OUT
+    assert refused_add.message == PENDING_TEXT
     assert not any(isinstance(e, CheckVoterVersions) for e in again)
 
     _admin(c, lead, VoterVersionsChecked(c.now, NodeId(NEW), ErrorCode.NONE, (0, 1)))

@@ -244,7 +244,7 @@ class VoterChanges:
         if self.operation_pending():
             refuse(
                 ErrorCode.REQUEST_TIMED_OUT,
-                "Request timed out waiting for leader to handle previous voter operation",
+                "Request timed out waiting for leader to handle previous voter change request",
             )
             return
         refusal = self._change_refusal("adding")
@@ -354,8 +354,7 @@ class VoterChanges:
         if self.operation_pending():
             refuse(
                 ErrorCode.REQUEST_TIMED_OUT,
-                "Request timed out waiting for leader to handle previous add or remove voter "
-                "request",
+                "Request timed out waiting for leader to handle previous voter change request",
             )
             return
         refusal = self._change_refusal("removing")
