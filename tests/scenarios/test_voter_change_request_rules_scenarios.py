@@ -14,48 +14,20 @@ write; kraft's order is the stricter one.)
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, DynamicCluster, controller_endpoints, elect
+from scenario_harness import CLUSTER, DynamicCluster, controller_endpoints
+from test_add_voter_answer_scenarios import ADMIN, NEW, _admin, _setup
 
 from kraft.core.effects import AppendToLog, Effect, FlushLog, Send
-from kraft.core.events import Event, Receive
+from kraft.core.events import Receive
 from kraft.core.messages import (
     AddVoterRequest,
-    Message,
     RemoveVoterRequest,
     RemoveVoterResponse,
-    Request,
     UpdateVoterRequest,
     UpdateVoterResponse,
 )
 from kraft.errors import ErrorCode
 from kraft.ids import NodeId, ReplicaKey
-
-ADMIN = NodeId(-1)  # an admin client has no node id
-NEW = 4
-
-
-class _Admin(DynamicCluster):
-    """The cluster; what its leader sends the admin client goes nowhere (read from effects)."""
-
-    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
-        if dst != ADMIN:
-            super().send(src, dst, msg, answering)
-
-
-def _setup() -> tuple[DynamicCluster, int]:
-    """A dynamic quorum {1, 2, 3} and an observer 4, its leader's log committed."""
-    c = _Admin(3, observers=1, seed=7, election_timeout_ms=1000, fetch_timeout_ms=2000)
-    lead = elect(c)
-    c.append(lead, b"x")
-    end = c.view(lead).end_offset
-    c.run_until(lambda: c.view(lead).high_watermark == end and c.view(NEW).end_offset == end)
-    return c, lead
-
-
-def _step(c: DynamicCluster, node: int, ev: Event) -> list[Effect]:
-    effects = c.r(node).step(ev)
-    c.apply(node, effects, None)
-    return effects
 
 
 def _answers(effects: list[Effect]) -> list[object]:
@@ -64,7 +36,7 @@ def _answers(effects: list[Effect]) -> list[object]:
 
 def _remove(c: DynamicCluster, lead: int, voter: ReplicaKey) -> list[object]:
     req = RemoveVoterRequest(CLUSTER, voter)
-    return _answers(_step(c, lead, Receive(c.now, ADMIN, req, reply_to=1)))
+    return _answers(_admin(c, lead, Receive(c.now, ADMIN, req, reply_to=1)))
 
 
 def test_a_remove_naming_a_voters_id_with_another_directory_is_refused() -> None:
@@ -91,7 +63,7 @@ def _update(c: DynamicCluster, lead: int, voter: int) -> list[Effect]:
     req = UpdateVoterRequest(
         CLUSTER, c.view(lead).epoch, key(voter), controller_endpoints(voter), 0, 1
     )
-    return _step(c, lead, Receive(c.now, NodeId(voter), req, reply_to=1))
+    return _admin(c, lead, Receive(c.now, NodeId(voter), req, reply_to=1))
 
 
 def _update_answers(effects: list[Effect], voter: int) -> list[object]:
@@ -101,7 +73,7 @@ def _update_answers(effects: list[Effect], voter: int) -> list[object]:
 def test_an_update_voter_while_an_add_is_pending_is_refused_timed_out() -> None:
     c, lead = _setup()
     add = AddVoterRequest(CLUSTER, key(NEW), controller_endpoints(NEW))
-    _step(c, lead, Receive(c.now, ADMIN, add, reply_to=1))  # pending: its probe is unanswered
+    _admin(c, lead, Receive(c.now, ADMIN, add, reply_to=1))  # pending: its probe is unanswered
     other = next(i for i in (1, 2, 3) if i != lead)
     end = c.view(lead).end_offset
     effects = _update(c, lead, other)
