@@ -10,28 +10,14 @@ leaves the leader a quorum of one), so the RemoveRaftVoter is answered in that s
 from __future__ import annotations
 
 from memory_logs import key
-from scenario_harness import CLUSTER, DynamicCluster, elect
+from scenario_harness import CLUSTER, elect
+from test_add_voter_answer_scenarios import ADMIN, _Admin, _admin
 
 from kraft.core.effects import ActionTaken, AppendResult, Effect
-from kraft.core.events import ClientAppend, Event, Receive
-from kraft.core.messages import Message, RemoveVoterRequest, RemoveVoterResponse, Request
+from kraft.core.events import ClientAppend, Receive
+from kraft.core.messages import RemoveVoterRequest, RemoveVoterResponse
 from kraft.core.vocabulary import Action
 from kraft.errors import ErrorCode
-from kraft.ids import NodeId
-
-ADMIN = NodeId(-1)  # an admin client has no node id
-
-
-class _Admin(DynamicCluster):
-    """A dynamic quorum whose leader's answers to the admin client are kept."""
-
-    answers: list[Message]
-
-    def send(self, src: int, dst: int, msg: Message, answering: Request | None) -> None:
-        if dst == ADMIN:
-            self.answers.append(msg)
-        else:
-            super().send(src, dst, msg, answering)
 
 
 def _setup(voters: int, **cfg: int) -> tuple[_Admin, int, int]:
@@ -51,12 +37,6 @@ def _setup(voters: int, **cfg: int) -> tuple[_Admin, int, int]:
     return c, lead, other
 
 
-def _admin(c: _Admin, node: int, ev: Event) -> list[Effect]:
-    effects = c.r(node).step(ev)
-    c.apply(node, effects, None)
-    return effects
-
-
 def _remove(c: _Admin, lead: int, voter: int) -> list[Effect]:
     req = RemoveVoterRequest(CLUSTER, key(voter))
     return _admin(c, lead, Receive(c.now, ADMIN, req, reply_to=1))
@@ -69,7 +49,7 @@ def test_removing_a_voter_from_a_pair_commits_and_is_answered_in_the_same_step()
     assert c.view(lead).voters == (lead,)
     # The leader alone is the new set's majority: its own record commits at once.
     assert c.view(lead).high_watermark == record + 1
-    assert c.answers == [RemoveVoterResponse(ErrorCode.NONE)]
+    assert [answer for answer, _ in c.answers] == [RemoveVoterResponse(ErrorCode.NONE)]
 
 
 def test_the_step_that_writes_a_removal_is_marked_remove_voter_with_its_voter() -> None:

@@ -130,7 +130,7 @@ class SnapshotRole:
 
     def refusal(self, offset: Offset) -> str | None:
         """Why no snapshot may end at `offset` now, or None (Kafka's createNewSnapshot, which
-        does not refuse one at or below the latest snapshot: README, deviations)."""
+        writes one below the latest snapshot: README, deviations)."""
         r = self._r
         log = r._log
         hwm = r._hwm if r._hwm is not None else Offset(0)
