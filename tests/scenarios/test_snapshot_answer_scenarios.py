@@ -4,6 +4,8 @@ UndecidedAppendHeld, and refinement.invariants_snapshot_transfer):
 
 - a leader serves exactly the bytes asked for, from the position asked, down to one byte
   (Kafka's handleFetchSnapshotRequest slices min(MaxBytes, size) bytes from the position);
+  MaxBytes 0 gets an empty chunk without error, as Kafka's slice; a negative MaxBytes is
+  INVALID_REQUEST (Kafka's slice throws out of its handler: README, deviations);
 - a Fetch answer naming a snapshot the follower refuses (one ending below its high watermark,
   of an epoch past its own, with a negative epoch, the bootstrap checkpoint) is handled as an
   unsuccessful answer: the follower fetches again quorum.retry.backoff.ms later, as Kafka's
@@ -90,6 +92,42 @@ def test_a_leader_serves_exactly_the_bytes_asked_for_down_to_one() -> None:
             assert answer.error is ErrorCode.NONE, (position, max_bytes)
             assert (answer.snapshot_id, answer.position, answer.size) == (sid, position, size)
             assert bytes(answer.chunk) == want, (position, max_bytes, len(answer.chunk))
+
+
+def test_a_fetch_snapshot_for_no_bytes_gets_an_empty_chunk_and_a_negative_one_is_refused() -> None:
+    c = Cluster(3, seed=41, snapshots=True)
+    lead, sid = _leader_with_snapshot(c)
+    size = len(_snaps(c, lead).complete[sid])
+    epoch = c.view(lead).epoch
+    follower = next(i for i in c.nodes if i != lead)
+    answers = {}
+    for max_bytes in (0, -1, -(2**31)):
+        req = FetchSnapshotRequest(
+            cluster_id=CLUSTER,
+            replica=key(follower),
+            replica_epoch=epoch,
+            snapshot_id=sid,
+            position=1,
+            max_bytes=max_bytes,
+        )
+        effects = c.step(lead, Receive(c.now, NodeId(follower), req))
+        [answers[max_bytes]] = [
+            e.message
+            for e in effects
+            if isinstance(e, Send) and isinstance(e.message, FetchSnapshotResponse)
+        ]
+    empty = answers[0]
+    assert empty.error is ErrorCode.NONE
+    assert (empty.snapshot_id, empty.position, empty.size) == (sid, 1, size)
+    assert bytes(empty.chunk) == b""
+    for max_bytes in (-1, -(2**31)):
+        refused = answers[max_bytes]
+        assert refused.error is ErrorCode.INVALID_REQUEST, max_bytes
+        assert (refused.snapshot_id, refused.size, bytes(refused.chunk)) == (
+            UNKNOWN_SNAPSHOT,
+            0,
+            b"",
+        )
 
 
 def test_a_refused_snapshot_id_is_an_unsuccessful_answer_fetch_again_after_the_backoff() -> None:

@@ -277,8 +277,8 @@ class SnapshotRole:
     ) -> None:
         """HandleFetchSnapshotRequest, checks in Kafka's order: cluster id, the leader's epoch
         (Replica._leader_only_error), the snapshot (SNAPSHOT_NOT_FOUND; the bootstrap snapshot
-        is never served), the position
-        (POSITION_OUT_OF_RANGE); then at most max bytes from the position."""
+        is never served), the position (POSITION_OUT_OF_RANGE), a negative max bytes
+        (INVALID_REQUEST); then at most max bytes from the position."""
         r = self._r
         r._out.append(ActionTaken(Action.HANDLE_FETCH_SNAPSHOT_REQUEST))
         err = r._request_error(msg.cluster_id)
@@ -299,7 +299,12 @@ class SnapshotRole:
         if not 0 <= msg.position < size:
             r._send(src, self._answer(ErrorCode.POSITION_OUT_OF_RANGE))
             return
-        max_bytes = max(min(msg.max_bytes, r._timing.fetch_max_bytes), 1)
+        if msg.max_bytes < 0:
+            # Kafka's slice throws out of its handler here (README, deviations).
+            r._send(src, self._answer(ErrorCode.INVALID_REQUEST))
+            return
+        # max_bytes 0 gets an empty chunk, as Kafka's slice(position, 0).
+        max_bytes = min(msg.max_bytes, r._timing.fetch_max_bytes)
         chunk = self._source.read(snap, msg.position, min(max_bytes, size - msg.position))
         r._send(
             src,
