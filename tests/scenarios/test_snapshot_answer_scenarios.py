@@ -65,29 +65,36 @@ def _leader_with_snapshot(c: Cluster) -> tuple[int, OffsetAndEpoch]:
     return lead, sid
 
 
+def _fetch_snapshot(
+    c: Cluster, lead: int, follower: int, sid: OffsetAndEpoch, position: int, max_bytes: int
+) -> FetchSnapshotResponse:
+    """The leader's answer to the follower's FetchSnapshot, in the leader's epoch."""
+    req = FetchSnapshotRequest(
+        cluster_id=CLUSTER,
+        replica=key(follower),
+        replica_epoch=c.view(lead).epoch,
+        snapshot_id=sid,
+        position=position,
+        max_bytes=max_bytes,
+    )
+    effects = c.step(lead, Receive(c.now, NodeId(follower), req))
+    [answer] = [
+        e.message
+        for e in effects
+        if isinstance(e, Send) and isinstance(e.message, FetchSnapshotResponse)
+    ]
+    return answer
+
+
 def test_a_leader_serves_exactly_the_bytes_asked_for_down_to_one() -> None:
     c = Cluster(3, seed=41, snapshots=True)
     lead, sid = _leader_with_snapshot(c)
     data = bytes(_snaps(c, lead).complete[sid])
     size = len(data)
-    epoch = c.view(lead).epoch
     follower = next(i for i in c.nodes if i != lead)
     for position in (0, 1, size // 2, size - 2, size - 1):
         for max_bytes in (1, 2, 3, 17, size, size + 5):
-            req = FetchSnapshotRequest(
-                cluster_id=CLUSTER,
-                replica=key(follower),
-                replica_epoch=epoch,
-                snapshot_id=sid,
-                position=position,
-                max_bytes=max_bytes,
-            )
-            effects = c.step(lead, Receive(c.now, NodeId(follower), req))
-            [answer] = [
-                e.message
-                for e in effects
-                if isinstance(e, Send) and isinstance(e.message, FetchSnapshotResponse)
-            ]
+            answer = _fetch_snapshot(c, lead, follower, sid, position, max_bytes)
             want = data[position : position + min(max_bytes, size - position)]
             assert answer.error is ErrorCode.NONE, (position, max_bytes)
             assert (answer.snapshot_id, answer.position, answer.size) == (sid, position, size)
@@ -98,24 +105,8 @@ def test_a_fetch_snapshot_for_no_bytes_gets_an_empty_chunk_and_a_negative_one_is
     c = Cluster(3, seed=41, snapshots=True)
     lead, sid = _leader_with_snapshot(c)
     size = len(_snaps(c, lead).complete[sid])
-    epoch = c.view(lead).epoch
     follower = next(i for i in c.nodes if i != lead)
-    answers = {}
-    for max_bytes in (0, -1, -(2**31)):
-        req = FetchSnapshotRequest(
-            cluster_id=CLUSTER,
-            replica=key(follower),
-            replica_epoch=epoch,
-            snapshot_id=sid,
-            position=1,
-            max_bytes=max_bytes,
-        )
-        effects = c.step(lead, Receive(c.now, NodeId(follower), req))
-        [answers[max_bytes]] = [
-            e.message
-            for e in effects
-            if isinstance(e, Send) and isinstance(e.message, FetchSnapshotResponse)
-        ]
+    answers = {m: _fetch_snapshot(c, lead, follower, sid, 1, m) for m in (0, -1, -(2**31))}
     empty = answers[0]
     assert empty.error is ErrorCode.NONE
     assert (empty.snapshot_id, empty.position, empty.size) == (sid, 1, size)
