@@ -106,7 +106,16 @@ def test_a_fetch_snapshot_for_no_bytes_gets_an_empty_chunk_and_a_negative_one_is
     lead, sid = _leader_with_snapshot(c)
     size = len(_snaps(c, lead).complete[sid])
     follower = next(i for i in c.nodes if i != lead)
+    before = c.view(lead)
     answers = {m: _fetch_snapshot(c, lead, follower, sid, 1, m) for m in (0, -1, -(2**31))}
+    # The forged requests change nothing the leader holds or has committed.
+    after = c.view(lead)
+    assert (after.epoch, after.end_offset, after.high_watermark) == (
+        before.epoch,
+        before.end_offset,
+        before.high_watermark,
+    )
+    assert sid in _snaps(c, lead).complete
     empty = answers[0]
     assert empty.error is ErrorCode.NONE
     assert (empty.snapshot_id, empty.position, empty.size) == (sid, 1, size)
